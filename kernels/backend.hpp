@@ -1,0 +1,126 @@
+// The one kernel interface: every GPT-2 operation of a pipeline stage, forward and backward,
+// on raw buffers with explicit shapes. The CPU backend (kernels/cpu) is the reference twin of
+// every device kernel; lib/ talks only to this interface and never knows which backend runs.
+//
+// Dimension names, the same everywhere:
+//   B  micro-batch size (samples)       T  sequence length
+//   C  channels                          NH attention heads
+//   V  vocabulary size                   Vp vocabulary padded for alignment (>= V)
+//   N  rows = B * T                      OC output channels of a matmul
+//
+// Conventions:
+//   - All buffers are float32 and live where the backend computes (host memory for the CPU).
+//   - Parameter gradients ACCUMULATE (+=); they are zeroed once per optimizer step.
+//   - Activation gradients are OVERWRITTEN (=), except layernorm_backward's dinp, which
+//     accumulates so that the residual stream's gradient needs no separate add.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace eth::kernels {
+
+struct AdamWParams {
+  float lr;
+  float beta1;
+  float beta2;
+  float eps;
+  float weight_decay;  // decoupled: p -= lr * weight_decay * p
+  float grad_scale;    // applied to every gradient first (1/global_batch times the clip factor)
+  int step;            // 1-based, for bias correction
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+
+  // ---- memory --------------------------------------------------------------------------
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void release(void* ptr) = 0;
+  virtual void copy_to_device(void* dst, const void* host_src, size_t bytes) = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;  // device to device
+  virtual void fill_zero(float* x, size_t n) = 0;
+
+  // ---- GPT-2 forward and backward --------------------------------------------------------
+  virtual void encoder_forward(float* out,           // (B, T, C)
+                               const int32_t* tokens,  // (B, T)
+                               const float* wte,     // (Vp, C)
+                               const float* wpe,     // (maxT, C)
+                               int B, int T, int C) = 0;
+  virtual void encoder_backward(float* dwte,            // (Vp, C) accumulated
+                                float* dwpe,            // (maxT, C) accumulated
+                                const float* dout,      // (B, T, C)
+                                const int32_t* tokens,  // (B, T)
+                                int B, int T, int C) = 0;
+
+  virtual void layernorm_forward(float* out,         // (N, C)
+                                 float* mean,        // (N)
+                                 float* rstd,        // (N)
+                                 const float* inp,   // (N, C)
+                                 const float* weight, const float* bias,  // (C)
+                                 int N, int C) = 0;
+  virtual void layernorm_backward(float* dinp,         // (N, C) accumulated
+                                  float* dweight, float* dbias,  // (C) accumulated
+                                  const float* dout,   // (N, C)
+                                  const float* inp,    // (N, C)
+                                  const float* weight, // (C)
+                                  const float* mean, const float* rstd,  // (N)
+                                  int N, int C) = 0;
+
+  // out = inp @ weight^T + bias
+  virtual void matmul_forward(float* out,           // (N, OC)
+                              const float* inp,     // (N, C)
+                              const float* weight,  // (OC, C)
+                              const float* bias,    // (OC) or nullptr
+                              int N, int C, int OC) = 0;
+  virtual void matmul_backward(float* dinp,          // (N, C) overwritten
+                               float* dweight,       // (OC, C) accumulated
+                               float* dbias,         // (OC) accumulated, or nullptr
+                               const float* dout,    // (N, OC)
+                               const float* inp,     // (N, C)
+                               const float* weight,  // (OC, C)
+                               int N, int C, int OC) = 0;
+
+  // Causal self-attention. qkv holds q, k, v side by side per token; att keeps the softmax
+  // probabilities for backward (entries above the diagonal are written as zero).
+  virtual void attention_forward(float* out,        // (B, T, C)
+                                 float* att,        // (B, NH, T, T)
+                                 const float* qkv,  // (B, T, 3C)
+                                 int B, int T, int C, int NH) = 0;
+  virtual void attention_backward(float* dqkv,        // (B, T, 3C) overwritten
+                                  float* datt,        // (B, NH, T, T) scratch
+                                  const float* dout,  // (B, T, C)
+                                  const float* qkv,   // (B, T, 3C)
+                                  const float* att,   // (B, NH, T, T)
+                                  int B, int T, int C, int NH) = 0;
+
+  // GELU, tanh approximation (GPT-2's).
+  virtual void gelu_forward(float* out, const float* inp, size_t n) = 0;  // (n)
+  virtual void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) = 0;
+
+  virtual void residual_forward(float* out, const float* a, const float* b, size_t n) = 0;
+
+  // Fused softmax + cross-entropy over the first V of Vp logits. Writes each sample's loss,
+  // the mean over its T tokens. When dlogits_scale != 0 it then overwrites logits with
+  // dlogits = dlogits_scale * (softmax - onehot(target)) / T (zero in the padded columns);
+  // with 0 the logits are left untouched (evaluation). Probabilities are never stored.
+  virtual void crossentropy_forward_backward(float* sample_losses,    // (B)
+                                             float* logits,           // (B, T, Vp)
+                                             const int32_t* targets,  // (B, T)
+                                             int B, int T, int V, int Vp,
+                                             float dlogits_scale) = 0;
+
+  // ---- optimizer -------------------------------------------------------------------------
+  virtual double sum_of_squares(const float* x, size_t n) = 0;
+  virtual void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
+                            const AdamWParams& hp) = 0;
+};
+
+// The CPU backend: OpenBLAS sgemm and OpenMP loops.
+std::unique_ptr<Backend> make_cpu_backend();
+
+}  // namespace eth::kernels

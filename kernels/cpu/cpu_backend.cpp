@@ -1,0 +1,84 @@
+// The CPU backend: host memory, and the float instantiation of the reference ops.
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "kernels/backend.hpp"
+#include "kernels/cpu/gpt_ops.hpp"
+
+namespace eth::kernels {
+namespace {
+
+class CpuBackend final : public Backend {
+ public:
+  std::string name() const override { return "cpu"; }
+
+  void* allocate(size_t bytes) override {
+    // 64-byte alignment for AVX loads; std::aligned_alloc needs a multiple of the alignment.
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (p == nullptr) throw std::bad_alloc();
+    return p;
+  }
+  void release(void* ptr) override { std::free(ptr); }
+  void copy_to_device(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy_to_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void fill_zero(float* x, size_t n) override { std::memset(x, 0, n * sizeof(float)); }
+
+  void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+                       int B, int T, int C) override {
+    cpu::encoder_forward(out, tokens, wte, wpe, B, T, C);
+  }
+  void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                        int B, int T, int C) override {
+    cpu::encoder_backward(dwte, dwpe, dout, tokens, B, T, C);
+  }
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                         const float* weight, const float* bias, int N, int C) override {
+    cpu::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+  }
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const float* inp, const float* weight, const float* mean,
+                          const float* rstd, int N, int C) override {
+    cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  }
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                      int N, int C, int OC) override {
+    cpu::matmul_forward(out, inp, weight, bias, N, C, OC);
+  }
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const float* inp, const float* weight, int N, int C, int OC) override {
+    cpu::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+  }
+  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
+                         int NH) override {
+    cpu::attention_forward(out, att, qkv, B, T, C, NH);
+  }
+  void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
+                          const float* att, int B, int T, int C, int NH) override {
+    cpu::attention_backward(dqkv, datt, dout, qkv, att, B, T, C, NH);
+  }
+  void gelu_forward(float* out, const float* inp, size_t n) override { cpu::gelu_forward(out, inp, n); }
+  void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {
+    cpu::gelu_backward(dinp, inp, dout, n);
+  }
+  void residual_forward(float* out, const float* a, const float* b, size_t n) override {
+    cpu::residual_forward(out, a, b, n);
+  }
+  void crossentropy_forward_backward(float* sample_losses, float* logits, const int32_t* targets,
+                                     int B, int T, int V, int Vp, float dlogits_scale) override {
+    cpu::crossentropy_forward_backward(sample_losses, logits, targets, B, T, V, Vp, dlogits_scale);
+  }
+  double sum_of_squares(const float* x, size_t n) override { return cpu::sum_of_squares(x, n); }
+  void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
+                    const AdamWParams& hp) override {
+    cpu::adamw_update(params, grads, m, v, n, hp.lr, hp.beta1, hp.beta2, hp.eps, hp.weight_decay,
+                      hp.grad_scale, hp.step);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace eth::kernels

@@ -1,0 +1,333 @@
+#include "kernels/cpu/gpt_ops.hpp"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace eth::kernels::cpu {
+namespace {
+
+// Row-major GEMM: C = alpha * op(A) @ op(B) + beta * C. Inside an OpenMP parallel region the
+// OpenMP build of OpenBLAS runs single-threaded, which is what the per-head loops want.
+void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
+          const float* B, int ldb, float beta, float* C, int ldc) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+void gemm(bool trans_a, bool trans_b, int M, int N, int K, double alpha, const double* A, int lda,
+          const double* B, int ldb, double beta, double* C, int ldc) {
+  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+// [begin, end) of `n` items owned by the calling thread of the current parallel region.
+struct Range { size_t begin, end; };
+Range thread_share(size_t n) {
+  const size_t threads = static_cast<size_t>(omp_get_num_threads());
+  const size_t id = static_cast<size_t>(omp_get_thread_num());
+  return {n * id / threads, n * (id + 1) / threads};
+}
+
+constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2 / pi)
+constexpr double kLayerNormEps = 1e-5;
+
+}  // namespace
+
+template <typename F>
+void encoder_forward(F* out, const int32_t* tokens, const F* wte, const F* wpe, int B, int T, int C) {
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int b = 0; b < B; b++) {
+    for (int t = 0; t < T; t++) {
+      F* o = out + (static_cast<size_t>(b) * T + t) * C;
+      const F* e = wte + static_cast<size_t>(tokens[b * T + t]) * C;
+      const F* p = wpe + static_cast<size_t>(t) * C;
+      for (int c = 0; c < C; c++) o[c] = e[c] + p[c];
+    }
+  }
+}
+
+template <typename F>
+void encoder_backward(F* dwte, F* dwpe, const F* dout, const int32_t* tokens, int B, int T, int C) {
+  // A token may repeat within the batch, so threads split the channels, not the rows: every
+  // thread adds into its own columns in the same row order, deterministic and race-free.
+#pragma omp parallel
+  {
+    const Range cols = thread_share(static_cast<size_t>(C));
+    for (int b = 0; b < B; b++) {
+      for (int t = 0; t < T; t++) {
+        const F* d = dout + (static_cast<size_t>(b) * T + t) * C;
+        F* de = dwte + static_cast<size_t>(tokens[b * T + t]) * C;
+        F* dp = dwpe + static_cast<size_t>(t) * C;
+        for (size_t c = cols.begin; c < cols.end; c++) {
+          de[c] += d[c];
+          dp[c] += d[c];
+        }
+      }
+    }
+  }
+}
+
+template <typename F>
+void layernorm_forward(F* out, F* mean, F* rstd, const F* inp, const F* weight, const F* bias,
+                       int N, int C) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; n++) {
+    const F* x = inp + static_cast<size_t>(n) * C;
+    double sum = 0.0;
+    for (int c = 0; c < C; c++) sum += x[c];
+    const double m = sum / C;
+    double var = 0.0;
+    for (int c = 0; c < C; c++) var += (x[c] - m) * (x[c] - m);
+    const double s = 1.0 / std::sqrt(var / C + kLayerNormEps);
+    F* o = out + static_cast<size_t>(n) * C;
+    for (int c = 0; c < C; c++) o[c] = static_cast<F>((x[c] - m) * s) * weight[c] + bias[c];
+    mean[n] = static_cast<F>(m);
+    rstd[n] = static_cast<F>(s);
+  }
+}
+
+template <typename F>
+void layernorm_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp,
+                        const F* weight, const F* mean, const F* rstd, int N, int C) {
+#pragma omp parallel
+  {
+    // Rows are independent for dinp.
+#pragma omp for schedule(static)
+    for (int n = 0; n < N; n++) {
+      const F* x = inp + static_cast<size_t>(n) * C;
+      const F* d = dout + static_cast<size_t>(n) * C;
+      double dnorm_mean = 0.0, dnorm_norm_mean = 0.0;
+      for (int c = 0; c < C; c++) {
+        const double norm = (x[c] - mean[n]) * static_cast<double>(rstd[n]);
+        const double dnorm = static_cast<double>(weight[c]) * d[c];
+        dnorm_mean += dnorm;
+        dnorm_norm_mean += dnorm * norm;
+      }
+      dnorm_mean /= C;
+      dnorm_norm_mean /= C;
+      F* dx = dinp + static_cast<size_t>(n) * C;
+      for (int c = 0; c < C; c++) {
+        const double norm = (x[c] - mean[n]) * static_cast<double>(rstd[n]);
+        const double dnorm = static_cast<double>(weight[c]) * d[c];
+        dx[c] += static_cast<F>((dnorm - dnorm_mean - norm * dnorm_norm_mean) * rstd[n]);
+      }
+    }
+    // dweight and dbias sum over rows: each thread owns a range of channels.
+    const Range cols = thread_share(static_cast<size_t>(C));
+    for (int n = 0; n < N; n++) {
+      const F* x = inp + static_cast<size_t>(n) * C;
+      const F* d = dout + static_cast<size_t>(n) * C;
+      for (size_t c = cols.begin; c < cols.end; c++) {
+        dweight[c] += (x[c] - mean[n]) * rstd[n] * d[c];
+        dbias[c] += d[c];
+      }
+    }
+  }
+}
+
+template <typename F>
+void matmul_forward(F* out, const F* inp, const F* weight, const F* bias, int N, int C, int OC) {
+  gemm(false, true, N, OC, C, F(1), inp, C, weight, C, F(0), out, OC);
+  if (bias == nullptr) return;
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; n++) {
+    F* o = out + static_cast<size_t>(n) * OC;
+    for (int j = 0; j < OC; j++) o[j] += bias[j];
+  }
+}
+
+template <typename F>
+void matmul_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
+                     int N, int C, int OC) {
+  gemm(false, false, N, C, OC, F(1), dout, OC, weight, C, F(0), dinp, C);     // dinp = dout @ W
+  gemm(true, false, OC, C, N, F(1), dout, OC, inp, C, F(1), dweight, C);      // dW += dout^T @ inp
+  if (dbias == nullptr) return;
+#pragma omp parallel
+  {
+    const Range cols = thread_share(static_cast<size_t>(OC));
+    for (int n = 0; n < N; n++) {
+      const F* d = dout + static_cast<size_t>(n) * OC;
+      for (size_t j = cols.begin; j < cols.end; j++) dbias[j] += d[j];
+    }
+  }
+}
+
+// Attention runs one (sample, head) pair per iteration; each pair's Q K^T and att V are GEMMs
+// over strided views of qkv (row stride 3C), so the per-head arithmetic runs at GEMM speed.
+template <typename F>
+void attention_forward(F* out, F* att, const F* qkv, int B, int T, int C, int NH) {
+  const int hs = C / NH;
+  const F scale = F(1) / std::sqrt(static_cast<F>(hs));
+  const size_t C3 = static_cast<size_t>(3) * C;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int b = 0; b < B; b++) {
+    for (int h = 0; h < NH; h++) {
+      const F* q = qkv + static_cast<size_t>(b) * T * C3 + static_cast<size_t>(h) * hs;
+      const F* k = q + C;
+      const F* v = q + 2 * static_cast<size_t>(C);
+      F* a = att + (static_cast<size_t>(b) * NH + h) * T * T;                    // (T, T)
+      gemm(false, true, T, T, hs, scale, q, static_cast<int>(C3), k, static_cast<int>(C3), F(0), a, T);
+      for (int t = 0; t < T; t++) {  // causal softmax of row t over keys 0..t
+        F* row = a + static_cast<size_t>(t) * T;
+        F maxval = row[0];
+        for (int j = 1; j <= t; j++) maxval = std::max(maxval, row[j]);
+        double sum = 0.0;
+        for (int j = 0; j <= t; j++) {
+          row[j] = std::exp(row[j] - maxval);
+          sum += row[j];
+        }
+        const F inv = static_cast<F>(1.0 / sum);
+        for (int j = 0; j <= t; j++) row[j] *= inv;
+        for (int j = t + 1; j < T; j++) row[j] = F(0);
+      }
+      F* o = out + static_cast<size_t>(b) * T * C + static_cast<size_t>(h) * hs;
+      gemm(false, false, T, hs, T, F(1), a, T, v, static_cast<int>(C3), F(0), o, C);
+    }
+  }
+}
+
+template <typename F>
+void attention_backward(F* dqkv, F* datt, const F* dout, const F* qkv, const F* att,
+                        int B, int T, int C, int NH) {
+  const int hs = C / NH;
+  const F scale = F(1) / std::sqrt(static_cast<F>(hs));
+  const int C3 = 3 * C;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int b = 0; b < B; b++) {
+    for (int h = 0; h < NH; h++) {
+      const size_t qkv_offset = static_cast<size_t>(b) * T * C3 + static_cast<size_t>(h) * hs;
+      const F* q = qkv + qkv_offset;
+      const F* k = q + C;
+      const F* v = q + 2 * static_cast<size_t>(C);
+      F* dq = dqkv + qkv_offset;
+      F* dk = dq + C;
+      F* dv = dq + 2 * static_cast<size_t>(C);
+      const F* a = att + (static_cast<size_t>(b) * NH + h) * T * T;             // (T, T)
+      F* da = datt + (static_cast<size_t>(b) * NH + h) * T * T;                 // (T, T)
+      const F* dO = dout + static_cast<size_t>(b) * T * C + static_cast<size_t>(h) * hs;
+      gemm(false, true, T, T, hs, F(1), dO, C, v, C3, F(0), da, T);      // datt = dO V^T
+      gemm(true, false, T, hs, T, F(1), a, T, dO, C, F(0), dv, C3);      // dV = att^T dO
+      for (int t = 0; t < T; t++) {  // softmax backward, in place: da becomes d(pre-softmax)
+        const F* arow = a + static_cast<size_t>(t) * T;
+        F* drow = da + static_cast<size_t>(t) * T;
+        double dot = 0.0;
+        for (int j = 0; j <= t; j++) dot += static_cast<double>(arow[j]) * drow[j];
+        for (int j = 0; j <= t; j++) drow[j] = static_cast<F>(arow[j] * (drow[j] - dot));
+        for (int j = t + 1; j < T; j++) drow[j] = F(0);
+      }
+      gemm(false, false, T, hs, T, scale, da, T, k, C3, F(0), dq, C3);   // dQ = scale dS K
+      gemm(true, false, T, hs, T, scale, da, T, q, C3, F(0), dk, C3);    // dK = scale dS^T Q
+    }
+  }
+}
+
+template <typename F>
+void gelu_forward(F* out, const F* inp, size_t n) {
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; i++) {
+    const F x = inp[i];
+    out[i] = F(0.5) * x * (F(1) + std::tanh(F(kGeluScale) * (x + F(0.044715) * x * x * x)));
+  }
+}
+
+template <typename F>
+void gelu_backward(F* dinp, const F* inp, const F* dout, size_t n) {
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; i++) {
+    const F x = inp[i];
+    const F th = std::tanh(F(kGeluScale) * (x + F(0.044715) * x * x * x));
+    const F sech2 = F(1) - th * th;
+    const F local = F(0.5) * (F(1) + th) +
+                    F(0.5) * x * sech2 * F(kGeluScale) * (F(1) + F(3 * 0.044715) * x * x);
+    dinp[i] = local * dout[i];
+  }
+}
+
+template <typename F>
+void residual_forward(F* out, const F* a, const F* b, size_t n) {
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+template <typename F>
+void crossentropy_forward_backward(F* sample_losses, F* logits, const int32_t* targets,
+                                   int B, int T, int V, int Vp, F dlogits_scale) {
+  const int N = B * T;
+  std::vector<double> token_loss(static_cast<size_t>(N));
+  const bool want_grad = dlogits_scale != F(0);
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; n++) {
+    F* row = logits + static_cast<size_t>(n) * Vp;
+    F maxval = row[0];
+    for (int v = 1; v < V; v++) maxval = std::max(maxval, row[v]);
+    const F target_logit = row[targets[n]];
+    double sum = 0.0;
+    for (int v = 0; v < V; v++) {
+      const F e = std::exp(row[v] - maxval);
+      sum += e;
+      if (want_grad) row[v] = e;  // keep exp for the gradient pass below
+    }
+    token_loss[static_cast<size_t>(n)] = std::log(sum) - static_cast<double>(target_logit - maxval);
+    if (!want_grad) continue;
+    const F g = dlogits_scale / static_cast<F>(T);
+    const F inv_sum = static_cast<F>(1.0 / sum);
+    for (int v = 0; v < V; v++) row[v] = g * row[v] * inv_sum;
+    row[targets[n]] -= g;
+    for (int v = V; v < Vp; v++) row[v] = F(0);
+  }
+  for (int b = 0; b < B; b++) {
+    double s = 0.0;
+    for (int t = 0; t < T; t++) s += token_loss[static_cast<size_t>(b) * T + t];
+    sample_losses[b] = static_cast<F>(s / T);
+  }
+}
+
+template <typename F>
+double sum_of_squares(const F* x, size_t n) {
+  double s = 0.0;
+#pragma omp parallel for reduction(+ : s) schedule(static)
+  for (size_t i = 0; i < n; i++) s += static_cast<double>(x[i]) * x[i];
+  return s;
+}
+
+template <typename F>
+void adamw_update(F* params, const F* grads, F* m, F* v, size_t n, F lr, F beta1, F beta2,
+                  F eps, F weight_decay, F grad_scale, int step) {
+  const F correction1 = F(1) - static_cast<F>(std::pow(static_cast<double>(beta1), step));
+  const F correction2 = F(1) - static_cast<F>(std::pow(static_cast<double>(beta2), step));
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; i++) {
+    const F g = grads[i] * grad_scale;
+    m[i] = beta1 * m[i] + (F(1) - beta1) * g;
+    v[i] = beta2 * v[i] + (F(1) - beta2) * g * g;
+    const F m_hat = m[i] / correction1;
+    const F v_hat = v[i] / correction2;
+    params[i] -= lr * (m_hat / (std::sqrt(v_hat) + eps) + weight_decay * params[i]);
+  }
+}
+
+#define ETH_INSTANTIATE(F)                                                                       \
+  template void encoder_forward<F>(F*, const int32_t*, const F*, const F*, int, int, int);       \
+  template void encoder_backward<F>(F*, F*, const F*, const int32_t*, int, int, int);            \
+  template void layernorm_forward<F>(F*, F*, F*, const F*, const F*, const F*, int, int);        \
+  template void layernorm_backward<F>(F*, F*, F*, const F*, const F*, const F*, const F*,        \
+                                      const F*, int, int);                                       \
+  template void matmul_forward<F>(F*, const F*, const F*, const F*, int, int, int);              \
+  template void matmul_backward<F>(F*, F*, F*, const F*, const F*, const F*, int, int, int);     \
+  template void attention_forward<F>(F*, F*, const F*, int, int, int, int);                      \
+  template void attention_backward<F>(F*, F*, const F*, const F*, const F*, int, int, int, int); \
+  template void gelu_forward<F>(F*, const F*, size_t);                                           \
+  template void gelu_backward<F>(F*, const F*, const F*, size_t);                                \
+  template void residual_forward<F>(F*, const F*, const F*, size_t);                             \
+  template void crossentropy_forward_backward<F>(F*, F*, const int32_t*, int, int, int, int, F); \
+  template double sum_of_squares<F>(const F*, size_t);                                           \
+  template void adamw_update<F>(F*, const F*, F*, F*, size_t, F, F, F, F, F, F, int);
+
+ETH_INSTANTIATE(float)
+ETH_INSTANTIATE(double)
+#undef ETH_INSTANTIATE
+
+}  // namespace eth::kernels::cpu

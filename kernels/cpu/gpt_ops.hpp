@@ -1,0 +1,54 @@
+// CPU reference implementations of every GPT-2 operation, written once as templates over the
+// scalar type: float is the CPU backend that trains, double is what the finite-difference
+// tests differentiate. Shapes and accumulation conventions are those of kernels/backend.hpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace eth::kernels::cpu {
+
+template <typename F>
+void encoder_forward(F* out, const int32_t* tokens, const F* wte, const F* wpe, int B, int T, int C);
+template <typename F>
+void encoder_backward(F* dwte, F* dwpe, const F* dout, const int32_t* tokens, int B, int T, int C);
+
+template <typename F>
+void layernorm_forward(F* out, F* mean, F* rstd, const F* inp, const F* weight, const F* bias,
+                       int N, int C);
+template <typename F>
+void layernorm_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp,
+                        const F* weight, const F* mean, const F* rstd, int N, int C);
+
+template <typename F>
+void matmul_forward(F* out, const F* inp, const F* weight, const F* bias, int N, int C, int OC);
+template <typename F>
+void matmul_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
+                     int N, int C, int OC);
+
+template <typename F>
+void attention_forward(F* out, F* att, const F* qkv, int B, int T, int C, int NH);
+template <typename F>
+void attention_backward(F* dqkv, F* datt, const F* dout, const F* qkv, const F* att,
+                        int B, int T, int C, int NH);
+
+template <typename F>
+void gelu_forward(F* out, const F* inp, size_t n);
+template <typename F>
+void gelu_backward(F* dinp, const F* inp, const F* dout, size_t n);
+
+template <typename F>
+void residual_forward(F* out, const F* a, const F* b, size_t n);
+
+template <typename F>
+void crossentropy_forward_backward(F* sample_losses, F* logits, const int32_t* targets,
+                                   int B, int T, int V, int Vp, F dlogits_scale);
+
+template <typename F>
+double sum_of_squares(const F* x, size_t n);
+
+template <typename F>
+void adamw_update(F* params, const F* grads, F* m, F* v, size_t n, F lr, F beta1, F beta2,
+                  F eps, F weight_decay, F grad_scale, int step);
+
+}  // namespace eth::kernels::cpu

@@ -1,0 +1,11 @@
+// Whether this process can use a GPU, asked once at start-up. Compiled only when nvcc is found.
+#pragma once
+
+#include <string>
+
+namespace eth::kernels {
+
+// Number of CUDA devices this process can use; 0 with the runtime's reason in *why otherwise.
+int usable_cuda_devices(std::string* why);
+
+}  // namespace eth::kernels

@@ -1,0 +1,193 @@
+#include "lib/stage.hpp"
+
+#include <cassert>
+
+namespace eth {
+
+Stage::Stage(const GptConfig& config, LayerRange layers, int B, int T, int slots,
+             kernels::Backend& backend)
+    : config_(config), layout_(config, layers), B_(B), T_(T), slots_(slots), backend_(backend) {
+  assert(B > 0 && T > 0 && T <= config.max_seq_len && slots > 0);
+  const size_t BT = static_cast<size_t>(B) * T;
+  const size_t C = static_cast<size_t>(config.channels);
+  const size_t NH = static_cast<size_t>(config.num_heads);
+  const size_t Vp = static_cast<size_t>(config.padded_vocab_size);
+
+  size_t at = 0;
+  auto take = [&at](size_t n) { size_t here = at; at += n; return here; };
+  acts_.ln1 = take(BT * C);
+  acts_.ln1_mean = take(BT);
+  acts_.ln1_rstd = take(BT);
+  acts_.qkv = take(BT * 3 * C);
+  acts_.att = take(BT * NH * T);
+  acts_.atty = take(BT * C);
+  acts_.res2 = take(BT * C);
+  acts_.ln2 = take(BT * C);
+  acts_.ln2_mean = take(BT);
+  acts_.ln2_rstd = take(BT);
+  acts_.fch = take(BT * 4 * C);
+  acts_.fch_gelu = take(BT * 4 * C);
+  acts_.res3 = take(BT * C);
+  acts_.size = at;
+
+  at = 0;
+  slot_input_ = take(BT * C);
+  slot_layers_ = take(acts_.size * static_cast<size_t>(layers.end - layers.begin));
+  if (layout_.has_head()) {
+    slot_lnf_ = take(BT * C);
+    slot_lnf_mean_ = take(BT);
+    slot_lnf_rstd_ = take(BT);
+  }
+  slot_size_ = at;
+
+  params_ = kernels::DeviceBuffer<float>(backend, layout_.size());
+  grads_ = kernels::DeviceBuffer<float>(backend, layout_.size());
+  activations_ = kernels::DeviceBuffer<float>(backend, slot_size_ * static_cast<size_t>(slots));
+  if (layout_.has_embedding()) tokens_ = kernels::DeviceBuffer<int32_t>(backend, BT * slots);
+  if (layout_.has_head()) {
+    targets_ = kernels::DeviceBuffer<int32_t>(backend, BT);
+    logits_ = kernels::DeviceBuffer<float>(backend, BT * Vp);
+    sample_losses_ = kernels::DeviceBuffer<float>(backend, static_cast<size_t>(B));
+    host_sample_losses_.resize(static_cast<size_t>(B));
+  }
+  branch_ = kernels::DeviceBuffer<float>(backend, BT * C);
+  dresidual_ = kernels::DeviceBuffer<float>(backend, BT * C);
+  dbtc_ = kernels::DeviceBuffer<float>(backend, BT * C);
+  dqkv_ = kernels::DeviceBuffer<float>(backend, BT * 3 * C);
+  dfch_ = kernels::DeviceBuffer<float>(backend, BT * 4 * C);
+  datt_ = kernels::DeviceBuffer<float>(backend, BT * NH * T);
+  zero_grads();
+}
+
+void Stage::zero_grads() { backend_.fill_zero(grads_.data(), grads_.size()); }
+
+float* Stage::slot_base(int slot) {
+  assert(0 <= slot && slot < slots_);
+  return activations_.data() + slot_size_ * static_cast<size_t>(slot);
+}
+
+const float* Stage::layer_input(float* slot, int local_layer) {
+  if (local_layer == 0) return slot + slot_input_;
+  return slot + slot_layers_ + acts_.size * static_cast<size_t>(local_layer - 1) + acts_.res3;
+}
+
+const float* Stage::output(int slot) const {
+  const int n = layout_.layers().end - layout_.layers().begin;
+  return activations_.data() + slot_size_ * static_cast<size_t>(slot) + slot_layers_ +
+         acts_.size * static_cast<size_t>(n - 1) + acts_.res3;
+}
+
+void Stage::forward(int slot, const int32_t* host_tokens, const float* input) {
+  const int B = B_, T = T_, C = config_.channels, NH = config_.num_heads;
+  const int N = B * T;
+  const size_t BTC = static_cast<size_t>(N) * C;
+  float* s = slot_base(slot);
+  float* p = params_.data();
+
+  if (layout_.has_embedding()) {
+    int32_t* tokens = tokens_.data() + static_cast<size_t>(N) * slot;
+    backend_.copy_to_device(tokens, host_tokens, sizeof(int32_t) * N);
+    backend_.encoder_forward(s + slot_input_, tokens, p + layout_.wte(), p + layout_.wpe(), B, T, C);
+  } else {
+    backend_.copy(s + slot_input_, input, sizeof(float) * BTC);
+  }
+
+  const LayerOffsets& w = layout_.layer_offsets();
+  const LayerRange range = layout_.layers();
+  for (int l = range.begin; l < range.end; l++) {
+    const int i = l - range.begin;
+    const float* x = layer_input(s, i);                                         // (B, T, C)
+    float* a = s + slot_layers_ + acts_.size * static_cast<size_t>(i);
+    const float* lp = p + layout_.layer(l);
+    backend_.layernorm_forward(a + acts_.ln1, a + acts_.ln1_mean, a + acts_.ln1_rstd, x,
+                               lp + w.ln1_w, lp + w.ln1_b, N, C);
+    backend_.matmul_forward(a + acts_.qkv, a + acts_.ln1, lp + w.qkv_w, lp + w.qkv_b, N, C, 3 * C);
+    backend_.attention_forward(a + acts_.atty, a + acts_.att, a + acts_.qkv, B, T, C, NH);
+    backend_.matmul_forward(branch_.data(), a + acts_.atty, lp + w.attproj_w, lp + w.attproj_b, N, C, C);
+    backend_.residual_forward(a + acts_.res2, x, branch_.data(), BTC);
+    backend_.layernorm_forward(a + acts_.ln2, a + acts_.ln2_mean, a + acts_.ln2_rstd, a + acts_.res2,
+                               lp + w.ln2_w, lp + w.ln2_b, N, C);
+    backend_.matmul_forward(a + acts_.fch, a + acts_.ln2, lp + w.fc_w, lp + w.fc_b, N, C, 4 * C);
+    backend_.gelu_forward(a + acts_.fch_gelu, a + acts_.fch, BTC * 4);
+    backend_.matmul_forward(branch_.data(), a + acts_.fch_gelu, lp + w.fcproj_w, lp + w.fcproj_b, N, 4 * C, C);
+    backend_.residual_forward(a + acts_.res3, a + acts_.res2, branch_.data(), BTC);
+  }
+
+  if (layout_.has_head()) {
+    backend_.layernorm_forward(s + slot_lnf_, s + slot_lnf_mean_, s + slot_lnf_rstd_, output(slot),
+                               p + layout_.lnf_w(), p + layout_.lnf_b(), N, C);
+  }
+}
+
+double Stage::loss(int slot, const int32_t* host_targets, bool with_grad) {
+  assert(layout_.has_head());
+  const int B = B_, T = T_, C = config_.channels;
+  const int N = B * T;
+  float* s = slot_base(slot);
+  backend_.copy_to_device(targets_.data(), host_targets, sizeof(int32_t) * N);
+  backend_.matmul_forward(logits_.data(), s + slot_lnf_, params_.data() + layout_.head_wte(), nullptr,
+                          N, C, config_.padded_vocab_size);
+  backend_.crossentropy_forward_backward(sample_losses_.data(), logits_.data(), targets_.data(), B, T,
+                                         config_.vocab_size, config_.padded_vocab_size,
+                                         with_grad ? 1.0f : 0.0f);
+  backend_.copy_to_host(host_sample_losses_.data(), sample_losses_.data(), sizeof(float) * B);
+  double sum = 0.0;
+  for (float l : host_sample_losses_) sum += l;
+  return sum;
+}
+
+void Stage::backward(int slot, const float* doutput) {
+  const int B = B_, T = T_, C = config_.channels, NH = config_.num_heads;
+  const int N = B * T;
+  const size_t BTC = static_cast<size_t>(N) * C;
+  float* s = slot_base(slot);
+  const float* p = params_.data();
+  float* g = grads_.data();
+  float* dres = dresidual_.data();  // (B, T, C): gradient of the residual stream, flowing down
+
+  if (layout_.has_head()) {
+    // logits holds dlogits, left by loss(slot, targets, true).
+    backend_.matmul_backward(dbtc_.data(), g + layout_.head_wte(), nullptr, logits_.data(),
+                             s + slot_lnf_, p + layout_.head_wte(), N, C, config_.padded_vocab_size);
+    backend_.fill_zero(dres, BTC);
+    backend_.layernorm_backward(dres, g + layout_.lnf_w(), g + layout_.lnf_b(), dbtc_.data(),
+                                output(slot), p + layout_.lnf_w(), s + slot_lnf_mean_,
+                                s + slot_lnf_rstd_, N, C);
+  } else {
+    backend_.copy(dres, doutput, sizeof(float) * BTC);
+  }
+
+  const LayerOffsets& w = layout_.layer_offsets();
+  const LayerRange range = layout_.layers();
+  for (int l = range.end - 1; l >= range.begin; l--) {
+    const int i = l - range.begin;
+    const float* x = layer_input(s, i);
+    const float* a = s + slot_layers_ + acts_.size * static_cast<size_t>(i);
+    const float* lp = p + layout_.layer(l);
+    float* lg = g + layout_.layer(l);
+    // res3 = res2 + fcproj(gelu(fc(ln2(res2)))): dres flows through both paths.
+    backend_.matmul_backward(dfch_.data(), lg + w.fcproj_w, lg + w.fcproj_b, dres, a + acts_.fch_gelu,
+                             lp + w.fcproj_w, N, 4 * C, C);
+    backend_.gelu_backward(dfch_.data(), a + acts_.fch, dfch_.data(), BTC * 4);
+    backend_.matmul_backward(dbtc_.data(), lg + w.fc_w, lg + w.fc_b, dfch_.data(), a + acts_.ln2,
+                             lp + w.fc_w, N, C, 4 * C);
+    backend_.layernorm_backward(dres, lg + w.ln2_w, lg + w.ln2_b, dbtc_.data(), a + acts_.res2,
+                                lp + w.ln2_w, a + acts_.ln2_mean, a + acts_.ln2_rstd, N, C);
+    // res2 = x + attproj(attention(qkv(ln1(x)))).
+    backend_.matmul_backward(dbtc_.data(), lg + w.attproj_w, lg + w.attproj_b, dres, a + acts_.atty,
+                             lp + w.attproj_w, N, C, C);
+    backend_.attention_backward(dqkv_.data(), datt_.data(), dbtc_.data(), a + acts_.qkv, a + acts_.att,
+                                B, T, C, NH);
+    backend_.matmul_backward(dbtc_.data(), lg + w.qkv_w, lg + w.qkv_b, dqkv_.data(), a + acts_.ln1,
+                             lp + w.qkv_w, N, C, 3 * C);
+    backend_.layernorm_backward(dres, lg + w.ln1_w, lg + w.ln1_b, dbtc_.data(), x, lp + w.ln1_w,
+                                a + acts_.ln1_mean, a + acts_.ln1_rstd, N, C);
+  }
+
+  if (layout_.has_embedding()) {
+    const int32_t* tokens = tokens_.data() + static_cast<size_t>(N) * slot;
+    backend_.encoder_backward(g + layout_.wte(), g + layout_.wpe(), dres, tokens, B, T, C);
+  }
+}
+
+}  // namespace eth

@@ -1,0 +1,98 @@
+// One pipeline stage of a GPT-2: the layers [begin, end) of a model (plus the embedding on the
+// first stage and the final layernorm + tied LM head on the last), computing one micro-batch of
+// B samples of T tokens at a time. This is the API the pipeline runtime drives:
+//
+//   first stage:   forward(slot, tokens, nullptr)            -> output(slot)   (B, T, C)
+//   middle stage:  forward(slot, nullptr, input)             -> output(slot)
+//   last stage:    forward(slot, ...) then loss(slot, targets, true)
+//   backward:      backward(slot, doutput)  (doutput is ignored on the last stage, which starts
+//                  from the dlogits its loss() just left)  -> input_grad()    (B, T, C)
+//
+// Activations are kept per slot, so several micro-batches can be in flight (1F1B keeps S - s of
+// them at stage s of S). The last stage has one logits buffer: loss(slot) must directly follow
+// forward(slot), and backward(slot) directly follow loss(slot), as in every 1F1B schedule.
+//
+// Parameter gradients accumulate over micro-batches as sums over samples; the caller scales by
+// 1/global_batch (see the optimizer), so any split of the batch computes the same step.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/backend.hpp"
+#include "kernels/device_buffer.hpp"
+#include "lib/model_config.hpp"
+#include "lib/param_layout.hpp"
+
+namespace eth {
+
+class Stage {
+ public:
+  Stage(const GptConfig& config, LayerRange layers, int B, int T, int slots,
+        kernels::Backend& backend);
+
+  const GptConfig& config() const { return config_; }
+  const ParamLayout& layout() const { return layout_; }
+  int micro_batch() const { return B_; }
+  int seq_len() const { return T_; }
+
+  float* params() { return params_.data(); }    // (layout().size())
+  float* grads() { return grads_.data(); }      // (layout().size())
+  void zero_grads();
+
+  void forward(int slot, const int32_t* host_tokens /* (B, T) */, const float* input /* (B, T, C) */);
+  const float* output(int slot) const;  // (B, T, C): the last layer's residual stream
+
+  // Last stage only. Returns the sum over the B samples of each sample's mean token loss.
+  double loss(int slot, const int32_t* host_targets /* (B, T) */, bool with_grad);
+  const float* logits() const { return logits_.data(); }  // (B, T, Vp), after loss(.., false)
+
+  void backward(int slot, const float* doutput /* (B, T, C) */);
+  const float* input_grad() const { return dresidual_.data(); }  // (B, T, C)
+
+ private:
+  // Offsets of one layer's saved activations inside a slot; the same for every layer.
+  struct LayerActs {
+    size_t ln1, ln1_mean, ln1_rstd;  // (B, T, C), (B, T), (B, T)
+    size_t qkv;                      // (B, T, 3C)
+    size_t att;                      // (B, NH, T, T)
+    size_t atty;                     // (B, T, C)
+    size_t res2;                     // (B, T, C)
+    size_t ln2, ln2_mean, ln2_rstd;  // (B, T, C), (B, T), (B, T)
+    size_t fch, fch_gelu;            // (B, T, 4C)
+    size_t res3;                     // (B, T, C)
+    size_t size;
+  };
+
+  float* slot_base(int slot);
+  const float* layer_input(float* slot, int local_layer);
+
+  GptConfig config_;
+  ParamLayout layout_;
+  int B_, T_, slots_;
+  kernels::Backend& backend_;
+
+  LayerActs acts_{};
+  size_t slot_input_ = 0;                       // (B, T, C) stage input (encoded on the first stage)
+  size_t slot_layers_ = 0;                      // stacked LayerActs
+  size_t slot_lnf_ = 0, slot_lnf_mean_ = 0, slot_lnf_rstd_ = 0;  // last stage only
+  size_t slot_size_ = 0;
+
+  kernels::DeviceBuffer<float> params_, grads_;
+  kernels::DeviceBuffer<float> activations_;    // (slots, slot_size)
+  kernels::DeviceBuffer<int32_t> tokens_;       // (slots, B, T) first stage, for encoder backward
+  kernels::DeviceBuffer<int32_t> targets_;      // (B, T) last stage
+  kernels::DeviceBuffer<float> logits_;         // (B, T, Vp) last stage; becomes dlogits
+  kernels::DeviceBuffer<float> sample_losses_;  // (B)
+  std::vector<float> host_sample_losses_;       // (B)
+
+  // Scratch, shared by all slots: forward branch outputs and backward activation gradients.
+  kernels::DeviceBuffer<float> branch_;         // (B, T, C)
+  kernels::DeviceBuffer<float> dresidual_;      // (B, T, C) running gradient of the residual stream
+  kernels::DeviceBuffer<float> dbtc_;           // (B, T, C)
+  kernels::DeviceBuffer<float> dqkv_;           // (B, T, 3C)
+  kernels::DeviceBuffer<float> dfch_;           // (B, T, 4C)
+  kernels::DeviceBuffer<float> datt_;           // (B, NH, T, T)
+};
+
+}  // namespace eth

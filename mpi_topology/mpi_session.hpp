@@ -1,0 +1,31 @@
+// The MPI environment of one process: initialised on construction, finalised on destruction,
+// and the one checking macro every MPI call goes through.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+
+namespace eth {
+
+// Aborts the job with the failing call's file, line and MPI's message: an MPI error is never a
+// user's mistake, and a rank that returned alone would leave the others hanging.
+#define MPI_CHECK(call) ::eth::mpi_check((call), #call, __FILE__, __LINE__)
+void mpi_check(int code, const char* call, const char* file, int line);
+
+class MpiSession {
+ public:
+  MpiSession(int* argc, char*** argv);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+ private:
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+}  // namespace eth
