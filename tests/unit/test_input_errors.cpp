@@ -1,0 +1,203 @@
+// A user's mistake gets one clear line naming the file (or option), the field and what was
+// expected. Each test makes one mistake and checks the message says all three.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "kernels/backend.hpp"
+#include "lib/input_error.hpp"
+#include "lib/model_config.hpp"
+#include "lib/token_data.hpp"
+#include "lib/trainer.hpp"
+
+namespace eth::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+class InputErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("eth_input_errors_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write_text(const std::string& name, const std::string& text) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  // A shard in llm.c's format; `declared` tokens in the header, `tokens` actually written.
+  std::string write_shard(const std::string& name, const std::vector<uint16_t>& tokens, int32_t magic = 20240520,
+                          int32_t version = 1, int64_t declared = -1) {
+    std::vector<int32_t> header(256, 0);
+    header[0] = magic;
+    header[1] = version;
+    header[2] = static_cast<int32_t>(declared < 0 ? static_cast<int64_t>(tokens.size()) : declared);
+    const std::string path = (dir_ / name).string();
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(header.data()), 256 * sizeof(int32_t));
+    out.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(tokens.size() * 2));
+    return path;
+  }
+
+  fs::path dir_;
+};
+
+// Runs `action`, expecting an InputError whose message contains every fragment.
+template <typename Action>
+void expect_input_error(Action action, const std::vector<std::string>& fragments) {
+  try {
+    action();
+    ADD_FAILURE() << "no InputError was thrown";
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.find('\n'), std::string::npos) << "not one line: " << message;
+    for (const std::string& f : fragments)
+      EXPECT_NE(message.find(f), std::string::npos) << "message lacks '" << f << "': " << message;
+  }
+}
+
+const char* kGoodModel =
+    "name: t\nvocab_size: 97\npadded_vocab_size: 128\nmax_seq_len: 16\nnum_layers: 2\nnum_heads: 2\nchannels: 32\n";
+
+std::string replace_line(std::string text, const std::string& key, const std::string& line) {
+  const size_t at = text.find(key + ":");
+  const size_t end = text.find('\n', at);
+  return text.replace(at, end - at, line);
+}
+
+TEST_F(InputErrors, GoodModelLoads) {
+  const GptConfig c = load_model_config(write_text("good.yaml", kGoodModel));
+  EXPECT_EQ(c.vocab_size, 97);
+  EXPECT_EQ(c.head_size(), 16);
+}
+
+TEST_F(InputErrors, ModelFieldMissing) {
+  const std::string path = write_text("m.yaml", replace_line(kGoodModel, "num_heads", ""));
+  expect_input_error([&] { load_model_config(path); }, {path, "num_heads", "expected a positive integer", "missing"});
+}
+
+TEST_F(InputErrors, ModelFieldNotANumber) {
+  const std::string path = write_text("m.yaml", replace_line(kGoodModel, "channels", "channels: wide"));
+  expect_input_error([&] { load_model_config(path); }, {path, "channels", "expected a positive integer", "wide"});
+}
+
+TEST_F(InputErrors, ModelFieldNegative) {
+  const std::string path = write_text("m.yaml", replace_line(kGoodModel, "num_layers", "num_layers: -3"));
+  expect_input_error([&] { load_model_config(path); }, {path, "num_layers", "expected a positive integer", "-3"});
+}
+
+TEST_F(InputErrors, ModelPaddedVocabTooSmall) {
+  const std::string path = write_text("m.yaml", replace_line(kGoodModel, "padded_vocab_size", "padded_vocab_size: 64"));
+  expect_input_error([&] { load_model_config(path); }, {path, "padded_vocab_size", "expected >= vocab_size (97)"});
+}
+
+TEST_F(InputErrors, ModelChannelsNotDivisibleByHeads) {
+  const std::string path = write_text("m.yaml", replace_line(kGoodModel, "num_heads", "num_heads: 3"));
+  expect_input_error([&] { load_model_config(path); }, {path, "channels", "multiple of num_heads (3)"});
+}
+
+TEST_F(InputErrors, ModelFileMissing) {
+  const std::string path = (dir_ / "absent.yaml").string();
+  expect_input_error([&] { load_model_config(path); }, {path, "file", "expected a readable model YAML"});
+}
+
+TEST_F(InputErrors, ModelNotYaml) {
+  const std::string path = write_text("m.yaml", "vocab_size: [1, 2\n");
+  expect_input_error([&] { load_model_config(path); }, {path, "line", "expected valid YAML"});
+}
+
+TEST_F(InputErrors, ShardLoadsAndStreams) {
+  const std::string path = write_shard("ok.bin", {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  SampleStream stream({load_token_shard(path, 10)}, 4, 7, false);
+  EXPECT_EQ(stream.windows(), 2u);  // (9 - 1) / 4
+  int32_t in[4], tg[4];
+  stream.sample(1, in, tg);
+  EXPECT_EQ(in[0], 5);
+  EXPECT_EQ(tg[3], 9);
+}
+
+TEST_F(InputErrors, ShardWrongMagic) {
+  const std::string path = write_shard("s.bin", {1, 2, 3}, 12345);
+  expect_input_error([&] { load_token_shard(path, 10); }, {path, "magic", "expected 20240520", "got 12345"});
+}
+
+TEST_F(InputErrors, ShardWrongVersion) {
+  const std::string path = write_shard("s.bin", {1, 2, 3}, 20240520, 2);
+  expect_input_error([&] { load_token_shard(path, 10); }, {path, "version", "expected 1", "got 2"});
+}
+
+TEST_F(InputErrors, ShardTruncated) {
+  const std::string path = write_shard("s.bin", {1, 2, 3}, 20240520, 1, 5);
+  expect_input_error([&] { load_token_shard(path, 10); }, {path, "size", "expected 1034 bytes", "got 1030 bytes"});
+}
+
+TEST_F(InputErrors, ShardShorterThanItsHeader) {
+  const std::string path = write_text("s.bin", "not a shard");
+  expect_input_error([&] { load_token_shard(path, 10); }, {path, "header", "expected 1024 bytes"});
+}
+
+TEST_F(InputErrors, ShardTokenOutOfVocabulary) {
+  const std::string path = write_shard("s.bin", {1, 2, 10, 3});
+  expect_input_error([&] { load_token_shard(path, 10); }, {path, "token 2", "below vocab_size 10", "got 10"});
+}
+
+TEST_F(InputErrors, ShardMissing) {
+  const std::string path = (dir_ / "absent.bin").string();
+  expect_input_error([&] { load_token_shard(path, 10); }, {path, "file", "expected a readable llm.c token shard"});
+}
+
+TEST_F(InputErrors, ShardTooShortForTheSequence) {
+  const std::string path = write_shard("s.bin", {1, 2, 3});
+  expect_input_error([&] { SampleStream({load_token_shard(path, 10)}, 4, 1, true); },
+                     {path, "token count", "at least seq_len + 1 = 5 tokens", "got 3"});
+}
+
+class TrainOptionErrors : public InputErrors {
+ protected:
+  TrainOptions options() {
+    TrainOptions o;
+    o.model_path = write_text("model.yaml", kGoodModel);
+    o.train_shards = {write_shard("train.bin", std::vector<uint16_t>(200, 5))};
+    o.output_dir = (dir_ / "out").string();
+    return o;
+  }
+  void expect_train_error(const TrainOptions& o, const std::vector<std::string>& fragments) {
+    auto backend = kernels::make_cpu_backend();
+    std::ostringstream log;
+    expect_input_error([&] { train_single_rank(o, *backend, log); }, fragments);
+  }
+};
+
+TEST_F(TrainOptionErrors, SequenceLongerThanTheModel) {
+  TrainOptions o = options();
+  o.seq_len = 17;
+  expect_train_error(o, {"--seq-len", "max_seq_len = 16", o.model_path, "got 17"});
+}
+
+TEST_F(TrainOptionErrors, BatchNotAMultipleOfTheMicroBatch) {
+  TrainOptions o = options();
+  o.seq_len = 8;
+  o.global_batch = 10;
+  o.micro_batch = 4;
+  expect_train_error(o, {"--batch", "multiple of --micro-batch (4)", "got 10"});
+}
+
+TEST_F(TrainOptionErrors, TokenBeyondTheModelsVocabulary) {
+  TrainOptions o = options();
+  o.seq_len = 8;
+  o.train_shards = {write_shard("big.bin", std::vector<uint16_t>(50, 97))};
+  expect_train_error(o, {o.train_shards[0], "token 0", "below vocab_size 97", "got 97"});
+}
+
+}  // namespace
+}  // namespace eth::test
