@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs every dependency of ETH from Debian's packages (fresh Debian 12, as root or with
+# sudo), then configures and builds into build/. Safe to run again: it installs only what is
+# missing and rebuilds only what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  cmake ninja-build g++ pkg-config
+  openmpi-bin libopenmpi-dev          # MPI
+  libhdf5-openmpi-dev hdf5-tools      # parallel HDF5
+  libboost-program-options-dev libyaml-cpp-dev nlohmann-json3-dev
+  libopenblas-openmp-dev              # OpenBLAS on OpenMP's thread pool, not its own pthreads
+  libgtest-dev
+  python3-torch python3-numpy python3-h5py   # the numerical oracle, for /usr/bin/python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [ ! -f build/CMakeCache.txt ]; then
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+fi
+cmake --build build -j"$(nproc)"

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# eth_train under mpirun, end to end: a short run on the shipped shards writes a metrics line
+# per step and a falling loss; each kind of bad input ends with one error line naming the
+# file and field, and a non-zero exit.
+# Usage: eth_train_cli.sh BUILD_DIR SOURCE_DIR
+set -uo pipefail
+build=$1
+src=$2
+source "$src/scripts/env.sh"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+passes=0
+
+train() {
+  OMP_NUM_THREADS=1 timeout 120 mpirun -np 1 "$build/app/eth_train" "$@"
+}
+
+check() {  # check NAME CONDITION-STATUS MESSAGE
+  if [ "$2" -eq 0 ]; then passes=$((passes + 1)); echo "ok: $1"; else failures=$((failures + 1)); echo "FAIL: $1: $3"; fi
+}
+
+# One error line naming every fragment, and a non-zero exit.
+expect_error() {
+  local name=$1; shift
+  local fragments=()
+  while [ "$1" != "--" ]; do fragments+=("$1"); shift; done
+  shift
+  train "$@" >"$work/out" 2>"$work/err"
+  local rc=$?
+  local lines
+  lines=$(grep -c "eth_train: error:" "$work/err")
+  local ok=0 why=""
+  [ "$rc" -ne 0 ] || { ok=1; why="exit status 0"; }
+  [ "$rc" -ne 124 ] || { ok=1; why="timed out"; }
+  [ "$lines" -eq 1 ] || { ok=1; why="$lines error lines: $(cat "$work/err")"; }
+  for f in "${fragments[@]}"; do
+    grep -qF -- "$f" "$work/err" || { ok=1; why="no '$f' in: $(cat "$work/err")"; }
+  done
+  check "$name" $ok "$why"
+}
+
+data="$src/inputs/data"
+tiny="$src/inputs/models/tiny.yaml"
+/usr/bin/python3 - "$work" <<'PY'
+import sys, numpy as np
+work = sys.argv[1]
+def shard(name, tokens, magic=20240520, version=1, count=None):
+    h = np.zeros(256, dtype=np.int32)
+    h[0], h[1], h[2] = magic, version, len(tokens) if count is None else count
+    open(f"{work}/{name}", "wb").write(h.tobytes() + np.asarray(tokens, dtype=np.uint16).tobytes())
+ok = (np.arange(4000) * 31 % 97).astype(np.uint16)
+shard("ok.bin", ok)
+shard("magic.bin", ok, magic=7)
+shard("short.bin", ok, count=5000)
+shard("vocab.bin", np.r_[ok[:100], 200, ok[100:]])
+PY
+printf 'name: broken\nvocab_size: 97\npadded_vocab_size: 128\nmax_seq_len: 16\nnum_layers: 2\nchannels: 32\n' >"$work/noheads.yaml"
+
+# A real run: tiny model, its own data, 12 steps; the loss must fall.
+train --model "$tiny" --train-data "$work/ok.bin" --val-data "$work/ok.bin" --seq-len 16 --batch 8 \
+  --micro-batch 4 --steps 12 --lr 1e-2 --warmup 2 --eval-every 6 --output-dir "$work/run" >"$work/out" 2>&1
+check "training run exits 0" $? "$(tail -5 "$work/out")"
+steps=$(grep -c '"loss"' "$work/run/metrics.jsonl")
+[ "$steps" -eq 12 ]; check "a metrics line per step" $? "$steps lines"
+vals=$(grep -c '"val_loss"' "$work/run/metrics.jsonl")
+[ "$vals" -eq 2 ]; check "validation every 6 steps" $? "$vals lines"
+/usr/bin/python3 - "$work/run/metrics.jsonl" <<'PY'
+import json, sys
+losses = [r["loss"] for r in map(json.loads, open(sys.argv[1])) if "loss" in r]
+sys.exit(0 if losses[-1] < losses[0] - 0.5 else 1)
+PY
+check "the loss falls" $? "$(grep '"loss"' "$work/run/metrics.jsonl" | head -1) ... $(grep '"loss"' "$work/run/metrics.jsonl" | tail -1)"
+
+common=(--seq-len 16 --batch 8 --micro-batch 4 --steps 1 --output-dir "$work/bad")
+expect_error "missing model field" "$work/noheads.yaml" "num_heads" "expected a positive integer" -- \
+  --model "$work/noheads.yaml" --train-data "$work/ok.bin" "${common[@]}"
+expect_error "missing model file" "$work/absent.yaml" "file" -- \
+  --model "$work/absent.yaml" --train-data "$work/ok.bin" "${common[@]}"
+expect_error "wrong shard magic" "$work/magic.bin" "magic" "expected 20240520" -- \
+  --model "$tiny" --train-data "$work/magic.bin" "${common[@]}"
+expect_error "truncated shard" "$work/short.bin" "size" -- \
+  --model "$tiny" --train-data "$work/short.bin" "${common[@]}"
+expect_error "token id beyond the vocabulary" "$work/vocab.bin" "token 100" "below vocab_size 97" -- \
+  --model "$tiny" --train-data "$work/vocab.bin" "${common[@]}"
+expect_error "sequence longer than the model's" "--seq-len" "max_seq_len = 16" -- \
+  --model "$tiny" --train-data "$work/ok.bin" --seq-len 32 --steps 1 --output-dir "$work/bad"
+expect_error "batch not a multiple of the micro-batch" "--batch" "multiple of --micro-batch (4)" -- \
+  --model "$tiny" --train-data "$work/ok.bin" --seq-len 16 --batch 10 --micro-batch 4 --output-dir "$work/bad"
+expect_error "unknown option" "command line" "--bogus" -- --model "$tiny" --train-data "$work/ok.bin" --bogus 1
+
+echo "$passes passed, $failures failed"
+[ "$failures" -eq 0 ]
