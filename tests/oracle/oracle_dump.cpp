@@ -1,0 +1,209 @@
+// oracle_dump: three training steps of a small GPT-2 on the CPU backend, computed exactly as
+// lib/trainer.cpp computes them, with every tensor that torch_oracle.py checks written out.
+//
+//   oracle_dump OUT_DIR MODEL_YAML
+//
+// OUT_DIR/manifest.json describes the run (model, batch, AdamW settings, per-step loss, gradient
+// norm and clip factor), the parameter layout (every tensor's name, shape, offset, size and
+// weight_decay) and the data files beside it, all raw little-endian, P = layout().size():
+//
+//   params_init.f32          (P)                          parameters before step 1
+//   tokens.i32, targets.i32  (steps, micro_batches, B, T)
+//   logits.f32               (B, T, Vp)   evaluation forward of step 1's first micro-batch
+//   grads_step1.f32          (P)          step 1's accumulated gradient: per-sample SUMS over the
+//                                         global batch, before the 1/global_batch scale and clipping
+//   params_step{1,2,3}.f32   (P)          parameters after each step
+//
+// Steps are numbered from 1, as in the trainer's log and metrics.jsonl.
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/backend.hpp"
+#include "lib/input_error.hpp"
+#include "lib/model_config.hpp"
+#include "lib/optimizer.hpp"
+#include "lib/param_layout.hpp"
+#include "lib/random.hpp"
+#include "lib/stage.hpp"
+#include "lib/strprintf.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+static_assert(std::endian::native == std::endian::little, "the dump files are little-endian");
+
+constexpr int kMicroBatch = 4;    // B
+constexpr int kSeqLen = 12;       // T < maxT = 16 of tiny.yaml: wpe rows T.. get no gradient, only decay
+constexpr int kMicroBatches = 2;  // gradient accumulation over 2 micro-batches
+constexpr int kGlobalBatch = kMicroBatch * kMicroBatches;
+constexpr int kSteps = 3;
+constexpr uint64_t kSeed = 1337;
+// Every parameter gets += kNoise * normal after the GPT-2 init, so that no bias is zero and no
+// layernorm weight is one: an all-zero tensor would hide a missing or misplaced term.
+constexpr double kNoise = 0.05;
+constexpr float kLr = 1e-2f;  // large, so that three updates move the parameters visibly
+// The gradient norm of this run is 0.7 to 1.5, so max_grad_norm 0.02 clips at every step (dump()
+// checks that it does). AdamW is invariant to a gradient's scale, so clipping shows in the
+// parameters through eps and through clip factors that differ from step to step. Small on
+// purpose: the key bias's true gradient is zero (softmax ignores a shift shared by all keys), and
+// AdamW turns its float32 rounding noise g into an update of about lr * g / eps; a small scale
+// keeps that noise far below eps (see torch_oracle.py).
+const eth::AdamWConfig kAdamW{.beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
+                              .max_grad_norm = 0.02f};
+
+template <typename T>
+void write_raw(const fs::path& path, const std::vector<T>& data) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size() * sizeof(T)));
+  if (!f) throw std::runtime_error("cannot write " + path.string());
+}
+
+// A copy of `n` floats of backend memory.
+std::vector<float> to_host(eth::kernels::Backend& backend, const float* src, size_t n) {
+  std::vector<float> host(n);
+  backend.copy_to_host(host.data(), src, n * sizeof(float));
+  return host;
+}
+
+// The manifest entry of one data file.
+json file_entry(const std::string& path, const char* dtype, std::vector<size_t> shape) {
+  return {{"path", path}, {"dtype", dtype}, {"shape", std::move(shape)}};
+}
+
+void dump(const fs::path& dir, const std::string& model_path) {
+  const eth::GptConfig model = eth::load_model_config(model_path);
+  const int B = kMicroBatch, T = kSeqLen, V = model.vocab_size, Vp = model.padded_vocab_size;
+  if (T > model.max_seq_len)
+    eth::fail_input(model_path, "max_seq_len", "at least " + std::to_string(T), std::to_string(model.max_seq_len));
+  fs::create_directories(dir);
+
+  std::unique_ptr<eth::kernels::Backend> backend = eth::kernels::make_cpu_backend();
+  eth::Stage stage(model, eth::LayerRange{0, model.num_layers}, B, T, 1, *backend);
+  const eth::ParamLayout& layout = stage.layout();
+  const size_t P = layout.size();
+
+  // Parameters: GPT-2 init, then noise on every element.
+  std::vector<float> params(P);  // (P)
+  eth::init_gpt2_parameters(model, layout, kSeed, params.data());
+  const uint64_t noise_stream = eth::hash_string("oracle.noise") ^ kSeed;
+  for (size_t i = 0; i < P; i++) params[i] += static_cast<float>(kNoise * eth::normal_at(noise_stream, i));
+  backend->copy_to_device(stage.params(), params.data(), P * sizeof(float));
+  write_raw(dir / "params_init.f32", params);
+
+  // Tokens and targets of every (step, micro-batch), uniform in [0, V).
+  const size_t BT = static_cast<size_t>(B) * T;
+  std::vector<int32_t> tokens(static_cast<size_t>(kSteps) * kMicroBatches * BT);  // (steps, mbs, B, T)
+  std::vector<int32_t> targets(tokens.size());                                      // (steps, mbs, B, T)
+  const uint64_t token_stream = eth::hash_string("oracle.tokens") ^ kSeed;
+  const uint64_t target_stream = eth::hash_string("oracle.targets") ^ kSeed;
+  for (size_t i = 0; i < tokens.size(); i++) {
+    tokens[i] = static_cast<int32_t>(eth::uniform_at(token_stream, i) * V);
+    targets[i] = static_cast<int32_t>(eth::uniform_at(target_stream, i) * V);
+  }
+  write_raw(dir / "tokens.i32", tokens);
+  write_raw(dir / "targets.i32", targets);
+  const auto micro_batch = [&](const std::vector<int32_t>& ids, int step, int mb) {  // (B, T)
+    return ids.data() + (static_cast<size_t>(step) * kMicroBatches + mb) * BT;
+  };
+
+  // Logits of an evaluation forward of step 1's first micro-batch: loss(.., false) leaves them.
+  stage.forward(0, micro_batch(tokens, 0, 0), nullptr);
+  const double eval_loss = stage.loss(0, micro_batch(targets, 0, 0), false) / B;
+  write_raw(dir / "logits.f32", to_host(*backend, stage.logits(), BT * Vp));
+
+  // Training, step by step as train_single_rank() runs it.
+  eth::AdamW optimizer(layout, kAdamW, *backend);
+  json step_log = json::array();
+  for (int step = 0; step < kSteps; step++) {
+    stage.zero_grads();
+    double loss_sum = 0.0;
+    for (int mb = 0; mb < kMicroBatches; mb++) {
+      stage.forward(0, micro_batch(tokens, step, mb), nullptr);
+      loss_sum += stage.loss(0, micro_batch(targets, step, mb), true);
+      stage.backward(0, nullptr);
+    }
+    const double loss = loss_sum / kGlobalBatch;
+    // Gradients are sums over samples: the mean gradient's norm is theirs over the batch.
+    const double grad_norm = std::sqrt(backend->sum_of_squares(stage.grads(), P)) / kGlobalBatch;
+    const double clip = eth::clip_factor(grad_norm, kAdamW.max_grad_norm);
+    if (clip >= 1.0) {
+      throw std::runtime_error(eth::strprintf("step %d: gradient norm %g does not exceed max_grad_norm %g, so "
+                                              "the oracle would not cover clipping; lower kAdamW.max_grad_norm",
+                                              step + 1, grad_norm, kAdamW.max_grad_norm));
+    }
+    if (step == 0) write_raw(dir / "grads_step1.f32", to_host(*backend, stage.grads(), P));
+    optimizer.step(stage.params(), stage.grads(), kLr, static_cast<float>(clip / kGlobalBatch));
+    write_raw(dir / eth::strprintf("params_step%d.f32", step + 1), to_host(*backend, stage.params(), P));
+
+    std::cout << eth::strprintf("step %d/%d | loss %.6f | grad norm %.6f | clip factor %.6f\n", step + 1, kSteps,
+                                loss, grad_norm, clip);
+    step_log.push_back({{"step", step + 1}, {"loss", loss}, {"grad_norm", grad_norm}, {"clip_factor", clip}});
+  }
+
+  json tensors = json::array();
+  for (const eth::ParamTensor& t : layout.tensors()) {
+    tensors.push_back({{"name", t.name}, {"shape", t.shape}, {"offset", t.offset}, {"size", t.size},
+                       {"weight_decay", t.weight_decay}});
+  }
+  const std::vector<size_t> ids_shape{kSteps, kMicroBatches, static_cast<size_t>(B), static_cast<size_t>(T)};
+  json files = {
+      {"params_init", file_entry("params_init.f32", "float32", {P})},
+      {"tokens", file_entry("tokens.i32", "int32", ids_shape)},
+      {"targets", file_entry("targets.i32", "int32", ids_shape)},
+      {"logits", file_entry("logits.f32", "float32", {static_cast<size_t>(B), static_cast<size_t>(T),
+                                                      static_cast<size_t>(Vp)})},
+      {"grads_step1", file_entry("grads_step1.f32", "float32", {P})},
+  };
+  for (int step = 1; step <= kSteps; step++) {
+    const std::string name = eth::strprintf("params_step%d", step);
+    files[name] = file_entry(name + ".f32", "float32", {P});
+  }
+  const json manifest = {
+      {"model", {{"name", model.name}, {"vocab_size", V}, {"padded_vocab_size", Vp},
+                 {"max_seq_len", model.max_seq_len}, {"num_layers", model.num_layers},
+                 {"num_heads", model.num_heads}, {"channels", model.channels}}},
+      {"micro_batch", B},
+      {"seq_len", T},
+      {"micro_batches", kMicroBatches},
+      {"global_batch", kGlobalBatch},
+      {"steps", kSteps},
+      {"lr", kLr},
+      {"adamw", {{"beta1", kAdamW.beta1}, {"beta2", kAdamW.beta2}, {"eps", kAdamW.eps},
+                 {"weight_decay", kAdamW.weight_decay}, {"max_grad_norm", kAdamW.max_grad_norm}}},
+      {"eval_loss", eval_loss},
+      {"step_log", step_log},
+      {"tensors", tensors},
+      {"files", files},
+  };
+  std::ofstream out(dir / "manifest.json");
+  out << manifest.dump(2) << '\n';
+  if (!out) throw std::runtime_error("cannot write " + (dir / "manifest.json").string());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::cerr << "usage: oracle_dump OUT_DIR MODEL_YAML\n";
+    return 2;
+  }
+  try {
+    dump(argv[1], argv[2]);
+  } catch (const std::exception& e) {
+    std::cerr << "oracle_dump: error: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}

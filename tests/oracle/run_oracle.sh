@@ -1,0 +1,17 @@
+#!/bin/sh
+# The oracle_torch test: dump a CPU training run, then check it against PyTorch.
+#   run_oracle.sh ORACLE_DUMP MODEL_YAML OUT_DIR
+set -eu
+if [ $# -ne 3 ]; then
+  echo "usage: run_oracle.sh ORACLE_DUMP MODEL_YAML OUT_DIR" >&2
+  exit 2
+fi
+# Debian's interpreter, where python3-torch installs; not whichever python3 is first on PATH.
+python=/usr/bin/python3
+if [ ! -x "$python" ]; then
+  echo "run_oracle.sh: error: $python not found: install Debian's python3, python3-numpy and python3-torch" >&2
+  exit 1
+fi
+rm -rf "$3"
+"$1" "$3" "$2"
+exec "$python" "$(dirname "$0")/torch_oracle.py" "$3"
