@@ -18,6 +18,15 @@ struct GptConfig {
   int head_size() const { return channels / num_heads; }
 };
 
+// A contiguous run of transformer layers [begin, end): what a pipeline stage holds.
+struct LayerRange {
+  int begin = 0;  // first transformer layer held
+  int end = 0;    // one past the last
+
+  int count() const { return end - begin; }
+  bool operator==(const LayerRange&) const = default;
+};
+
 // Reads and validates a model YAML; throws InputError naming the file and field.
 GptConfig load_model_config(const std::string& path);
 

@@ -22,11 +22,6 @@
 
 namespace eth {
 
-struct LayerRange {
-  int begin = 0;  // first transformer layer held
-  int end = 0;    // one past the last
-};
-
 enum class BlockKind { embedding, layer, final_norm, head };
 
 struct ParamTensor {

@@ -73,7 +73,7 @@ PY
 check "the loss falls" $? "$(grep '"loss"' "$work/run/metrics.jsonl" | head -1) ... $(grep '"loss"' "$work/run/metrics.jsonl" | tail -1)"
 
 common=(--seq-len 16 --batch 8 --micro-batch 4 --steps 1 --output-dir "$work/bad")
-expect_error "missing model field" "$work/noheads.yaml" "num_heads" "expected a positive integer" -- \
+expect_error "missing model field" "$work/noheads.yaml" "num_heads" "expected an integer in [1, " -- \
   --model "$work/noheads.yaml" --train-data "$work/ok.bin" "${common[@]}"
 expect_error "missing model file" "$work/absent.yaml" "file" -- \
   --model "$work/absent.yaml" --train-data "$work/ok.bin" "${common[@]}"

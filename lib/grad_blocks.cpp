@@ -1,0 +1,44 @@
+#include "lib/grad_blocks.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace eth {
+
+LayerRange stage_units(LayerRange layers, int num_layers) {
+  return {layers.begin == 0 ? 0 : layers.begin + 1, layers.end == num_layers ? num_layers + 2 : layers.end + 1};
+}
+
+std::vector<GradBlock> derive_grad_blocks(const Plan& plan, int num_layers) {
+  const int units = num_layers + 2;
+  // Every stage boundary of every pipeline cuts; between cuts the owners cannot change.
+  std::set<int> cuts = {0, units};
+  for (const PlanPipeline& pipe : plan.pipelines)
+    for (const PlanStage& stage : pipe.stages) cuts.insert(stage_units(stage.layers, num_layers).begin);
+
+  std::vector<GradBlock> blocks;
+  for (auto it = cuts.begin(); std::next(it) != cuts.end(); ++it) {
+    GradBlock block{*it, *std::next(it), {}};
+    for (const PlanPipeline& pipe : plan.pipelines) {
+      for (const PlanStage& stage : pipe.stages) {
+        const LayerRange u = stage_units(stage.layers, num_layers);
+        if (u.begin <= block.unit_begin && block.unit_begin < u.end)
+          block.owners.insert(block.owners.end(), stage.ranks.begin(), stage.ranks.end());
+      }
+    }
+    std::sort(block.owners.begin(), block.owners.end());
+    blocks.push_back(std::move(block));
+  }
+  return blocks;
+}
+
+std::vector<int> tied_embedding_group(const Plan& plan) {
+  std::set<int> ranks;
+  for (const PlanPipeline& pipe : plan.pipelines) {
+    ranks.insert(pipe.stages.front().ranks.begin(), pipe.stages.front().ranks.end());
+    ranks.insert(pipe.stages.back().ranks.begin(), pipe.stages.back().ranks.end());
+  }
+  return {ranks.begin(), ranks.end()};
+}
+
+}  // namespace eth

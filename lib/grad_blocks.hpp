@@ -1,0 +1,36 @@
+// Gradient blocks: which ranks must sum which parameters.
+//
+// Layer l sits on a different rank in each pipeline, so there is no single data-parallel group.
+// Number the model's units 0 = embedding (wpe), 1..L = transformer layers 0..L-1, L+1 = final
+// layernorm. In every pipeline a stage holds a contiguous run of units (its layers, plus unit 0
+// on a first stage and unit L+1 on a last stage). The union of all pipelines' stage boundaries
+// cuts the units into blocks: maximal runs held by the same set of ranks. Each block is reduced
+// once among exactly its owners, and it is one contiguous slice of each owner's gradients.
+//
+// The tied word embedding wte is not in any block: the first stage holds it as the embedding
+// and the last stage as the LM head, so it is reduced among the ranks of every pipeline's first
+// and last stages (tied_embedding_group), which sums both uses over all pipelines.
+#pragma once
+
+#include <vector>
+
+#include "lib/plan.hpp"
+
+namespace eth {
+
+struct GradBlock {
+  int unit_begin = 0;        // [unit_begin, unit_end) over units 0 .. L+1
+  int unit_end = 0;
+  std::vector<int> owners;   // ranks holding these units, ascending
+};
+
+// Units of a stage holding `layers` of an L-layer model.
+LayerRange stage_units(LayerRange layers, int num_layers);
+
+// Blocks in unit order, for a validated plan.
+std::vector<GradBlock> derive_grad_blocks(const Plan& plan, int num_layers);
+
+// Ranks of every pipeline's first and last stages, ascending.
+std::vector<int> tied_embedding_group(const Plan& plan);
+
+}  // namespace eth

@@ -1,0 +1,186 @@
+#include "lib/plan.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <fstream>
+#include <numeric>
+
+#include <yaml-cpp/yaml.h>
+
+#include "lib/input_error.hpp"
+#include "lib/strprintf.hpp"
+#include "lib/yaml_fields.hpp"
+
+namespace eth {
+namespace {
+
+constexpr long long kMax = 1LL << 30;
+
+std::string stage_path(size_t p, size_t s) { return strprintf("pipelines[%zu].stages[%zu]", p, s); }
+
+YAML::Node flow(YAML::Node n) {
+  n.SetStyle(YAML::EmitterStyle::Flow);
+  return n;
+}
+
+}  // namespace
+
+int Plan::first_sample(int pipeline) const {
+  int first = 0;
+  for (int k = 0; k < pipeline; k++) first += pipelines[k].samples();
+  return first;
+}
+
+Plan load_plan(const std::string& path) {
+  const yaml::Field root = yaml::load_file(path, "plan");
+  Plan plan;
+  plan.source = path;
+  plan.global_batch = root.child("global_batch").as_int(1, kMax);
+  const yaml::Field pipelines = root.child("pipelines");
+  for (size_t p = 0; p < pipelines.size(); p++) {
+    const yaml::Field pf = pipelines.at(p);
+    PlanPipeline pipe;
+    pipe.micro_batch = pf.child("micro_batch").as_int(1, kMax);
+    pipe.micro_batches = pf.child("micro_batches").as_int(1, kMax);
+    const yaml::Field stages = pf.child("stages");
+    for (size_t s = 0; s < stages.size(); s++) {
+      const yaml::Field sf = stages.at(s);
+      PlanStage stage;
+      stage.ranks = sf.child("ranks").as_ints(0, kMax);
+      const yaml::Field layers = sf.child("layers");
+      if (layers.size() != 2) layers.fail("[begin, end)", std::to_string(layers.size()) + " numbers");
+      stage.layers = {layers.at(0).as_int(0, kMax), layers.at(1).as_int(0, kMax)};
+      if (sf.has("split")) stage.split = sf.child("split").as_ints(0, kMax);
+      pipe.stages.push_back(std::move(stage));
+    }
+    plan.pipelines.push_back(std::move(pipe));
+  }
+  if (root.has("predicted")) {
+    const yaml::Field pred = root.child("predicted");
+    if (pred.has("iteration_ms")) plan.predicted.iteration_ms = pred.child("iteration_ms").as_double(0);
+    if (pred.has("pipeline_ms")) {
+      const yaml::Field f = pred.child("pipeline_ms");
+      for (size_t i = 0; i < f.size(); i++) plan.predicted.pipeline_ms.push_back(f.at(i).as_double(0));
+    }
+    if (pred.has("memory_gb")) {
+      const yaml::Field f = pred.child("memory_gb");
+      for (size_t i = 0; i < f.size(); i++) plan.predicted.memory_gb.push_back(f.at(i).as_double(0));
+    }
+  }
+  return plan;
+}
+
+void save_plan(const Plan& plan, const std::string& path) {
+  YAML::Node root;
+  root["global_batch"] = plan.global_batch;
+  for (const PlanPipeline& pipe : plan.pipelines) {
+    YAML::Node p;
+    p["micro_batch"] = pipe.micro_batch;
+    p["micro_batches"] = pipe.micro_batches;
+    for (const PlanStage& stage : pipe.stages) {
+      YAML::Node s;
+      s["ranks"] = flow(YAML::Node(stage.ranks));
+      s["layers"] = flow(YAML::Node(std::vector<int>{stage.layers.begin, stage.layers.end}));
+      if (stage.ranks.size() > 1) s["split"] = flow(YAML::Node(stage.split));
+      p["stages"].push_back(s);
+    }
+    root["pipelines"].push_back(p);
+  }
+  const PlanPrediction& pred = plan.predicted;
+  if (pred.iteration_ms > 0) root["predicted"]["iteration_ms"] = pred.iteration_ms;
+  if (!pred.pipeline_ms.empty()) root["predicted"]["pipeline_ms"] = flow(YAML::Node(pred.pipeline_ms));
+  if (!pred.memory_gb.empty()) root["predicted"]["memory_gb"] = flow(YAML::Node(pred.memory_gb));
+  std::ofstream out(path);
+  if (!out) fail_input(path, "file", "a writable plan path", "a path that cannot be opened");
+  out << "# ETH plan: pipelines, stages (ranks, layers [begin, end), per-rank sample split).\n" << root << '\n';
+}
+
+void validate_plan(const Plan& plan, const Topology& topology, const GptConfig& model) {
+  const std::string& file = plan.source;
+  const int world = topology.world_size();
+  if (plan.pipelines.empty()) fail_input(file, "pipelines", "at least one pipeline", "none");
+  std::vector<std::string> seen(static_cast<size_t>(world));  // where each rank was placed
+  int samples = 0;
+  for (size_t p = 0; p < plan.pipelines.size(); p++) {
+    const PlanPipeline& pipe = plan.pipelines[p];
+    const std::string pp = strprintf("pipelines[%zu]", p);
+    if (pipe.micro_batch < 1) fail_input(file, pp + ".micro_batch", "at least 1", std::to_string(pipe.micro_batch));
+    if (pipe.micro_batches < 1) fail_input(file, pp + ".micro_batches", "at least 1", std::to_string(pipe.micro_batches));
+    if (pipe.stages.empty()) fail_input(file, pp + ".stages", "at least one stage", "none");
+    samples += pipe.samples();
+    int next_layer = 0;
+    for (size_t s = 0; s < pipe.stages.size(); s++) {
+      const PlanStage& stage = pipe.stages[s];
+      const std::string sp = stage_path(p, s);
+      if (stage.ranks.empty()) fail_input(file, sp + ".ranks", "at least one rank", "none");
+      for (size_t i = 0; i < stage.ranks.size(); i++) {
+        const int r = stage.ranks[i];
+        const std::string rp = strprintf("%s.ranks[%zu]", sp.c_str(), i);
+        if (r < 0 || r >= world)
+          fail_input(file, rp, strprintf("a rank below %d, the device count of %s", world, topology.source.c_str()),
+                     std::to_string(r));
+        if (!seen[r].empty())
+          fail_input(file, rp, "a rank in no other stage", strprintf("rank %d, already in %s", r, seen[r].c_str()));
+        seen[r] = sp;
+      }
+      const LayerRange l = stage.layers;
+      if (l.begin != next_layer || l.end <= l.begin)
+        fail_input(file, sp + ".layers",
+                   strprintf("[%d, end) with end > %d, continuing where the previous stage ends", next_layer, next_layer),
+                   strprintf("[%d, %d)", l.begin, l.end));
+      next_layer = l.end;
+      if (stage.ranks.size() > 1 || !stage.split.empty()) {
+        if (stage.split.size() != stage.ranks.size())
+          fail_input(file, sp + ".split", strprintf("%zu sample counts, one per rank", stage.ranks.size()),
+                     std::to_string(stage.split.size()));
+        for (size_t i = 0; i < stage.split.size(); i++)
+          if (stage.split[i] < 1)
+            fail_input(file, strprintf("%s.split[%zu]", sp.c_str(), i), "at least 1 sample", std::to_string(stage.split[i]));
+        const int sum = std::accumulate(stage.split.begin(), stage.split.end(), 0);
+        if (sum != pipe.micro_batch)
+          fail_input(file, sp + ".split", strprintf("samples adding up to micro_batch %d", pipe.micro_batch),
+                     strprintf("a sum of %d", sum));
+      }
+    }
+    if (next_layer != model.num_layers)
+      fail_input(file, stage_path(p, pipe.stages.size() - 1) + ".layers",
+                 strprintf("to end at layer %d, the model's num_layers", model.num_layers), strprintf("end %d", next_layer));
+  }
+  for (int r = 0; r < world; r++)
+    if (seen[r].empty())
+      fail_input(file, "pipelines", strprintf("every rank 0..%d of %s in one stage", world - 1, topology.source.c_str()),
+                 strprintf("rank %d in none", r));
+  if (samples != plan.global_batch)
+    fail_input(file, "global_batch", strprintf("the pipelines' samples, sum of micro_batch x micro_batches = %d", samples),
+               std::to_string(plan.global_batch));
+  const std::vector<double>& mem = plan.predicted.memory_gb;
+  if (!mem.empty() && static_cast<int>(mem.size()) != world)
+    fail_input(file, "predicted.memory_gb", strprintf("%d entries, one per rank", world), std::to_string(mem.size()));
+  for (size_t r = 0; r < mem.size(); r++) {
+    const DeviceType& dev = topology.device_of(static_cast<int>(r));
+    if (mem[r] > dev.memory_gb)
+      fail_input(file, strprintf("predicted.memory_gb[%zu]", r),
+                 strprintf("at most %g GB, the memory of rank %zu's %s", dev.memory_gb, r, dev.name.c_str()),
+                 strprintf("%g GB", mem[r]));
+  }
+}
+
+std::vector<RankRole> rank_roles(const Plan& plan, int world_size) {
+  std::vector<RankRole> roles(static_cast<size_t>(world_size));
+  for (size_t p = 0; p < plan.pipelines.size(); p++) {
+    const PlanPipeline& pipe = plan.pipelines[p];
+    for (size_t s = 0; s < pipe.stages.size(); s++) {
+      const PlanStage& stage = pipe.stages[s];
+      int offset = 0;
+      for (size_t i = 0; i < stage.ranks.size(); i++) {
+        const int n = stage.split.empty() ? pipe.micro_batch : stage.split[i];
+        roles[stage.ranks[i]] = {static_cast<int>(p), static_cast<int>(s), static_cast<int>(i), offset, n};
+        offset += n;
+      }
+    }
+  }
+  assert(std::all_of(roles.begin(), roles.end(), [](const RankRole& r) { return r.pipeline >= 0; }));
+  return roles;
+}
+
+}  // namespace eth

@@ -1,0 +1,70 @@
+// A plan: how the devices of a topology form pipelines, which layers each stage holds, and how
+// the global batch is split, down to single samples. Written by eth_plan or by hand, read by
+// eth_train (docs/formats.md has the YAML).
+//
+// Pipeline k takes the samples [first_sample(k), first_sample(k) + samples()) of each step's
+// global batch, in micro-batches of micro_batch samples; inside a stage of several ranks, rank
+// i of the stage takes split[i] consecutive samples of every micro-batch.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lib/model_config.hpp"
+#include "lib/topology.hpp"
+
+namespace eth {
+
+struct PlanStage {
+  std::vector<int> ranks;
+  LayerRange layers;
+  std::vector<int> split;     // samples of each micro-batch per rank, summing to micro_batch
+};
+
+struct PlanPipeline {
+  int micro_batch = 1;        // samples per micro-batch
+  int micro_batches = 1;      // micro-batches per step
+  std::vector<PlanStage> stages;
+
+  int samples() const { return micro_batch * micro_batches; }
+};
+
+// What the planner predicted; empty in a hand-written plan.
+struct PlanPrediction {
+  double iteration_ms = 0;
+  std::vector<double> pipeline_ms;  // per pipeline
+  std::vector<double> memory_gb;    // per rank
+};
+
+struct Plan {
+  std::string source;               // file it was read from, for messages
+  int global_batch = 0;
+  std::vector<PlanPipeline> pipelines;
+  PlanPrediction predicted;
+
+  int first_sample(int pipeline) const;
+};
+
+// Where one rank sits in a plan.
+struct RankRole {
+  int pipeline = -1;
+  int stage = -1;
+  int index_in_stage = -1;    // position among the stage's ranks
+  int sample_offset = 0;      // its first sample within each micro-batch
+  int samples = 0;            // its samples of each micro-batch (split[index_in_stage])
+};
+
+// Reads a plan; throws InputError naming the file and field of a malformed entry.
+Plan load_plan(const std::string& path);
+void save_plan(const Plan& plan, const std::string& path);
+
+// Checks the invariants against the topology and model: every rank in exactly one stage; each
+// pipeline's stages cover layers [0, L) in order; each split sums to its micro-batch; pipeline
+// samples add up to the global batch; predicted memory fits each device. Throws InputError
+// naming plan.source and the field.
+void validate_plan(const Plan& plan, const Topology& topology, const GptConfig& model);
+
+// Every rank's role, indexed by rank; call on a validated plan.
+std::vector<RankRole> rank_roles(const Plan& plan, int world_size);
+
+}  // namespace eth
