@@ -4,45 +4,68 @@
 
 namespace eth {
 
+Stage::SlotLayout Stage::slot_layout(const GptConfig& config, LayerRange layers, int B, int T) {
+  const size_t BT = static_cast<size_t>(B) * T;
+  const size_t C = static_cast<size_t>(config.channels);
+  const size_t NH = static_cast<size_t>(config.num_heads);
+  SlotLayout slot{};
+  size_t at = 0;
+  auto take = [&at](size_t n) { size_t here = at; at += n; return here; };
+  LayerActs& a = slot.layer;
+  a.ln1 = take(BT * C);
+  a.ln1_mean = take(BT);
+  a.ln1_rstd = take(BT);
+  a.qkv = take(BT * 3 * C);
+  a.att = take(BT * NH * static_cast<size_t>(T));
+  a.atty = take(BT * C);
+  a.res2 = take(BT * C);
+  a.ln2 = take(BT * C);
+  a.ln2_mean = take(BT);
+  a.ln2_rstd = take(BT);
+  a.fch = take(BT * 4 * C);
+  a.fch_gelu = take(BT * 4 * C);
+  a.res3 = take(BT * C);
+  a.size = at;
+
+  at = 0;
+  slot.input = take(BT * C);
+  slot.layers = take(a.size * static_cast<size_t>(layers.count()));
+  if (layers.end == config.num_layers) {
+    slot.lnf = take(BT * C);
+    slot.lnf_mean = take(BT);
+    slot.lnf_rstd = take(BT);
+  }
+  slot.size = at;
+  return slot;
+}
+
+Stage::ActivationFootprint Stage::activation_footprint(const GptConfig& config, LayerRange layers, int B, int T) {
+  const size_t BT = static_cast<size_t>(B) * T;
+  const size_t C = static_cast<size_t>(config.channels);
+  const size_t logits = layers.end == config.num_layers ? BT * static_cast<size_t>(config.padded_vocab_size) : 0;
+  // branch, dresidual, dbtc (C each), dqkv (3C), dfch (4C), datt (NH * T), logits
+  const size_t scratch = BT * (10 * C + static_cast<size_t>(config.num_heads) * T) + logits;
+  return {slot_layout(config, layers, B, T).size, scratch};
+}
+
 Stage::Stage(const GptConfig& config, LayerRange layers, int B, int T, int slots,
              kernels::Backend& backend)
-    : config_(config), layout_(config, layers), B_(B), T_(T), slots_(slots), backend_(backend) {
+    : config_(config),
+      layout_(config, layers),
+      B_(B),
+      T_(T),
+      slots_(slots),
+      backend_(backend),
+      slot_(slot_layout(config, layers, B, T)) {
   assert(B > 0 && T > 0 && T <= config.max_seq_len && slots > 0);
   const size_t BT = static_cast<size_t>(B) * T;
   const size_t C = static_cast<size_t>(config.channels);
   const size_t NH = static_cast<size_t>(config.num_heads);
   const size_t Vp = static_cast<size_t>(config.padded_vocab_size);
 
-  size_t at = 0;
-  auto take = [&at](size_t n) { size_t here = at; at += n; return here; };
-  acts_.ln1 = take(BT * C);
-  acts_.ln1_mean = take(BT);
-  acts_.ln1_rstd = take(BT);
-  acts_.qkv = take(BT * 3 * C);
-  acts_.att = take(BT * NH * T);
-  acts_.atty = take(BT * C);
-  acts_.res2 = take(BT * C);
-  acts_.ln2 = take(BT * C);
-  acts_.ln2_mean = take(BT);
-  acts_.ln2_rstd = take(BT);
-  acts_.fch = take(BT * 4 * C);
-  acts_.fch_gelu = take(BT * 4 * C);
-  acts_.res3 = take(BT * C);
-  acts_.size = at;
-
-  at = 0;
-  slot_input_ = take(BT * C);
-  slot_layers_ = take(acts_.size * static_cast<size_t>(layers.end - layers.begin));
-  if (layout_.has_head()) {
-    slot_lnf_ = take(BT * C);
-    slot_lnf_mean_ = take(BT);
-    slot_lnf_rstd_ = take(BT);
-  }
-  slot_size_ = at;
-
   params_ = kernels::DeviceBuffer<float>(backend, layout_.size());
   grads_ = kernels::DeviceBuffer<float>(backend, layout_.size());
-  activations_ = kernels::DeviceBuffer<float>(backend, slot_size_ * static_cast<size_t>(slots));
+  activations_ = kernels::DeviceBuffer<float>(backend, slot_.size * static_cast<size_t>(slots));
   if (layout_.has_embedding()) tokens_ = kernels::DeviceBuffer<int32_t>(backend, BT * slots);
   if (layout_.has_head()) {
     targets_ = kernels::DeviceBuffer<int32_t>(backend, BT);
@@ -63,17 +86,17 @@ void Stage::zero_grads() { backend_.fill_zero(grads_.data(), grads_.size()); }
 
 float* Stage::slot_base(int slot) {
   assert(0 <= slot && slot < slots_);
-  return activations_.data() + slot_size_ * static_cast<size_t>(slot);
+  return activations_.data() + slot_.size * static_cast<size_t>(slot);
 }
 
 const float* Stage::layer_input(float* slot, int local_layer) {
-  if (local_layer == 0) return slot + slot_input_;
-  return slot + slot_layers_ + acts_.size * static_cast<size_t>(local_layer - 1) + acts_.res3;
+  if (local_layer == 0) return slot + slot_.input;
+  return slot + slot_.layers + acts_.size * static_cast<size_t>(local_layer - 1) + acts_.res3;
 }
 
 const float* Stage::output(int slot) const {
   const int n = layout_.layers().end - layout_.layers().begin;
-  return activations_.data() + slot_size_ * static_cast<size_t>(slot) + slot_layers_ +
+  return activations_.data() + slot_.size * static_cast<size_t>(slot) + slot_.layers +
          acts_.size * static_cast<size_t>(n - 1) + acts_.res3;
 }
 
@@ -87,9 +110,9 @@ void Stage::forward(int slot, const int32_t* host_tokens, const float* input) {
   if (layout_.has_embedding()) {
     int32_t* tokens = tokens_.data() + static_cast<size_t>(N) * slot;
     backend_.copy_to_device(tokens, host_tokens, sizeof(int32_t) * N);
-    backend_.encoder_forward(s + slot_input_, tokens, p + layout_.wte(), p + layout_.wpe(), B, T, C);
+    backend_.encoder_forward(s + slot_.input, tokens, p + layout_.wte(), p + layout_.wpe(), B, T, C);
   } else {
-    backend_.copy(s + slot_input_, input, sizeof(float) * BTC);
+    backend_.copy(s + slot_.input, input, sizeof(float) * BTC);
   }
 
   const LayerOffsets& w = layout_.layer_offsets();
@@ -97,7 +120,7 @@ void Stage::forward(int slot, const int32_t* host_tokens, const float* input) {
   for (int l = range.begin; l < range.end; l++) {
     const int i = l - range.begin;
     const float* x = layer_input(s, i);                                         // (B, T, C)
-    float* a = s + slot_layers_ + acts_.size * static_cast<size_t>(i);
+    float* a = s + slot_.layers + acts_.size * static_cast<size_t>(i);
     const float* lp = p + layout_.layer(l);
     backend_.layernorm_forward(a + acts_.ln1, a + acts_.ln1_mean, a + acts_.ln1_rstd, x,
                                lp + w.ln1_w, lp + w.ln1_b, N, C);
@@ -114,7 +137,7 @@ void Stage::forward(int slot, const int32_t* host_tokens, const float* input) {
   }
 
   if (layout_.has_head()) {
-    backend_.layernorm_forward(s + slot_lnf_, s + slot_lnf_mean_, s + slot_lnf_rstd_, output(slot),
+    backend_.layernorm_forward(s + slot_.lnf, s + slot_.lnf_mean, s + slot_.lnf_rstd, output(slot),
                                p + layout_.lnf_w(), p + layout_.lnf_b(), N, C);
   }
 }
@@ -125,7 +148,7 @@ double Stage::loss(int slot, const int32_t* host_targets, bool with_grad) {
   const int N = B * T;
   float* s = slot_base(slot);
   backend_.copy_to_device(targets_.data(), host_targets, sizeof(int32_t) * N);
-  backend_.matmul_forward(logits_.data(), s + slot_lnf_, params_.data() + layout_.head_wte(), nullptr,
+  backend_.matmul_forward(logits_.data(), s + slot_.lnf, params_.data() + layout_.head_wte(), nullptr,
                           N, C, config_.padded_vocab_size);
   backend_.crossentropy_forward_backward(sample_losses_.data(), logits_.data(), targets_.data(), B, T,
                                          config_.vocab_size, config_.padded_vocab_size,
@@ -148,11 +171,11 @@ void Stage::backward(int slot, const float* doutput) {
   if (layout_.has_head()) {
     // logits holds dlogits, left by loss(slot, targets, true).
     backend_.matmul_backward(dbtc_.data(), g + layout_.head_wte(), nullptr, logits_.data(),
-                             s + slot_lnf_, p + layout_.head_wte(), N, C, config_.padded_vocab_size);
+                             s + slot_.lnf, p + layout_.head_wte(), N, C, config_.padded_vocab_size);
     backend_.fill_zero(dres, BTC);
     backend_.layernorm_backward(dres, g + layout_.lnf_w(), g + layout_.lnf_b(), dbtc_.data(),
-                                output(slot), p + layout_.lnf_w(), s + slot_lnf_mean_,
-                                s + slot_lnf_rstd_, N, C);
+                                output(slot), p + layout_.lnf_w(), s + slot_.lnf_mean,
+                                s + slot_.lnf_rstd, N, C);
   } else {
     backend_.copy(dres, doutput, sizeof(float) * BTC);
   }
@@ -162,7 +185,7 @@ void Stage::backward(int slot, const float* doutput) {
   for (int l = range.end - 1; l >= range.begin; l--) {
     const int i = l - range.begin;
     const float* x = layer_input(s, i);
-    const float* a = s + slot_layers_ + acts_.size * static_cast<size_t>(i);
+    const float* a = s + slot_.layers + acts_.size * static_cast<size_t>(i);
     const float* lp = p + layout_.layer(l);
     float* lg = g + layout_.layer(l);
     // res3 = res2 + fcproj(gelu(fc(ln2(res2)))): dres flows through both paths.

@@ -50,6 +50,14 @@ class Stage {
   void backward(int slot, const float* doutput /* (B, T, C) */);
   const float* input_grad() const { return dresidual_.data(); }  // (B, T, C)
 
+  // Floats a stage allocates besides parameters, gradients and optimizer state, for memory
+  // models: its activations per slot, and its scratch shared by all slots (logits included).
+  struct ActivationFootprint {
+    size_t per_slot;
+    size_t scratch;
+  };
+  static ActivationFootprint activation_footprint(const GptConfig& config, LayerRange layers, int B, int T);
+
  private:
   // Offsets of one layer's saved activations inside a slot; the same for every layer.
   struct LayerActs {
@@ -64,6 +72,12 @@ class Stage {
     size_t size;
   };
 
+  struct SlotLayout {
+    LayerActs layer;
+    size_t input, layers, lnf, lnf_mean, lnf_rstd, size;
+  };
+  static SlotLayout slot_layout(const GptConfig& config, LayerRange layers, int B, int T);
+
   float* slot_base(int slot);
   const float* layer_input(float* slot, int local_layer);
 
@@ -72,11 +86,10 @@ class Stage {
   int B_, T_, slots_;
   kernels::Backend& backend_;
 
-  LayerActs acts_{};
-  size_t slot_input_ = 0;                       // (B, T, C) stage input (encoded on the first stage)
-  size_t slot_layers_ = 0;                      // stacked LayerActs
-  size_t slot_lnf_ = 0, slot_lnf_mean_ = 0, slot_lnf_rstd_ = 0;  // last stage only
-  size_t slot_size_ = 0;
+  // One slot: the stage input (B, T, C) (encoded on the first stage), the stacked LayerActs of
+  // its layers, and on the last stage the final layernorm's output and statistics.
+  SlotLayout slot_;
+  LayerActs& acts_ = slot_.layer;
 
   kernels::DeviceBuffer<float> params_, grads_;
   kernels::DeviceBuffer<float> activations_;    // (slots, slot_size)
