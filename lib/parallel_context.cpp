@@ -1,0 +1,79 @@
+#include "lib/parallel_context.hpp"
+
+#include <algorithm>
+
+#include "lib/input_error.hpp"
+#include "lib/strprintf.hpp"
+#include "mpi_topology/mpi_session.hpp"
+
+namespace eth {
+namespace {
+
+std::vector<int> sorted(std::vector<int> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// Each rank's samples of one micro-batch, in the stage's rank order.
+std::vector<int> rows_of(const PlanStage& stage, int micro_batch) {
+  return stage.split.empty() ? std::vector<int>{micro_batch} : stage.split;
+}
+
+}  // namespace
+
+ParallelContext build_parallel_context(const Topology& topology, const Plan& plan, const GptConfig& model) {
+  ParallelContext ctx;
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &ctx.world_rank));
+  MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &ctx.world_size));
+  if (topology.world_size() != ctx.world_size)
+    fail_input(topology.source, "nodes", strprintf("devices for the %d ranks of this job", ctx.world_size),
+               strprintf("%d devices", topology.world_size()));
+  validate_plan(plan, topology, model);
+
+  const std::vector<RankRole> roles = rank_roles(plan, ctx.world_size);
+  ctx.role = roles[ctx.world_rank];
+  const PlanPipeline& pipe = plan.pipelines[ctx.role.pipeline];
+  ctx.stages = static_cast<int>(pipe.stages.size());
+  for (const RankPlace& place : topology.ranks) ctx.node_of_rank.push_back(place.node);
+
+  int tag = 0;
+  auto create = [&](const std::vector<int>& members) { return ProcessGroup::create(sorted(members), ctx.node_of_rank, tag++); };
+  for (const Node& node : topology.nodes) {
+    std::vector<int> members(node.devices.size());
+    for (size_t d = 0; d < members.size(); d++) members[d] = node.first_rank + static_cast<int>(d);
+    ProcessGroup g = create(members);
+    if (g.is_member()) ctx.node = std::move(g);
+  }
+  for (size_t p = 0; p < plan.pipelines.size(); p++) {
+    std::vector<int> members;
+    for (const PlanStage& s : plan.pipelines[p].stages) members.insert(members.end(), s.ranks.begin(), s.ranks.end());
+    ProcessGroup g = create(members);
+    if (g.is_member()) ctx.pipeline = std::move(g);
+  }
+  for (const PlanPipeline& p : plan.pipelines) {
+    for (const PlanStage& s : p.stages) {
+      ProcessGroup g = create(s.ranks);
+      if (g.is_member()) ctx.stage = std::move(g);
+    }
+  }
+  ctx.blocks = derive_grad_blocks(plan, model.num_layers);
+  for (const GradBlock& b : ctx.blocks) ctx.block_groups.push_back(create(b.owners));
+  ctx.tied = create(tied_embedding_group(plan));
+
+  const int s = ctx.role.stage;
+  if (s > 0) {
+    const PlanStage& prev = pipe.stages[s - 1];
+    const PlanStage& mine = pipe.stages[s];
+    ctx.from_previous = RowExchange(prev.ranks, rows_of(prev, pipe.micro_batch), mine.ranks, rows_of(mine, pipe.micro_batch));
+    ctx.grads_to_previous = RowExchange(mine.ranks, rows_of(mine, pipe.micro_batch), prev.ranks, rows_of(prev, pipe.micro_batch));
+  }
+  if (s + 1 < ctx.stages) {
+    const PlanStage& mine = pipe.stages[s];
+    const PlanStage& next = pipe.stages[s + 1];
+    ctx.to_next = RowExchange(mine.ranks, rows_of(mine, pipe.micro_batch), next.ranks, rows_of(next, pipe.micro_batch));
+    ctx.grads_from_next = RowExchange(next.ranks, rows_of(next, pipe.micro_batch), mine.ranks, rows_of(mine, pipe.micro_batch));
+  }
+  return ctx;
+}
+
+}  // namespace eth

@@ -1,0 +1,86 @@
+// A set of world ranks that communicates as one, and the sum-reduction the runtime runs on it.
+//
+// The reduction is hierarchical so that a slow inter-node link carries each byte once: reduce
+// to one leader per node over the node-local communicator, all-reduce among the leaders, then
+// broadcast back inside each node. "Node" is whatever node_of_rank says: the topology's node
+// list, which lets a test declare several nodes on one host.
+#pragma once
+
+#include <mpi.h>
+
+#include <cassert>
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+namespace eth {
+
+class ProcessGroup;
+
+// A hierarchical sum in flight: per chunk, node-local reduce to the leader, all-reduce among
+// leaders, node-local broadcast, each a non-blocking MPI collective started when the previous
+// one completes. MPI progresses only inside MPI calls, so the owner calls test() between
+// pieces of other work (the runtime does, between layers of backward) and wait() at the end.
+class PendingReduce {
+ public:
+  PendingReduce() = default;
+  PendingReduce(const ProcessGroup* group, float* data, size_t n);
+  PendingReduce(PendingReduce&& other) noexcept { *this = std::move(other); }
+  PendingReduce& operator=(PendingReduce&& other) noexcept;  // the moved-from one is done
+  PendingReduce(const PendingReduce&) = delete;
+  PendingReduce& operator=(const PendingReduce&) = delete;
+
+  bool test();  // advances as far as it can without blocking; true once the sum is complete
+  void wait();
+
+ private:
+  void start_phase();
+
+  const ProcessGroup* group_ = nullptr;
+  float* data_ = nullptr;
+  size_t n_ = 0;
+  size_t chunk_ = 0;         // first element of the chunk in flight
+  int phase_ = 0;            // 0 node reduce, 1 leader all-reduce, 2 node broadcast
+  bool done_ = true;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+};
+
+class ProcessGroup {
+ public:
+  ProcessGroup() = default;  // a group this rank is not a member of
+  ~ProcessGroup();
+  ProcessGroup(ProcessGroup&& other) noexcept;
+  ProcessGroup& operator=(ProcessGroup&& other) noexcept;
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  // Collective over `members` (world ranks, ascending) only: every member calls it, in the same
+  // order of groups on every rank (a global order makes overlapping creations deadlock-free);
+  // non-members get an empty group without calling. `tag` distinguishes concurrent creations.
+  static ProcessGroup create(const std::vector<int>& members, const std::vector<int>& node_of_rank, int tag);
+
+  bool is_member() const { return comm_ != MPI_COMM_NULL; }
+  const std::vector<int>& members() const { return members_; }
+  int size() const { return static_cast<int>(members_.size()); }
+  int rank() const { return rank_; }          // index of this rank among the members
+  MPI_Comm comm() const { return comm_; }
+  int nodes() const { return nodes_; }        // distinct nodes among the members
+
+  // Sums `data` over the members, in place, hierarchically. Members only. `data` must stay
+  // untouched until the returned reduction completes.
+  PendingReduce start_allreduce_sum(float* data, size_t n) const { return PendingReduce(this, data, n); }
+  void allreduce_sum(float* data, size_t n) const { start_allreduce_sum(data, n).wait(); }
+
+ private:
+  friend class PendingReduce;
+  void reset();
+
+  std::vector<int> members_;
+  int rank_ = -1;
+  int nodes_ = 0;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm node_comm_ = MPI_COMM_NULL;     // members on this rank's node
+  MPI_Comm leader_comm_ = MPI_COMM_NULL;   // node leaders; null on non-leaders
+};
+
+}  // namespace eth

@@ -1,0 +1,75 @@
+#include "mpi_topology/row_exchange.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <numeric>
+
+#include "mpi_topology/mpi_session.hpp"
+
+namespace eth {
+namespace {
+
+std::vector<int> offsets_of(const std::vector<int>& rows) {
+  std::vector<int> offsets(rows.size(), 0);
+  std::exclusive_scan(rows.begin(), rows.end(), offsets.begin(), 0);
+  return offsets;
+}
+
+int index_of(const std::vector<int>& ranks, int rank) {
+  const auto it = std::find(ranks.begin(), ranks.end(), rank);
+  assert(it != ranks.end());
+  return static_cast<int>(it - ranks.begin());
+}
+
+}  // namespace
+
+std::vector<RowTransfer> plan_row_transfers(const std::vector<int>& from_rows, const std::vector<int>& to_rows) {
+  assert(std::accumulate(from_rows.begin(), from_rows.end(), 0) == std::accumulate(to_rows.begin(), to_rows.end(), 0));
+  std::vector<RowTransfer> transfers;
+  // Walk both partitions together: each step ends where either range ends.
+  int i = 0, j = 0, row = 0;
+  int from_end = from_rows.empty() ? 0 : from_rows[0];
+  int to_end = to_rows.empty() ? 0 : to_rows[0];
+  while (i < static_cast<int>(from_rows.size()) && j < static_cast<int>(to_rows.size())) {
+    const int end = std::min(from_end, to_end);
+    if (end > row) transfers.push_back({i, j, row, end - row});
+    row = end;
+    if (from_end == end && ++i < static_cast<int>(from_rows.size())) from_end += from_rows[i];
+    if (to_end == end && ++j < static_cast<int>(to_rows.size())) to_end += to_rows[j];
+  }
+  return transfers;
+}
+
+RowExchange::RowExchange(std::vector<int> from_ranks, std::vector<int> from_rows, std::vector<int> to_ranks,
+                         std::vector<int> to_rows)
+    : from_ranks_(std::move(from_ranks)),
+      from_offsets_(offsets_of(from_rows)),
+      to_ranks_(std::move(to_ranks)),
+      to_offsets_(offsets_of(to_rows)),
+      transfers_(plan_row_transfers(from_rows, to_rows)) {}
+
+void RowExchange::post_sends(int world_rank, const float* rows, size_t row_elems, int tag, MPI_Comm comm,
+                             std::vector<MPI_Request>& requests) const {
+  const int me = index_of(from_ranks_, world_rank);
+  for (const RowTransfer& t : transfers_) {
+    if (t.from != me) continue;
+    const float* first = rows + static_cast<size_t>(t.row_begin - from_offsets_[me]) * row_elems;
+    requests.emplace_back();
+    MPI_CHECK(MPI_Isend(first, static_cast<int>(t.rows * row_elems), MPI_FLOAT, to_ranks_[t.to], tag, comm,
+                        &requests.back()));
+  }
+}
+
+void RowExchange::post_recvs(int world_rank, float* rows, size_t row_elems, int tag, MPI_Comm comm,
+                             std::vector<MPI_Request>& requests) const {
+  const int me = index_of(to_ranks_, world_rank);
+  for (const RowTransfer& t : transfers_) {
+    if (t.to != me) continue;
+    float* first = rows + static_cast<size_t>(t.row_begin - to_offsets_[me]) * row_elems;
+    requests.emplace_back();
+    MPI_CHECK(MPI_Irecv(first, static_cast<int>(t.rows * row_elems), MPI_FLOAT, from_ranks_[t.from], tag, comm,
+                        &requests.back()));
+  }
+}
+
+}  // namespace eth

@@ -1,0 +1,45 @@
+// m:n redistribution of a micro-batch between two groups of ranks that split its rows (samples)
+// differently: sender i holds rows [from_offset_i, from_offset_i + from_rows_i), receiver j
+// wants rows [to_offset_j, to_offset_j + to_rows_j), both in order, the same total. Every
+// overlap of a sender's and a receiver's range is one message. Rows are contiguous in both
+// buffers ((rows, row_elems), row-major), so each message is one contiguous slice.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <vector>
+
+namespace eth {
+
+struct RowTransfer {
+  int from = 0;       // index into the senders
+  int to = 0;         // index into the receivers
+  int row_begin = 0;  // first row, counted over the whole micro-batch
+  int rows = 0;
+};
+
+// The overlaps, in row order. Pure: testable without MPI.
+std::vector<RowTransfer> plan_row_transfers(const std::vector<int>& from_rows, const std::vector<int>& to_rows);
+
+class RowExchange {
+ public:
+  RowExchange() = default;
+  RowExchange(std::vector<int> from_ranks, std::vector<int> from_rows, std::vector<int> to_ranks,
+              std::vector<int> to_rows);
+
+  // Posts this rank's non-blocking sends of `rows` ((its from_rows, row_elems)); it must be a sender.
+  void post_sends(int world_rank, const float* rows, size_t row_elems, int tag, MPI_Comm comm,
+                  std::vector<MPI_Request>& requests) const;
+  // Posts this rank's non-blocking receives into `rows` ((its to_rows, row_elems)); a receiver.
+  void post_recvs(int world_rank, float* rows, size_t row_elems, int tag, MPI_Comm comm,
+                  std::vector<MPI_Request>& requests) const;
+
+  const std::vector<RowTransfer>& transfers() const { return transfers_; }
+
+ private:
+  std::vector<int> from_ranks_, from_offsets_, to_ranks_, to_offsets_;
+  std::vector<RowTransfer> transfers_;
+};
+
+}  // namespace eth
