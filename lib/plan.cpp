@@ -92,7 +92,7 @@ void save_plan(const Plan& plan, const std::string& path) {
   if (!pred.memory_gb.empty()) root["predicted"]["memory_gb"] = flow(YAML::Node(pred.memory_gb));
   std::ofstream out(path);
   if (!out) fail_input(path, "file", "a writable plan path", "a path that cannot be opened");
-  out << "# ETH plan: pipelines, stages (ranks, layers [begin, end), per-rank sample split).\n" << root << '\n';
+  out << "# ETH plan: pipelines, stages (ranks, layers [begin, end), per-rank sample split).\n" << yaml::emit(root) << '\n';
 }
 
 void validate_plan(const Plan& plan, const Topology& topology, const GptConfig& model) {

@@ -121,7 +121,7 @@ void save_topology(const Topology& topo, const std::string& path) {
   }
   std::ofstream out(path);
   if (!out) fail_input(path, "file", "a writable topology path", "a path that cannot be opened");
-  out << "# ETH topology: rank r is the r-th device listed.\n" << root << '\n';
+  out << "# ETH topology: rank r is the r-th device listed.\n" << yaml::emit(root) << '\n';
 }
 
 }  // namespace eth

@@ -4,6 +4,13 @@
 
 namespace eth::yaml {
 
+std::string emit(const YAML::Node& node) {
+  YAML::Emitter out;
+  out.SetDoublePrecision(6);
+  out << node;
+  return out.c_str();
+}
+
 Field load_file(const std::string& path, const std::string& what) {
   try {
     return {YAML::LoadFile(path), path, ""};

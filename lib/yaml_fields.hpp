@@ -29,6 +29,9 @@ struct Field {
   std::string text() const;  // the node as written, for "got ..."
 };
 
+// YAML text of a node, doubles with 6 significant digits (not 17).
+std::string emit(const YAML::Node& node);
+
 // Loads a YAML document; a missing file or a syntax error names the file (and line).
 Field load_file(const std::string& path, const std::string& what);
 

@@ -17,4 +17,12 @@ int usable_cuda_devices(std::string* why) {
   return count;
 }
 
+CudaDeviceProps cuda_device_props(int device) {
+  cudaDeviceProp prop{};
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return {};
+  if (cudaGetDeviceProperties(&prop, device % count) != cudaSuccess) return {};
+  return {prop.name, static_cast<double>(prop.totalGlobalMem)};
+}
+
 }  // namespace eth::kernels

@@ -8,4 +8,10 @@ namespace eth::kernels {
 // Number of CUDA devices this process can use; 0 with the runtime's reason in *why otherwise.
 int usable_cuda_devices(std::string* why);
 
+struct CudaDeviceProps {
+  std::string name;
+  double memory_bytes = 0;
+};
+CudaDeviceProps cuda_device_props(int device);
+
 }  // namespace eth::kernels

@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 #include "lib/parallel_context.hpp"
+#include "lib/topology_discovery.hpp"
 #include "lib/random.hpp"
 
 namespace eth::test {
@@ -214,6 +216,33 @@ TEST(RowExchange, EverySampleReachesItsRank) {
   for (int r = 0; r < to_count; r++)
     for (size_t e = 0; e < row_elems; e++)
       ASSERT_EQ(received[r * row_elems + e], value(to_first + r, e)) << "row " << to_first + r << " element " << e;
+}
+
+// eth_topo's library half: what every rank reports becomes a topology the parser accepts and
+// from which a job's communicators can be built.
+TEST(TopologyDiscovery, WritesATopologyThatLoads) {
+  const Topology found = discover_topology({});
+  const std::string path = "/tmp/eth_discovered_topology_" + std::to_string(world_size()) + ".yaml";
+  if (world_rank() == 0) {
+    EXPECT_EQ(found.world_size(), world_size());
+    save_topology(found, path);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  const Topology loaded = load_topology(path);
+  EXPECT_EQ(loaded.world_size(), world_size());
+  EXPECT_EQ(loaded.nodes.size(), 1u) << "all ranks run on this host";
+  EXPECT_GT(loaded.device_of(world_rank()).peak_tflops_fp32, 0);
+  Plan plan;
+  plan.source = "one-pipeline";
+  plan.global_batch = 1;
+  PlanStage all_ranks{{}, {0, 4}, std::vector<int>(static_cast<size_t>(world_size()), 1)};
+  for (int r = 0; r < world_size(); r++) all_ranks.ranks.push_back(r);
+  plan.global_batch = world_size();
+  plan.pipelines = {{world_size(), 1, {all_ranks}}};
+  const ParallelContext ctx = build_parallel_context(loaded, plan, four_layers());
+  EXPECT_EQ(ctx.stage.size(), world_size());
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) std::remove(path.c_str());
 }
 
 }  // namespace

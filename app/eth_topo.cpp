@@ -1,0 +1,47 @@
+// eth_topo: run under mpirun or srun with one rank per device; rank 0 writes the topology YAML.
+#include <boost/program_options.hpp>
+
+#include <iostream>
+
+#include "lib/input_error.hpp"
+#include "lib/topology_discovery.hpp"
+#include "mpi_topology/mpi_session.hpp"
+
+namespace po = boost::program_options;
+
+int main(int argc, char** argv) {
+  eth::MpiSession mpi(&argc, &argv);
+  std::string output;
+  eth::DiscoveryOptions o;
+  po::options_description desc("eth_topo options");
+  desc.add_options()
+      ("help,h", "print this help")
+      ("output,o", po::value(&output)->default_value("topology.yaml"), "where rank 0 writes the topology")
+      ("network-gbs", po::value(&o.network.bandwidth_gbs)->default_value(o.network.bandwidth_gbs), "inter-node GB/s")
+      ("network-latency-us", po::value(&o.network.latency_us)->default_value(o.network.latency_us), "inter-node latency")
+      ("network-kind", po::value(&o.network.kind)->default_value(o.network.kind), "inter-node link kind")
+      ("gpu-link-kind", po::value(&o.intra_node_gpu.kind)->default_value(o.intra_node_gpu.kind), "GPU-to-GPU link in a node")
+      ("gpu-link-gbs", po::value(&o.intra_node_gpu.bandwidth_gbs)->default_value(o.intra_node_gpu.bandwidth_gbs), "its GB/s");
+  try {
+    po::variables_map vm;
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    if (vm.count("help")) {
+      if (mpi.rank() == 0) std::cout << desc << '\n';
+      return 0;
+    }
+    po::notify(vm);
+    const eth::Topology topo = eth::discover_topology(o);
+    if (mpi.rank() == 0) {
+      eth::save_topology(topo, output);
+      std::cout << "eth_topo: " << topo.world_size() << " ranks on " << topo.nodes.size() << " node(s), "
+                << topo.device_types.size() << " device type(s): wrote " << output << '\n';
+    }
+  } catch (const po::error& e) {
+    std::cerr << "eth_topo: error: command line: " << e.what() << " (see --help)\n";
+    return 1;
+  } catch (const eth::InputError& e) {
+    std::cerr << "eth_topo: error: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}

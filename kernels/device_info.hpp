@@ -1,0 +1,22 @@
+// What device this process computes on, as eth_topo reports it.
+#pragma once
+
+#include <string>
+
+namespace eth::kernels {
+
+struct DeviceInfo {
+  std::string name;             // GPU product name, or the CPU model
+  bool gpu = false;
+  double memory_gb = 0;         // GPU memory, or this rank's share of host memory
+  double peak_tflops_fp32 = 0;  // from a table of known GPUs, or cores x clock x FLOP/cycle
+  double peak_tflops_tf32 = 0;
+  double peak_tflops_bf16 = 0;
+  double memory_bandwidth_gbs = 0;  // CPUs: a 20 GB/s placeholder split among the ranks
+};
+
+// The device of node-local rank `local_rank` of `local_ranks` on this host: GPU local_rank
+// when a GPU is usable, otherwise this rank's share of the CPU.
+DeviceInfo describe_device(int local_rank, int local_ranks);
+
+}  // namespace eth::kernels
