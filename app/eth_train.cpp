@@ -1,4 +1,4 @@
-// eth_train: trains a GPT. One MPI rank per device; see docs/usage.md for the options.
+// eth_train: trains a GPT, one MPI rank per device; docs/usage.md has the options.
 #include <boost/program_options.hpp>
 
 #include <iostream>
@@ -13,15 +13,18 @@ namespace po = boost::program_options;
 namespace {
 
 // Returns false when the program should exit without training (--help).
-bool parse_options(int argc, char** argv, eth::TrainOptions& o) {
+bool parse_options(int argc, char** argv, eth::TrainOptions& o, bool print_help) {
+  std::string grad_sync = "block", fail_at;
   po::options_description desc("eth_train options");
   desc.add_options()
       ("help,h", "print this help")
       ("model", po::value(&o.model_path)->required(), "model YAML (inputs/models/*.yaml)")
+      ("topology", po::value(&o.topology_path), "topology YAML (with --plan); without both: one rank")
+      ("plan", po::value(&o.plan_path), "plan YAML: pipelines, stages, batch split")
       ("train-data", po::value(&o.train_shards)->multitoken()->required(), "training token shards (llm.c format)")
       ("val-data", po::value(&o.val_shards)->multitoken(), "validation token shards")
-      ("batch", po::value(&o.global_batch)->default_value(o.global_batch), "global batch, samples per step")
-      ("micro-batch", po::value(&o.micro_batch)->default_value(o.micro_batch), "samples per forward/backward")
+      ("batch", po::value(&o.global_batch)->default_value(o.global_batch), "without --plan: global batch, samples per step")
+      ("micro-batch", po::value(&o.micro_batch)->default_value(o.micro_batch), "without --plan: samples per forward/backward")
       ("seq-len", po::value(&o.seq_len)->default_value(o.seq_len), "tokens per sample, T")
       ("steps", po::value(&o.steps)->default_value(o.steps), "optimizer steps")
       ("lr", po::value(&o.lr.peak)->default_value(o.lr.peak), "peak learning rate")
@@ -29,21 +32,31 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o) {
       ("warmup", po::value(&o.lr.warmup_steps)->default_value(o.lr.warmup_steps), "linear warm-up steps")
       ("weight-decay", po::value(&o.adamw.weight_decay)->default_value(o.adamw.weight_decay), "AdamW weight decay (matrices only)")
       ("grad-clip", po::value(&o.adamw.max_grad_norm)->default_value(o.adamw.max_grad_norm), "global gradient-norm clip, <= 0 disables")
+      ("grad-sync", po::value(&grad_sync)->default_value(grad_sync), "block (block-wise) or per-layer (the baseline)")
       ("seed", po::value(&o.seed)->default_value(o.seed), "seed of parameters and data order")
       ("eval-every", po::value(&o.eval_every)->default_value(o.eval_every), "validation every N steps (0: at the end only)")
-      ("eval-batches", po::value(&o.eval_batches)->default_value(o.eval_batches), "micro-batches per validation")
-      ("output-dir", po::value(&o.output_dir)->default_value(o.output_dir), "where metrics.jsonl is written");
+      ("eval-samples", po::value(&o.eval_samples)->default_value(o.eval_samples), "validation windows per evaluation")
+      ("output-dir", po::value(&o.output_dir)->default_value(o.output_dir), "where metrics.jsonl is written")
+      ("trace", po::value(&o.trace_path), "write a Chrome trace of every rank to this file")
+      ("save-params", po::value(&o.save_params_path), "write the whole model after the last step (raw float32, one-stage layout)")
+      ("fail-at", po::value(&fail_at), "STEP:RANK: that rank throws at that step (fault-handling tests)");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
     if (vm.count("help")) {
-      std::cout << desc << '\n';
+      if (print_help) std::cout << desc << '\n';
       return false;
     }
     po::notify(vm);
   } catch (const po::error& e) {
-    throw eth::InputError(std::string("command line: ") + e.what() + " (see --help)");
+    throw eth::AgreedError(std::string("command line: ") + e.what() + " (see --help)");
   }
+  if (grad_sync != "block" && grad_sync != "per-layer")
+    throw eth::AgreedError("--grad-sync: value: expected block or per-layer, got " + grad_sync);
+  o.grad_sync = grad_sync == "block" ? eth::GradSyncMode::block : eth::GradSyncMode::per_layer;
+  if (!fail_at.empty() && std::sscanf(fail_at.c_str(), "%d:%d", &o.fail_at_step, &o.fail_rank) != 2)
+    throw eth::AgreedError("--fail-at: value: expected STEP:RANK, got " + fail_at);
+  o.fail_at_step--;  // 1-based on the command line, as in the log
   return true;
 }
 
@@ -53,18 +66,18 @@ int main(int argc, char** argv) {
   eth::MpiSession mpi(&argc, &argv);
   try {
     eth::TrainOptions options;
-    if (!parse_options(argc, argv, options)) return 0;
-    if (mpi.size() != 1)
-      eth::fail_input("mpirun", "number of ranks", "1 (multi-rank plans are not built yet)", std::to_string(mpi.size()));
+    if (!parse_options(argc, argv, options, mpi.rank() == 0)) return 0;
     eth::kernels::BackendChoice choice = eth::kernels::select_backend();
-    std::cout << choice.note << '\n';
-    eth::train_single_rank(options, *choice.backend, std::cout);
-  } catch (const eth::InputError& e) {
-    std::cerr << "eth_train: error: " << e.what() << '\n';
+    if (mpi.rank() == 0) std::cout << choice.note << '\n';
+    eth::train(options, *choice.backend, std::cout);
+  } catch (const eth::AgreedError& e) {
+    // Every rank raised it together: one line, every rank exits non-zero, nobody hangs.
+    if (mpi.rank() == 0) std::cerr << "eth_train: error: " << e.what() << '\n';
     return 1;
   } catch (const std::exception& e) {
+    // One rank alone: its message, then the whole job ends rather than waiting on it.
     std::cerr << "eth_train: rank " << mpi.rank() << ": " << e.what() << '\n';
-    return 1;
+    MPI_Abort(MPI_COMM_WORLD, 1);
   }
   return 0;
 }

@@ -27,6 +27,7 @@ class AdamW {
   // per-sample sums) times the clipping factor.
   void step(float* params, const float* grads, float lr, float grad_scale);
   int steps_taken() const { return step_; }
+  const AdamWConfig& config() const { return config_; }
 
  private:
   const ParamLayout& layout_;

@@ -35,6 +35,7 @@ ParamLayout::ParamLayout(const GptConfig& config, LayerRange layers)
       num_layers_(config.num_layers),
       channels_(static_cast<size_t>(config.channels)),
       wte_size_(static_cast<size_t>(config.padded_vocab_size) * config.channels),
+      wpe_size_(static_cast<size_t>(config.max_seq_len) * config.channels),
       layer_offsets_(make_layer_offsets(static_cast<size_t>(config.channels))) {
   assert(0 <= layers.begin && layers.begin < layers.end && layers.end <= config.num_layers);
   const size_t C = channels_;
@@ -92,6 +93,18 @@ ParamLayout::ParamLayout(const GptConfig& config, LayerRange layers)
 size_t ParamLayout::layer(int l) const {
   assert(layers_.begin <= l && l < layers_.end);
   return layers_offset_ + static_cast<size_t>(l - layers_.begin) * layer_offsets_.size;
+}
+
+size_t ParamLayout::unit_offset(int unit) const {
+  if (unit == 0) return wpe();
+  if (unit == num_layers_ + 1) return lnf_w();
+  return layer(unit - 1);
+}
+
+size_t ParamLayout::unit_size(int unit) const {
+  if (unit == 0) return wpe_size_;
+  if (unit == num_layers_ + 1) return 2 * channels_;
+  return layer_offsets_.size;
 }
 
 void init_gpt2_parameters(const GptConfig& config, const ParamLayout& layout, uint64_t seed,

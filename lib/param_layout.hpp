@@ -60,12 +60,19 @@ class ParamLayout {
   size_t size() const { return size_; }
 
   size_t wte() const { return embedding_offset_; }                    // (Vp, C)
+  size_t wte_size() const { return wte_size_; }
   size_t wpe() const { return embedding_offset_ + wte_size_; }        // (maxT, C)
   size_t layer(int l) const;                                          // block of global layer l
   const LayerOffsets& layer_offsets() const { return layer_offsets_; }
   size_t lnf_w() const { return final_offset_; }                      // (C)
   size_t lnf_b() const { return final_offset_ + channels_; }          // (C)
   size_t head_wte() const { return has_embedding() ? wte() : head_offset_; }  // (Vp, C)
+
+  // Model units (lib/grad_blocks.hpp): 0 = the embedding's wpe, 1..L = layers, L+1 = final
+  // layernorm. The units a stage holds are contiguous in its buffer; wte (the embedding's and
+  // the head's copy) lies outside them and is reduced with the tied-embedding group.
+  size_t unit_offset(int unit) const;
+  size_t unit_size(int unit) const;
 
   const std::vector<ParamBlock>& blocks() const { return blocks_; }
   const std::vector<ParamTensor>& tensors() const { return tensors_; }
@@ -75,6 +82,7 @@ class ParamLayout {
   int num_layers_;
   size_t channels_;
   size_t wte_size_;
+  size_t wpe_size_;
   LayerOffsets layer_offsets_;
   size_t embedding_offset_ = 0, layers_offset_ = 0, final_offset_ = 0, head_offset_ = 0;
   size_t size_ = 0;

@@ -111,7 +111,7 @@ void Stage::forward(int slot, const int32_t* host_tokens, const float* input) {
     int32_t* tokens = tokens_.data() + static_cast<size_t>(N) * slot;
     backend_.copy_to_device(tokens, host_tokens, sizeof(int32_t) * N);
     backend_.encoder_forward(s + slot_.input, tokens, p + layout_.wte(), p + layout_.wpe(), B, T, C);
-  } else {
+  } else if (input != s + slot_.input) {
     backend_.copy(s + slot_.input, input, sizeof(float) * BTC);
   }
 
@@ -159,7 +159,10 @@ double Stage::loss(int slot, const int32_t* host_targets, bool with_grad) {
   return sum;
 }
 
-void Stage::backward(int slot, const float* doutput) {
+void Stage::backward(int slot, const float* doutput, const std::function<void(int unit)>& on_unit_done) {
+  auto done = [&on_unit_done](int unit) {
+    if (on_unit_done) on_unit_done(unit);
+  };
   const int B = B_, T = T_, C = config_.channels, NH = config_.num_heads;
   const int N = B * T;
   const size_t BTC = static_cast<size_t>(N) * C;
@@ -176,6 +179,7 @@ void Stage::backward(int slot, const float* doutput) {
     backend_.layernorm_backward(dres, g + layout_.lnf_w(), g + layout_.lnf_b(), dbtc_.data(),
                                 output(slot), p + layout_.lnf_w(), s + slot_.lnf_mean,
                                 s + slot_.lnf_rstd, N, C);
+    done(config_.num_layers + 1);
   } else {
     backend_.copy(dres, doutput, sizeof(float) * BTC);
   }
@@ -205,11 +209,13 @@ void Stage::backward(int slot, const float* doutput) {
                              lp + w.qkv_w, N, C, 3 * C);
     backend_.layernorm_backward(dres, lg + w.ln1_w, lg + w.ln1_b, dbtc_.data(), x, lp + w.ln1_w,
                                 a + acts_.ln1_mean, a + acts_.ln1_rstd, N, C);
+    done(l + 1);
   }
 
   if (layout_.has_embedding()) {
     const int32_t* tokens = tokens_.data() + static_cast<size_t>(N) * slot;
     backend_.encoder_backward(g + layout_.wte(), g + layout_.wpe(), dres, tokens, B, T, C);
+    done(0);
   }
 }
 

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "kernels/backend.hpp"
@@ -41,13 +42,20 @@ class Stage {
   void zero_grads();
 
   void forward(int slot, const int32_t* host_tokens /* (B, T) */, const float* input /* (B, T, C) */);
+  // Where a non-first stage's input for `slot` lives: receive into it and pass it to forward(),
+  // which then uses it in place.
+  float* input_buffer(int slot) { return slot_base(slot) + slot_.input; }  // (B, T, C)
   const float* output(int slot) const;  // (B, T, C): the last layer's residual stream
 
   // Last stage only. Returns the sum over the B samples of each sample's mean token loss.
   double loss(int slot, const int32_t* host_targets /* (B, T) */, bool with_grad);
   const float* logits() const { return logits_.data(); }  // (B, T, Vp), after loss(.., false)
 
-  void backward(int slot, const float* doutput /* (B, T, C) */);
+  // on_unit_done(u), when given, is called as soon as the gradients of model unit u (see
+  // lib/grad_blocks.hpp) and of wte (on the head: before unit L+1; on the embedding: with
+  // unit 0) are complete for this backward, so that their reduction can start early.
+  void backward(int slot, const float* doutput /* (B, T, C) */,
+                const std::function<void(int unit)>& on_unit_done = {});
   const float* input_grad() const { return dresidual_.data(); }  // (B, T, C)
 
   // Floats a stage allocates besides parameters, gradients and optimizer state, for memory

@@ -1,129 +1,215 @@
 #include "lib/trainer.hpp"
 
-#include <chrono>
+#include <mpi.h>
+
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <optional>
 
 #include "lib/input_error.hpp"
 #include "lib/metrics.hpp"
 #include "lib/model_config.hpp"
-#include "lib/stage.hpp"
+#include "lib/parallel_context.hpp"
+#include "lib/pipeline_runtime.hpp"
+#include "lib/plan.hpp"
 #include "lib/strprintf.hpp"
 #include "lib/token_data.hpp"
+#include "mpi_topology/mpi_session.hpp"
 
 namespace eth {
 namespace {
 
-void validate_options(const TrainOptions& o, const GptConfig& model) {
-  if (o.micro_batch <= 0) fail_input("--micro-batch", "value", "a positive sample count", std::to_string(o.micro_batch));
-  if (o.global_batch <= 0 || o.global_batch % o.micro_batch != 0)
-    fail_input("--batch", "value", "a positive multiple of --micro-batch (" + std::to_string(o.micro_batch) + ")",
-               std::to_string(o.global_batch));
-  if (o.seq_len <= 0 || o.seq_len > model.max_seq_len)
-    fail_input("--seq-len", "value", "1 to max_seq_len = " + std::to_string(model.max_seq_len) + " of " + o.model_path,
+// Everything a job reads from files, loaded and checked before any communication.
+struct Job {
+  GptConfig model;
+  Topology topology;
+  Plan plan;
+  std::vector<TokenShard> train, val;
+};
+
+// Without a plan: the whole model on one rank, the batch in micro-batches.
+void single_rank_job(const TrainOptions& o, Job& job) {
+  job.topology.source = "(one rank, no --topology)";
+  job.topology.device_types = {{"this process", 1e9, 1, 0, 0, 1}};
+  job.topology.nodes = {{"localhost", {"none", 1, 0}, {0}, 0}};
+  job.topology.ranks = {{0, 0, 0}};
+  job.plan.source = "(one rank, no --plan)";
+  job.plan.global_batch = o.global_batch;
+  job.plan.pipelines = {{o.micro_batch, o.global_batch / o.micro_batch, {{{0}, {0, job.model.num_layers}, {}}}}};
+}
+
+Job load_job(const TrainOptions& o, int world_size) {
+  Job job;
+  job.model = load_model_config(o.model_path);
+  if (o.seq_len <= 0 || o.seq_len > job.model.max_seq_len)
+    fail_input("--seq-len", "value", "1 to max_seq_len = " + std::to_string(job.model.max_seq_len) + " of " + o.model_path,
                std::to_string(o.seq_len));
   if (o.steps <= 0) fail_input("--steps", "value", "a positive step count", std::to_string(o.steps));
-  if (o.train_shards.empty()) fail_input("--train-data", "value", "at least one token shard", "none");
   if (o.lr.warmup_steps < 0) fail_input("--warmup", "value", "a non-negative step count", std::to_string(o.lr.warmup_steps));
-}
-
-std::vector<TokenShard> load_shards(const std::vector<std::string>& paths, int vocab_size) {
-  std::vector<TokenShard> shards;
-  for (const std::string& p : paths) shards.push_back(load_token_shard(p, vocab_size));
-  return shards;
-}
-
-// Fills (B, T) inputs and targets with samples first, first + 1, ... of the stream.
-void fetch_batch(SampleStream& stream, uint64_t first, int B, int T, std::vector<int32_t>& inputs,
-                 std::vector<int32_t>& targets) {
-  for (int b = 0; b < B; b++)
-    stream.sample(first + static_cast<uint64_t>(b), inputs.data() + static_cast<size_t>(b) * T,
-                  targets.data() + static_cast<size_t>(b) * T);
-}
-
-double mean_validation_loss(Stage& stage, SampleStream& val, int batches) {
-  const int B = stage.micro_batch(), T = stage.seq_len();
-  std::vector<int32_t> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
-  double sum = 0.0;
-  for (int i = 0; i < batches; i++) {
-    fetch_batch(val, static_cast<uint64_t>(i) * B, B, T, inputs, targets);
-    stage.forward(0, inputs.data(), nullptr);
-    sum += stage.loss(0, targets.data(), false);
+  if (o.train_shards.empty()) fail_input("--train-data", "value", "at least one token shard", "none");
+  if (o.plan_path.empty() != o.topology_path.empty())
+    fail_input(o.plan_path.empty() ? "--plan" : "--topology", "value", "given together with " +
+               std::string(o.plan_path.empty() ? "--topology" : "--plan"), "nothing");
+  if (o.plan_path.empty()) {
+    if (world_size != 1)
+      fail_input("--plan", "value", strprintf("a plan for the %d ranks of this job (without one, eth_train runs on 1 rank)", world_size),
+                 "nothing");
+    if (o.micro_batch <= 0) fail_input("--micro-batch", "value", "a positive sample count", std::to_string(o.micro_batch));
+    if (o.global_batch <= 0 || o.global_batch % o.micro_batch != 0)
+      fail_input("--batch", "value", "a positive multiple of --micro-batch (" + std::to_string(o.micro_batch) + ")",
+                 std::to_string(o.global_batch));
+    single_rank_job(o, job);
+  } else {
+    job.topology = load_topology(o.topology_path);
+    job.plan = load_plan(o.plan_path);
+    if (job.topology.world_size() != world_size)
+      fail_input(o.topology_path, "nodes", strprintf("devices for the %d ranks of this job", world_size),
+                 strprintf("%d devices", job.topology.world_size()));
+    validate_plan(job.plan, job.topology, job.model);
   }
-  return sum / (static_cast<double>(batches) * B);
+  for (const std::string& p : o.train_shards) job.train.push_back(load_token_shard(p, job.model.vocab_size));
+  for (const std::string& p : o.val_shards) job.val.push_back(load_token_shard(p, job.model.vocab_size));
+  return job;
+}
+
+// Collective: if any rank failed, the lowest failing rank's message becomes every rank's error.
+void agree_on_errors(const std::string& error) {
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  int first_failed = error.empty() ? INT32_MAX : rank;
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  if (first_failed == INT32_MAX) return;
+  int length = static_cast<int>(error.size());
+  MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, first_failed, MPI_COMM_WORLD));
+  std::string message = error;
+  message.resize(static_cast<size_t>(length));
+  MPI_CHECK(MPI_Bcast(message.data(), length, MPI_CHAR, first_failed, MPI_COMM_WORLD));
+  throw AgreedError(message);
+}
+
+// Per-step timing of every rank, gathered on rank 0 for the log line and metrics.
+struct StepReport {
+  std::vector<StepTimes> ranks;
+  nlohmann::json pipelines = nlohmann::json::array();  // per pipeline: ms, bubble %
+};
+
+StepReport gather_times(const StepTimes& mine, const Plan& plan, int world) {
+  StepReport report;
+  report.ranks.resize(static_cast<size_t>(world));
+  MPI_CHECK(MPI_Gather(&mine, sizeof(StepTimes), MPI_BYTE, report.ranks.data(), sizeof(StepTimes), MPI_BYTE, 0,
+                       MPI_COMM_WORLD));
+  for (const PlanPipeline& pipe : plan.pipelines) {
+    // A pipeline's time runs until its slowest rank's last backward; its bubble is the share
+    // of that time its ranks spent not computing.
+    double ms = 0, compute = 0;
+    int ranks = 0;
+    for (const PlanStage& stage : pipe.stages)
+      for (int r : stage.ranks) {
+        const StepTimes& t = report.ranks[r];
+        ms = std::max(ms, t.step_ms - t.reduce_ms - t.optimizer_ms);
+        compute += t.compute_ms;
+        ranks++;
+      }
+    report.pipelines.push_back({{"ms", ms}, {"bubble_pct", ms > 0 ? 100.0 * (1.0 - compute / ranks / ms) : 0.0}});
+  }
+  return report;
+}
+
+void save_parameters(PipelineRuntime& runtime, const GptConfig& model, const std::string& path, int rank) {
+  std::vector<float> full(rank == 0 ? ParamLayout(model, {0, model.num_layers}).size() : 0);
+  runtime.gather_parameters(full.data());
+  if (rank != 0) return;
+  std::ofstream out(path, std::ios::binary);
+  if (!out) fail_input(path, "--save-params", "a writable path", "a path that cannot be opened");
+  out.write(reinterpret_cast<const char*>(full.data()), static_cast<std::streamsize>(full.size() * sizeof(float)));
 }
 
 }  // namespace
 
-double train_single_rank(const TrainOptions& options, kernels::Backend& backend, std::ostream& log) {
-  const GptConfig model = load_model_config(options.model_path);
-  validate_options(options, model);
-  const int B = options.micro_batch, T = options.seq_len;
-  const int micro_batches = options.global_batch / B;
-
-  SampleStream train(load_shards(options.train_shards, model.vocab_size), T, options.seed, true);
-  std::vector<TokenShard> val_shards = load_shards(options.val_shards, model.vocab_size);
-  const bool validate = !val_shards.empty();
-  SampleStream val(std::move(val_shards), T, options.seed, false);
-
-  std::filesystem::create_directories(options.output_dir);
-  MetricsWriter metrics(options.output_dir + "/metrics.jsonl");
-
-  Stage stage(model, LayerRange{0, model.num_layers}, B, T, 1, backend);
-  {
-    std::vector<float> host(stage.layout().size());
-    init_gpt2_parameters(model, stage.layout(), options.seed, host.data());
-    backend.copy_to_device(stage.params(), host.data(), host.size() * sizeof(float));
+double train(const TrainOptions& o, kernels::Backend& backend, std::ostream& log) {
+  int rank = 0, world = 1;
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world));
+  std::optional<Job> loaded;
+  std::string error;
+  try {
+    loaded = load_job(o, world);
+    if (rank == 0) {
+      std::filesystem::create_directories(o.output_dir);
+      MetricsWriter probe(o.output_dir + "/metrics.jsonl");
+    }
+  } catch (const InputError& e) {
+    error = e.what();
   }
-  AdamW optimizer(stage.layout(), options.adamw, backend);
-  LrSchedule schedule = options.lr;
-  schedule.total_steps = options.steps;
+  agree_on_errors(error);
+  Job& job = *loaded;
 
-  log << strprintf("model %s: %d layers, %d heads, %d channels, %.2f M parameters\n", model.name.c_str(),
-                   model.num_layers, model.num_heads, model.channels, stage.layout().size() / 1e6);
-  log << strprintf("batch %d = %d micro-batches of %d samples x %d tokens; %llu training windows\n",
-                   options.global_batch, micro_batches, B, T, static_cast<unsigned long long>(train.windows()));
+  const ParallelContext ctx = build_parallel_context(job.topology, job.plan, job.model);
+  SampleStream train_data(std::move(job.train), o.seq_len, o.seed, true);
+  const bool validate = !job.val.empty();
+  SampleStream val_data(std::move(job.val), o.seq_len, o.seed, false);
+  PipelineRuntime runtime(job.model, job.plan, ctx, o.seq_len, o.grad_sync, o.adamw, backend, o.seed);
+  std::optional<MetricsWriter> metrics;
+  if (rank == 0) metrics.emplace(o.output_dir + "/metrics.jsonl");
+  LrSchedule schedule = o.lr;
+  schedule.total_steps = o.steps;
 
-  std::vector<int32_t> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
-  const double tokens_per_step = static_cast<double>(options.global_batch) * T;
+  if (rank == 0) {
+    log << strprintf("model %s: %d layers, %d heads, %d channels; %d rank(s) in %zu pipeline(s); global batch %d x %d tokens\n",
+                     job.model.name.c_str(), job.model.num_layers, job.model.num_heads, job.model.channels, world,
+                     job.plan.pipelines.size(), job.plan.global_batch, o.seq_len);
+    log << strprintf("gradient sync: %s, %d collective(s) per step on rank 0\n",
+                     o.grad_sync == GradSyncMode::block ? "block-wise" : "per-layer", runtime.collectives_per_step());
+  }
+  MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  StepTrace trace(!o.trace_path.empty());
+  const double tokens_per_step = static_cast<double>(job.plan.global_batch) * o.seq_len;
   double loss = 0.0;
-  for (int step = 0; step < options.steps; step++) {
-    const auto start = std::chrono::steady_clock::now();
-    stage.zero_grads();
-    double loss_sum = 0.0;
-    for (int mb = 0; mb < micro_batches; mb++) {
-      const uint64_t first = static_cast<uint64_t>(step) * options.global_batch + static_cast<uint64_t>(mb) * B;
-      fetch_batch(train, first, B, T, inputs, targets);
-      stage.forward(0, inputs.data(), nullptr);
-      loss_sum += stage.loss(0, targets.data(), true);
-      stage.backward(0, nullptr);
-    }
-    loss = loss_sum / options.global_batch;
-    // Gradients are sums over samples: the mean gradient's norm is theirs over the batch.
-    const double grad_norm = std::sqrt(backend.sum_of_squares(stage.grads(), stage.layout().size())) /
-                             options.global_batch;
-    if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {
-      throw std::runtime_error(strprintf("step %d: loss %g, gradient norm %g: not finite; the step was "
-                                         "not applied", step + 1, loss, grad_norm));
-    }
+  for (int step = 0; step < o.steps; step++) {
+    if (step == o.fail_at_step && rank == o.fail_rank)
+      throw std::runtime_error(strprintf("injected failure at step %d (--fail-at)", step + 1));
     const float lr = schedule.at(step);
-    const double scale = clip_factor(grad_norm, options.adamw.max_grad_norm) / options.global_batch;
-    optimizer.step(stage.params(), stage.grads(), lr, static_cast<float>(scale));
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-
-    log << strprintf("step %5d/%d | loss %.4f | lr %.2e | grad norm %.3f | %.1f ms | %.0f tok/s\n",
-                     step + 1, options.steps, loss, lr, grad_norm, ms, tokens_per_step / ms * 1e3);
-    log.flush();
-    metrics.write({{"step", step + 1}, {"loss", loss}, {"lr", lr}, {"grad_norm", grad_norm}, {"ms", ms},
-                   {"tokens_per_s", tokens_per_step / ms * 1e3}});
-
-    const bool last = step + 1 == options.steps;
-    if (validate && (last || (options.eval_every > 0 && (step + 1) % options.eval_every == 0))) {
-      const double val_loss = mean_validation_loss(stage, val, options.eval_batches);
-      log << strprintf("step %5d | val loss %.4f\n", step + 1, val_loss);
-      metrics.write({{"step", step + 1}, {"val_loss", val_loss}});
+    const StepResult r = runtime.step(step, train_data, lr, trace);
+    if (!r.applied)
+      throw AgreedError(strprintf("step %d: loss %g, gradient norm %g: not finite; the step was not applied",
+                                  step + 1, r.loss, r.grad_norm));
+    loss = r.loss;
+    const StepReport report = gather_times(trace.step_times(), job.plan, world);
+    if (rank == 0) {
+      const double ms = report.ranks[0].step_ms;
+      std::string line = strprintf("step %5d/%d | loss %.4f | lr %.2e | grad norm %.3f | %.1f ms | %.0f tok/s",
+                                   step + 1, o.steps, loss, lr, r.grad_norm, ms, tokens_per_step / ms * 1e3);
+      if (world > 1)
+        for (size_t p = 0; p < report.pipelines.size(); p++)
+          line += strprintf(" | p%zu %.0f ms %.0f%% bubble", p, report.pipelines[p]["ms"].get<double>(),
+                            report.pipelines[p]["bubble_pct"].get<double>());
+      log << line << '\n';
+      log.flush();
+      nlohmann::json ranks = nlohmann::json::array();
+      for (const StepTimes& t : report.ranks)
+        ranks.push_back({{"compute_ms", t.compute_ms}, {"comm_wait_ms", t.comm_wait_ms}, {"reduce_ms", t.reduce_ms},
+                         {"optimizer_ms", t.optimizer_ms}, {"idle_ms", t.idle_ms()}});
+      metrics->write({{"step", step + 1}, {"loss", loss}, {"lr", lr}, {"grad_norm", r.grad_norm}, {"ms", ms},
+                      {"tokens_per_s", tokens_per_step / ms * 1e3}, {"pipelines", report.pipelines}, {"ranks", ranks}});
+    }
+    const bool last = step + 1 == o.steps;
+    if (validate && (last || (o.eval_every > 0 && (step + 1) % o.eval_every == 0))) {
+      const double val_loss = runtime.evaluate(val_data, o.eval_samples);
+      if (rank == 0) {
+        log << strprintf("step %5d | val loss %.4f\n", step + 1, val_loss);
+        metrics->write({{"step", step + 1}, {"val_loss", val_loss}});
+      }
     }
   }
+  if (!o.trace_path.empty()) {
+    std::vector<std::string> rows;
+    for (const RankRole& role : rank_roles(job.plan, world))
+      rows.push_back(strprintf("rank %zu: pipeline %d stage %d", rows.size(), role.pipeline, role.stage));
+    trace.write_chrome_trace(o.trace_path, rows);
+  }
+  if (!o.save_params_path.empty()) save_parameters(runtime, job.model, o.save_params_path, rank);
   return loss;
 }
 

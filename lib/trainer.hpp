@@ -1,6 +1,6 @@
-// Training on one rank: the whole model as one stage, the global batch as a sequence of
-// micro-batches whose gradients accumulate, then clipping and AdamW. Prints a line per step and
-// writes metrics.jsonl to the output directory.
+// A training job: one rank per device, each running its stage of its pipeline (or, without a
+// plan, the whole model on one rank). Rank 0 prints a line per step and writes metrics.jsonl;
+// --trace writes one Chrome trace of every rank.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
+#include "lib/grad_sync.hpp"
 #include "lib/lr_schedule.hpp"
 #include "lib/optimizer.hpp"
 
@@ -16,21 +17,29 @@ namespace eth {
 
 struct TrainOptions {
   std::string model_path;
+  std::string topology_path;             // with plan_path; both empty: one rank, no plan
+  std::string plan_path;
   std::vector<std::string> train_shards;
   std::vector<std::string> val_shards;   // empty: no validation
-  int global_batch = 8;                  // samples per optimizer step
-  int micro_batch = 8;                   // samples per forward/backward
+  int global_batch = 8;                  // without a plan: samples per optimizer step
+  int micro_batch = 8;                   // without a plan: samples per forward/backward
   int seq_len = 64;                      // T
   int steps = 20;
   LrSchedule lr;                         // total_steps is taken from `steps`
   AdamWConfig adamw;
+  GradSyncMode grad_sync = GradSyncMode::block;
   uint64_t seed = 1337;                  // parameters and data order
   int eval_every = 0;                    // 0: only after the last step
-  int eval_batches = 4;                  // micro-batches of validation per evaluation
+  int eval_samples = 32;                 // validation windows per evaluation
   std::string output_dir = "out";
+  std::string trace_path;                // Chrome trace JSON, empty: none
+  std::string save_params_path;          // whole model after the last step, raw float32
+  int fail_at_step = -1;                 // fault injection for tests: this rank throws at this step
+  int fail_rank = -1;
 };
 
-// Throws InputError for bad options or files. Returns the last training loss.
-double train_single_rank(const TrainOptions& options, kernels::Backend& backend, std::ostream& log);
+// Collective over MPI_COMM_WORLD. A user's mistake on any rank becomes an AgreedError on every
+// rank. Returns the last training loss.
+double train(const TrainOptions& options, kernels::Backend& backend, std::ostream& log);
 
 }  // namespace eth

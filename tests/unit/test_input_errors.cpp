@@ -1,18 +1,16 @@
 // A user's mistake gets one clear line naming the file (or option), the field and what was
-// expected. Each test makes one mistake and checks the message says all three.
+// expected. Each test makes one mistake and checks the message says all three. (Mistakes in
+// eth_train's options are checked end to end, under mpirun, by tests/cli/eth_train_cli.sh.)
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <vector>
 
-#include "kernels/backend.hpp"
 #include "lib/input_error.hpp"
 #include "lib/model_config.hpp"
 #include "lib/token_data.hpp"
-#include "lib/trainer.hpp"
 #include "tests/unit/expect_input_error.hpp"
 
 namespace eth::test {
@@ -147,43 +145,6 @@ TEST_F(InputErrors, ShardTooShortForTheSequence) {
   const std::string path = write_shard("s.bin", {1, 2, 3});
   expect_input_error([&] { SampleStream({load_token_shard(path, 10)}, 4, 1, true); },
                      {path, "token count", "at least seq_len + 1 = 5 tokens", "got 3"});
-}
-
-class TrainOptionErrors : public InputErrors {
- protected:
-  TrainOptions options() {
-    TrainOptions o;
-    o.model_path = write_text("model.yaml", kGoodModel);
-    o.train_shards = {write_shard("train.bin", std::vector<uint16_t>(200, 5))};
-    o.output_dir = (dir_ / "out").string();
-    return o;
-  }
-  void expect_train_error(const TrainOptions& o, const std::vector<std::string>& fragments) {
-    auto backend = kernels::make_cpu_backend();
-    std::ostringstream log;
-    expect_input_error([&] { train_single_rank(o, *backend, log); }, fragments);
-  }
-};
-
-TEST_F(TrainOptionErrors, SequenceLongerThanTheModel) {
-  TrainOptions o = options();
-  o.seq_len = 17;
-  expect_train_error(o, {"--seq-len", "max_seq_len = 16", o.model_path, "got 17"});
-}
-
-TEST_F(TrainOptionErrors, BatchNotAMultipleOfTheMicroBatch) {
-  TrainOptions o = options();
-  o.seq_len = 8;
-  o.global_batch = 10;
-  o.micro_batch = 4;
-  expect_train_error(o, {"--batch", "multiple of --micro-batch (4)", "got 10"});
-}
-
-TEST_F(TrainOptionErrors, TokenBeyondTheModelsVocabulary) {
-  TrainOptions o = options();
-  o.seq_len = 8;
-  o.train_shards = {write_shard("big.bin", std::vector<uint16_t>(50, 97))};
-  expect_train_error(o, {o.train_shards[0], "token 0", "below vocab_size 97", "got 97"});
 }
 
 }  // namespace

@@ -1,0 +1,219 @@
+#include "lib/pipeline_runtime.hpp"
+
+#include <cmath>
+
+#include "mpi_topology/mpi_session.hpp"
+
+namespace eth {
+namespace {
+
+// Message tags: micro-batch i's activations travel as 2i, its gradients as 2i + 1. Messages
+// between two ranks with one tag never overtake each other, so steps need no tag of their own.
+int activation_tag(int micro_batch) { return 2 * micro_batch; }
+int grad_tag(int micro_batch) { return 2 * micro_batch + 1; }
+
+}  // namespace
+
+PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const ParallelContext& ctx, int seq_len,
+                                 GradSyncMode sync, const AdamWConfig& adamw, kernels::Backend& backend,
+                                 uint64_t seed)
+    : model_(model),
+      plan_(plan),
+      ctx_(ctx),
+      backend_(backend),
+      pipe_(plan.pipelines[ctx.role.pipeline]),
+      T_(seq_len),
+      C_(model.channels),
+      slots_(activation_slots(ctx.role.stage, ctx.stages, pipe_.micro_batches)),
+      stage_(model, pipe_.stages[ctx.role.stage].layers, ctx.role.samples, seq_len, slots_, backend),
+      optimizer_(stage_.layout(), adamw, backend),
+      sync_(ctx, stage_.layout(), sync),
+      actions_(one_f_one_b(pipe_, ctx.role.stage)) {
+  std::vector<float> host(stage_.layout().size());
+  init_gpt2_parameters(model, stage_.layout(), seed, host.data());
+  backend.copy_to_device(stage_.params(), host.data(), host.size() * sizeof(float));
+  const size_t BT = static_cast<size_t>(ctx.role.samples) * T_;
+  inputs_.resize(BT);
+  targets_.resize(BT);
+  dout_ = kernels::DeviceBuffer<float>(backend, BT * C_);
+  grad_send_ = kernels::DeviceBuffer<float>(backend, BT * C_ * slots_);
+  activation_sends_.resize(static_cast<size_t>(slots_));
+  grad_sends_.resize(static_cast<size_t>(slots_));
+}
+
+void PipelineRuntime::fetch(SampleStream& data, uint64_t first, std::vector<int32_t>& inputs,
+                            std::vector<int32_t>& targets) {
+  for (int b = 0; b < ctx_.role.samples; b++)
+    data.sample(first + static_cast<uint64_t>(b), inputs.data() + static_cast<size_t>(b) * T_,
+                targets.data() + static_cast<size_t>(b) * T_);
+}
+
+void PipelineRuntime::wait_all(std::vector<MPI_Request>& requests) {
+  MPI_CHECK(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
+  requests.clear();
+}
+
+StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTrace& trace) {
+  const size_t row = static_cast<size_t>(T_) * C_;  // one sample's activations
+  const int rank = ctx_.world_rank;
+  const bool first = ctx_.first_stage(), last = ctx_.last_stage();
+  // This rank's first sample of micro-batch i is base + i * micro_batch.
+  const uint64_t base = static_cast<uint64_t>(step) * plan_.global_batch + plan_.first_sample(ctx_.role.pipeline) +
+                        ctx_.role.sample_offset;
+  float* grads = stage_.grads();
+  trace.begin_step();
+  stage_.zero_grads();
+  double loss_sum = 0.0;
+  StepResult result;
+  std::vector<MPI_Request> receives;
+
+  for (const Action& a : actions_) {
+    const int i = a.micro_batch;
+    const int slot = i < 0 ? 0 : i % slots_;
+    const double t0 = trace.now_ms();
+    switch (a.kind) {
+      case ActionKind::recv_activation:
+        ctx_.from_previous.post_recvs(rank, stage_.input_buffer(slot), row, activation_tag(i), MPI_COMM_WORLD, receives);
+        wait_all(receives);
+        trace.add(SpanKind::comm_wait, i, t0);
+        break;
+      case ActionKind::forward:
+        if (first || last) fetch(train, base + static_cast<uint64_t>(i) * pipe_.micro_batch, inputs_, targets_);
+        stage_.forward(slot, inputs_.data(), first ? nullptr : stage_.input_buffer(slot));
+        if (last) loss_sum += stage_.loss(slot, targets_.data(), true);
+        trace.add(SpanKind::forward, i, t0);
+        break;
+      case ActionKind::send_activation:
+        wait_all(activation_sends_[slot]);  // the slot's previous activations have left
+        ctx_.to_next.post_sends(rank, stage_.output(slot), row, activation_tag(i), MPI_COMM_WORLD,
+                                activation_sends_[slot]);
+        trace.add(SpanKind::comm_wait, i, t0);
+        break;
+      case ActionKind::recv_grad:
+        ctx_.grads_from_next.post_recvs(rank, dout_.data(), row, grad_tag(i), MPI_COMM_WORLD, receives);
+        wait_all(receives);
+        trace.add(SpanKind::comm_wait, i, t0);
+        break;
+      case ActionKind::backward: {
+        // The last backward reports finished units, so that their reductions start at once.
+        const bool final_backward = i == pipe_.micro_batches - 1;
+        stage_.backward(slot, dout_.data(), [&](int unit) {
+          if (final_backward) sync_.unit_done(unit, grads);
+        });
+        trace.add(SpanKind::backward, i, t0);
+        break;
+      }
+      case ActionKind::send_grad: {
+        wait_all(grad_sends_[slot]);
+        float* out = grad_send_.data() + static_cast<size_t>(slot) * stage_.micro_batch() * row;
+        backend_.copy(out, stage_.input_grad(), sizeof(float) * stage_.micro_batch() * row);
+        ctx_.grads_to_previous.post_sends(rank, out, row, grad_tag(i), MPI_COMM_WORLD, grad_sends_[slot]);
+        trace.add(SpanKind::comm_wait, i, t0);
+        break;
+      }
+      case ActionKind::reduce_grads:
+        sync_.finish(grads);
+        for (auto& r : activation_sends_) wait_all(r);
+        for (auto& r : grad_sends_) wait_all(r);
+        trace.add(SpanKind::reduce, -1, t0);
+        break;
+      case ActionKind::optimizer_step: {
+        // Every rank learns the global loss (from the last stages) and norm (each block once).
+        double sums[2] = {last ? loss_sum : 0.0, sync_.owned_sum_of_squares(backend_, grads)};
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+        result.loss = sums[0] / plan_.global_batch;
+        result.grad_norm = std::sqrt(sums[1]) / plan_.global_batch;
+        result.applied = std::isfinite(result.loss) && std::isfinite(result.grad_norm);
+        if (result.applied) {
+          const double scale = clip_factor(result.grad_norm, optimizer_.config().max_grad_norm) / plan_.global_batch;
+          optimizer_.step(stage_.params(), grads, lr, static_cast<float>(scale));
+        }
+        trace.add(SpanKind::optimizer, -1, t0);
+        break;
+      }
+    }
+  }
+  trace.end_step();
+  return result;
+}
+
+void PipelineRuntime::forward_only(int tag, const int32_t* inputs, const int32_t* targets, double& loss_sum) {
+  const size_t row = static_cast<size_t>(T_) * C_;
+  std::vector<MPI_Request> requests;
+  if (!ctx_.first_stage()) {
+    ctx_.from_previous.post_recvs(ctx_.world_rank, stage_.input_buffer(0), row, tag, MPI_COMM_WORLD, requests);
+    wait_all(requests);
+  }
+  stage_.forward(0, inputs, ctx_.first_stage() ? nullptr : stage_.input_buffer(0));
+  if (ctx_.last_stage()) {
+    loss_sum += stage_.loss(0, targets, false);
+  } else {
+    ctx_.to_next.post_sends(ctx_.world_rank, stage_.output(0), row, tag, MPI_COMM_WORLD, requests);
+    wait_all(requests);
+  }
+}
+
+double PipelineRuntime::evaluate(SampleStream& val, int samples) {
+  // Pipeline p evaluates whole micro-batches of its share, on consecutive windows after those
+  // of the pipelines before it.
+  uint64_t first = 0;
+  int my_batches = 0;
+  double total = 0;
+  for (size_t p = 0; p < plan_.pipelines.size(); p++) {
+    const PlanPipeline& pipe = plan_.pipelines[p];
+    const int share = static_cast<int>(static_cast<int64_t>(samples) * pipe.samples() / plan_.global_batch);
+    const int batches = std::max(1, share / pipe.micro_batch);
+    if (static_cast<int>(p) == ctx_.role.pipeline) {
+      my_batches = batches;
+      break;
+    }
+    first += static_cast<uint64_t>(batches) * pipe.micro_batch;
+  }
+  for (size_t p = 0; p < plan_.pipelines.size(); p++) {
+    const PlanPipeline& pipe = plan_.pipelines[p];
+    const int share = static_cast<int>(static_cast<int64_t>(samples) * pipe.samples() / plan_.global_batch);
+    total += static_cast<double>(std::max(1, share / pipe.micro_batch)) * pipe.micro_batch;
+  }
+  double loss_sum = 0.0;
+  for (int i = 0; i < my_batches; i++) {
+    fetch(val, first + static_cast<uint64_t>(i) * pipe_.micro_batch + ctx_.role.sample_offset, inputs_, targets_);
+    forward_only(activation_tag(i), inputs_.data(), targets_.data(), loss_sum);
+  }
+  double sum = ctx_.last_stage() ? loss_sum : 0.0;
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+  return sum / total;
+}
+
+void PipelineRuntime::gather_parameters(float* full) {
+  const ParamLayout whole(model_, {0, model_.num_layers});
+  // Every rank can see every stage's layout: the owner of a tensor is the lowest rank holding it.
+  std::vector<ParamLayout> layouts;
+  for (int r = 0; r < ctx_.world_size; r++) {
+    const RankRole role = rank_roles(plan_, ctx_.world_size)[r];
+    layouts.emplace_back(model_, plan_.pipelines[role.pipeline].stages[role.stage].layers);
+  }
+  auto find = [](const ParamLayout& layout, const std::string& name) -> const ParamTensor* {
+    for (const ParamTensor& t : layout.tensors())
+      if (t.name == name) return &t;
+    return nullptr;
+  };
+  std::vector<float> host;
+  int tag = 0;
+  for (const ParamTensor& t : whole.tensors()) {
+    int owner = 0;
+    while (find(layouts[owner], t.name) == nullptr) owner++;
+    if (owner == ctx_.world_rank) {
+      const ParamTensor* mine = find(stage_.layout(), t.name);
+      host.resize(t.size);
+      backend_.copy_to_host(host.data(), stage_.params() + mine->offset, t.size * sizeof(float));
+      if (owner == 0) std::copy(host.begin(), host.end(), full + t.offset);
+      else MPI_CHECK(MPI_Send(host.data(), static_cast<int>(t.size), MPI_FLOAT, 0, tag, MPI_COMM_WORLD));
+    } else if (ctx_.world_rank == 0) {
+      MPI_CHECK(MPI_Recv(full + t.offset, static_cast<int>(t.size), MPI_FLOAT, owner, tag, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE));
+    }
+    tag++;
+  }
+}
+
+}  // namespace eth

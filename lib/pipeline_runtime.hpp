@@ -1,0 +1,75 @@
+// One rank's part of an HPP training step: its stage of its pipeline, driven through the 1F1B
+// action list of lib/schedule.hpp, with activations and gradients moved between stages by m:n
+// row exchanges, gradients aggregated block-wise (lib/grad_sync.hpp), and AdamW.
+//
+// Equivalence: pipeline p takes the global batch's samples [first_sample(p), + samples), in
+// micro-batches; a rank of a split stage takes its split of each. Gradients are per-sample sums
+// everywhere; after aggregation every owner of a parameter holds the same full-batch sum, and
+// the optimizer applies 1/global_batch. A step therefore equals one device's step on the whole
+// global batch, up to float rounding.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/backend.hpp"
+#include "lib/grad_sync.hpp"
+#include "lib/lr_schedule.hpp"
+#include "lib/optimizer.hpp"
+#include "lib/parallel_context.hpp"
+#include "lib/schedule.hpp"
+#include "lib/stage.hpp"
+#include "lib/step_trace.hpp"
+#include "lib/token_data.hpp"
+
+namespace eth {
+
+struct StepResult {
+  double loss = 0;       // mean per-sample loss of the global batch (every rank)
+  double grad_norm = 0;  // global norm of the mean gradient, before clipping (every rank)
+  bool applied = false;  // false when loss or norm was not finite: parameters unchanged
+};
+
+class PipelineRuntime {
+ public:
+  PipelineRuntime(const GptConfig& model, const Plan& plan, const ParallelContext& ctx, int seq_len,
+                  GradSyncMode sync, const AdamWConfig& adamw, kernels::Backend& backend, uint64_t seed);
+
+  StepResult step(int step, SampleStream& train, float lr, StepTrace& trace);
+
+  // Mean per-sample validation loss over the first `samples` windows of `val`, shared among
+  // the pipelines in proportion to their batch share (every rank gets the result).
+  double evaluate(SampleStream& val, int samples);
+
+  // Rank 0 receives the whole model in the one-stage layout of ParamLayout(model, {0, L})
+  // (`full` holds its size()); the lowest owner of each tensor sends it. Collective.
+  void gather_parameters(float* full);
+
+  int collectives_per_step() const { return sync_.collectives_per_step(); }
+  const Stage& stage() const { return stage_; }
+
+ private:
+  void fetch(SampleStream& data, uint64_t first, std::vector<int32_t>& inputs, std::vector<int32_t>& targets);
+  void wait_all(std::vector<MPI_Request>& requests);
+  void forward_only(int micro_batch_tag, const int32_t* inputs, const int32_t* targets, double& loss_sum);
+
+  const GptConfig& model_;
+  const Plan& plan_;
+  const ParallelContext& ctx_;
+  kernels::Backend& backend_;
+  const PlanPipeline& pipe_;
+  int T_, C_;
+  int slots_;
+  Stage stage_;
+  AdamW optimizer_;
+  GradSync sync_;
+  std::vector<Action> actions_;
+
+  std::vector<int32_t> inputs_, targets_;                  // (B, T) host, this rank's samples
+  kernels::DeviceBuffer<float> dout_;                      // (B, T, C) gradient from the next stage
+  kernels::DeviceBuffer<float> grad_send_;                 // (slots, B, T, C) gradients in flight back
+  std::vector<std::vector<MPI_Request>> activation_sends_; // per slot
+  std::vector<std::vector<MPI_Request>> grad_sends_;       // per slot
+};
+
+}  // namespace eth

@@ -1,0 +1,49 @@
+// Where each rank's time goes: spans of forward, backward, communication waits, gradient
+// reduction and optimizer, recorded per step; per-step totals for metrics.jsonl; and one Chrome
+// trace (chrome://tracing, Perfetto) with a row per rank, merged on rank 0.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace eth {
+
+enum class SpanKind { forward, backward, comm_wait, reduce, optimizer };
+
+struct Span {
+  SpanKind kind;
+  int micro_batch;   // -1 where none
+  double start_ms;   // since the trace's origin
+  double end_ms;
+};
+
+struct StepTimes {
+  double step_ms = 0, compute_ms = 0, comm_wait_ms = 0, reduce_ms = 0, optimizer_ms = 0;
+  double idle_ms() const { return step_ms - compute_ms - comm_wait_ms - reduce_ms - optimizer_ms; }
+};
+
+class StepTrace {
+ public:
+  // All ranks call it after a barrier, so that their origins agree on one host.
+  explicit StepTrace(bool keep_spans);
+
+  double now_ms() const;
+  void begin_step();
+  void add(SpanKind kind, int micro_batch, double start_ms);  // ends now
+  const StepTimes& step_times() const { return times_; }      // of the current step, so far
+  void end_step();
+
+  // Collective: rank 0 writes every rank's spans as one Chrome trace JSON. `row_names` label
+  // the rows ("rank 3: pipeline 1 stage 0"), rank by rank, on rank 0.
+  void write_chrome_trace(const std::string& path, const std::vector<std::string>& row_names) const;
+
+ private:
+  std::chrono::steady_clock::time_point origin_;
+  bool keep_spans_;
+  double step_start_ = 0;
+  StepTimes times_;
+  std::vector<Span> spans_;
+};
+
+}  // namespace eth
