@@ -34,16 +34,16 @@ void Field::fail(const std::string& expected, const std::string& got) const {
 }
 
 Field Field::child(const std::string& key) const {
-  if (!node.IsMap()) fail("a mapping with '" + key + "'", text());
+  if (!node || !node.IsMap()) fail("a mapping with '" + key + "'", text());
   return {node[key], file, path.empty() ? key : path + "." + key};
 }
 
-bool Field::has(const std::string& key) const { return node.IsMap() && node[key]; }
+bool Field::has(const std::string& key) const { return node && node.IsMap() && node[key]; }
 
 Field Field::at(size_t i) const { return {node[i], file, path + "[" + std::to_string(i) + "]"}; }
 
 size_t Field::size() const {
-  if (!node.IsSequence()) fail("a list", text());
+  if (!node || !node.IsSequence()) fail("a list", text());
   return node.size();
 }
 

@@ -116,6 +116,15 @@ nodes: [{name: n, link: {kind: pcie, bandwidth_gbs: 1, latency_us: 1}, devices: 
   expect_input_error([&] { load_topology(path); }, {path, "device_types[0].peak_tflops.fp32", "missing"});
 }
 
+TEST_F(PlanFiles, TopologyMissingNestedMapping) {
+  const std::string path = write("t.yaml", R"(
+device_types: [{name: a, memory_gb: 1, memory_bandwidth_gbs: 1}]
+network: {kind: ethernet, bandwidth_gbs: 1, latency_us: 1}
+nodes: [{name: n, link: {kind: pcie, bandwidth_gbs: 1, latency_us: 1}, devices: [a]}]
+)");
+  expect_input_error([&] { load_topology(path); }, {path, "device_types[0].peak_tflops", "a mapping with 'fp32'", "missing"});
+}
+
 TEST_F(PlanFiles, GoodPlanAndRoles) {
   const Plan plan = check(kGoodPlan);
   EXPECT_EQ(plan.first_sample(1), 4);

@@ -1,0 +1,37 @@
+// eth_plan: topology + model + profiles + global batch -> plan.yaml and a summary table; see
+// docs/planner.md.
+#include <boost/program_options.hpp>
+
+#include <iostream>
+
+#include "lib/input_error.hpp"
+#include "lib/planner/summary.hpp"
+
+namespace po = boost::program_options;
+
+int main(int argc, char** argv) {
+  eth::planner::PlanToolOptions o;
+  po::options_description desc("eth_plan options");
+  desc.add_options()
+      ("help,h", "print this help")
+      ("scenario", po::value(&o.scenario), "scenario YAML (inputs/scenarios/*.yaml): topology, model, batch, seq len")
+      ("topology", po::value(&o.topology), "topology YAML")
+      ("model", po::value(&o.model), "model YAML")
+      ("batch", po::value(&o.global_batch), "global batch, samples per step")
+      ("seq-len", po::value(&o.seq_len)->default_value(64), "tokens per sample, T")
+      ("micro-batches", po::value(&o.micro_batches)->multitoken(), "micro-batch sizes to try (default 1 2 4 8)")
+      ("profiles", po::value(&o.profiles_dir)->default_value(o.profiles_dir), "directory of profile YAML files")
+      ("profile", po::value(&o.profile_files)->multitoken(), "profile files, preferred over the directory's")
+      ("out", po::value(&o.out)->default_value(o.out), "where the plan is written")
+      ("baseline", po::value(&o.baseline), "plan a baseline instead: uniform | layer-balanced")
+      ("evaluate", po::value(&o.evaluate), "simulate this plan instead of searching")
+      ("top", po::value(&o.top)->default_value(o.top), "print the K best plans (the best is written)");
+  try {
+    if (!eth::planner::parse_command_line(argc, argv, desc)) return 0;
+    eth::planner::run_plan_tool(o, std::cout);
+  } catch (const eth::InputError& e) {
+    std::cerr << "eth_plan: error: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}

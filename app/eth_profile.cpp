@@ -1,0 +1,34 @@
+// eth_profile: measures this machine's backend with the project's kernels for a model (or, with
+// --estimate-topology, writes roofline estimates for a topology's device types); see
+// docs/planner.md.
+#include <boost/program_options.hpp>
+
+#include <iostream>
+
+#include "lib/input_error.hpp"
+#include "lib/planner/summary.hpp"
+
+namespace po = boost::program_options;
+
+int main(int argc, char** argv) {
+  eth::planner::ProfileToolOptions o;
+  po::options_description desc("eth_profile options");
+  desc.add_options()
+      ("help,h", "print this help")
+      ("model", po::value(&o.model), "model YAML")
+      ("device-type", po::value(&o.device_type)->default_value(o.device_type), "device type name the profile is for")
+      ("micro-batches", po::value(&o.micro_batches)->multitoken(), "micro-batch sizes (default 1 2 4 8)")
+      ("seq-len", po::value(&o.seq_len)->default_value(o.seq_len), "tokens per sample, T")
+      ("repetitions", po::value(&o.repetitions)->default_value(o.repetitions), "timed runs per measurement (median)")
+      ("out", po::value(&o.out), "profile file (default OUT_DIR/<device>-<model>-T<seq>.yaml)")
+      ("out-dir", po::value(&o.out_dir)->default_value(o.out_dir), "where profiles are written")
+      ("estimate-topology", po::value(&o.estimate_topology), "write roofline estimates for this topology's device types");
+  try {
+    if (!eth::planner::parse_command_line(argc, argv, desc)) return 0;
+    eth::planner::run_profile_tool(o, std::cout);
+  } catch (const eth::InputError& e) {
+    std::cerr << "eth_profile: error: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,166 @@
+#include "lib/planner/cost_model.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "lib/grad_blocks.hpp"
+#include "lib/schedule.hpp"
+
+namespace eth::planner {
+
+CostModel::CostModel(const Topology& topology, const GptConfig& model, int seq_len, std::vector<Profile> profiles)
+    : topology_(topology), model_(model), seq_len_(seq_len), profiles_(std::move(profiles)) {}
+
+ComputeMs CostModel::compute(int type, LayerRange layers, int b) const {
+  if (b <= 0) return {};
+  const ProfileEntry e = profiles_[type].at(b);
+  ComputeMs c{layers.count() * e.layer.forward_ms, layers.count() * e.layer.backward_ms};
+  if (layers.begin == 0) {
+    c.forward += e.embedding.forward_ms;
+    c.backward += e.embedding.backward_ms;
+  }
+  if (layers.end == model_.num_layers) {
+    c.forward += e.head.forward_ms;
+    c.backward += e.head.backward_ms;
+  }
+  return c;
+}
+
+double CostModel::param_floats(LayerRange layers) const {
+  const double C = model_.channels, Vp = model_.padded_vocab_size, maxT = model_.max_seq_len;
+  const bool first = layers.begin == 0, last = layers.end == model_.num_layers;
+  double n = layers.count() * (12 * C * C + 13 * C);
+  if (first) n += (Vp + maxT) * C;
+  if (last) n += 2 * C + (first ? 0 : Vp * C);
+  return n;
+}
+
+double CostModel::memory_bytes(LayerRange layers, int b, int slots) const {
+  const double C = model_.channels, Vp = model_.padded_vocab_size, NH = model_.num_heads;
+  const double BT = double(b) * seq_len_;
+  const bool first = layers.begin == 0, last = layers.end == model_.num_layers;
+  // Stage::activation_footprint in closed form (tests check they agree).
+  double per_slot = BT * C + layers.count() * BT * (16 * C + 4 + NH * seq_len_);
+  if (last) per_slot += BT * (C + 2);
+  const double scratch = BT * (10 * C + NH * seq_len_) + (last ? BT * Vp : 0);
+  const double tokens = (first ? BT * slots : 0) + (last ? BT : 0);  // int32 token ids and targets
+  return 16 * param_floats(layers) + 4 * (per_slot * slots + scratch + tokens);
+}
+
+double CostModel::p2p_ms(int from, int to, double bytes) const {
+  const RankPlace& a = topology_.ranks[from];
+  const RankPlace& b = topology_.ranks[to];
+  const Link& link = a.node == b.node ? topology_.nodes[a.node].link : topology_.network;
+  return link.latency_us * 1e-3 + bytes / (link.bandwidth_gbs * 1e6);
+}
+
+double CostModel::boundary_ms(const PlanStage& from, const PlanStage& to, int micro_batch) const {
+  const double per_sample = 4.0 * seq_len_ * model_.channels;
+  auto share = [micro_batch](const PlanStage& s, size_t i) { return s.split.empty() ? micro_batch : s.split[i]; };
+  double worst = 0;
+  int a0 = 0;
+  for (size_t i = 0; i < from.ranks.size(); i++) {
+    const int a1 = a0 + share(from, i);
+    double sender = 0;
+    int b0 = 0;
+    for (size_t j = 0; j < to.ranks.size(); j++) {
+      const int b1 = b0 + share(to, j);
+      const int overlap = std::min(a1, b1) - std::max(a0, b0);
+      if (overlap > 0) sender += p2p_ms(from.ranks[i], to.ranks[j], overlap * per_sample);
+      b0 = b1;
+    }
+    worst = std::max(worst, sender);
+    a0 = a1;
+  }
+  return worst;
+}
+
+double CostModel::allreduce_ms(const std::vector<int>& owners, double bytes) const {
+  if (owners.size() < 2 || bytes <= 0) return 0;
+  std::map<int, int> per_node;
+  for (int r : owners) per_node[topology_.ranks[r].node]++;
+  auto ring = [bytes](int n, const Link& l) {
+    return n < 2 ? 0.0 : 2.0 * (n - 1) / n * bytes / (l.bandwidth_gbs * 1e6) + 2.0 * (n - 1) * l.latency_us * 1e-3;
+  };
+  if (per_node.size() == 1) return ring(per_node.begin()->second, topology_.nodes[per_node.begin()->first].link);
+  double local = 0;  // reduce to the node's leader, later broadcast from it: bytes once each way
+  for (const auto& [node, count] : per_node) {
+    const Link& l = topology_.nodes[node].link;
+    if (count > 1) local = std::max(local, bytes / (l.bandwidth_gbs * 1e6) + l.latency_us * 1e-3);
+  }
+  return 2 * local + ring(static_cast<int>(per_node.size()), topology_.network);
+}
+
+double CostModel::optimizer_ms(int type, double params) const {
+  return profiles_[type].optimizer_ms_per_mparam * params * 1e-6;
+}
+
+ComputeMs rank_compute(const CostModel& cost, const PlanPipeline& pipe, int stage, int index_in_stage) {
+  const PlanStage& s = pipe.stages[stage];
+  const int b = s.split.empty() ? pipe.micro_batch : s.split[index_in_stage];
+  return cost.compute(cost.topology().ranks[s.ranks[index_in_stage]].device_type, s.layers, b);
+}
+
+std::vector<Reduction> plan_reductions(const CostModel& cost, const Plan& plan) {
+  const GptConfig& m = cost.model();
+  const double C = m.channels;
+  auto unit_floats = [&](int u) {
+    if (u == 0) return double(m.max_seq_len) * C;           // wpe (wte is reduced as the tied group)
+    if (u == m.num_layers + 1) return 2 * C;                 // final layernorm
+    return 12 * C * C + 13 * C;
+  };
+  std::vector<Reduction> out;
+  for (const GradBlock& block : derive_grad_blocks(plan, m.num_layers)) {
+    double floats = 0;
+    for (int u = block.unit_begin; u < block.unit_end; u++) floats += unit_floats(u);
+    out.push_back({block.unit_begin, block.unit_end, block.owners, cost.allreduce_ms(block.owners, 4 * floats)});
+  }
+  const std::vector<int> tied = tied_embedding_group(plan);
+  out.push_back({-1, -1, tied, cost.allreduce_ms(tied, 4.0 * m.padded_vocab_size * C)});
+  return out;
+}
+
+Estimate CostModel::estimate(const Plan& plan) const {
+  const int world = topology_.world_size();
+  Estimate est;
+  est.memory_gb.assign(static_cast<size_t>(world), 0);
+  std::vector<double> slack(static_cast<size_t>(world), 0);     // time from a rank's last backward to its pipeline's end
+  std::vector<size_t> pipeline_of(static_cast<size_t>(world), 0);
+  for (size_t p = 0; p < plan.pipelines.size(); p++) {
+    const PlanPipeline& pipe = plan.pipelines[p];
+    const int S = static_cast<int>(pipe.stages.size());
+    double worst = 0, sum = 0, before = 0;
+    for (int s = 0; s < S; s++) {
+      const PlanStage& st = pipe.stages[s];
+      ComputeMs stage{};
+      for (size_t i = 0; i < st.ranks.size(); i++) {
+        const ComputeMs c = rank_compute(*this, pipe, s, static_cast<int>(i));
+        stage = {std::max(stage.forward, c.forward), std::max(stage.backward, c.backward)};
+        const int b = st.split.empty() ? pipe.micro_batch : st.split[i];
+        est.memory_gb[st.ranks[i]] = memory_bytes(st.layers, b, activation_slots(s, S, pipe.micro_batches)) * 1e-9;
+        slack[st.ranks[i]] = before;
+        pipeline_of[st.ranks[i]] = p;
+      }
+      const double link = s + 1 < S ? 2 * boundary_ms(st, pipe.stages[s + 1], pipe.micro_batch) : 0;
+      worst = std::max(worst, stage.total());
+      sum += stage.total() + link;
+      before += stage.backward + link / 2;
+    }
+    est.pipeline_ms.push_back((pipe.micro_batches - 1) * worst + sum);
+  }
+  const double slowest = *std::max_element(est.pipeline_ms.begin(), est.pipeline_ms.end());
+  std::vector<double> reduce(static_cast<size_t>(world), 0);
+  for (const Reduction& r : plan_reductions(*this, plan))
+    for (int rank : r.owners) reduce[rank] += r.ms;
+  const std::vector<RankRole> roles = rank_roles(plan, world);
+  for (int r = 0; r < world; r++) {
+    const double hidden = slack[r] + slowest - est.pipeline_ms[pipeline_of[r]];
+    est.reduction_ms = std::max(est.reduction_ms, reduce[r] - hidden);
+    const PlanStage& st = plan.pipelines[roles[r].pipeline].stages[roles[r].stage];
+    est.optimizer_ms = std::max(est.optimizer_ms, optimizer_ms(topology_.ranks[r].device_type, param_floats(st.layers)));
+  }
+  est.iteration_ms = slowest + est.reduction_ms + est.optimizer_ms;
+  return est;
+}
+
+}  // namespace eth::planner

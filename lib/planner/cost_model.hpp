@@ -1,0 +1,84 @@
+// The planner's cost model (docs/planner.md has the formulas): per-rank compute of a stage from
+// the profiles, memory per rank (parameters, gradients, AdamW moments, the activations of the
+// micro-batches in flight under 1F1B, scratch), point-to-point transfers from the topology's
+// links, hierarchical block reductions, the optimizer, and the analytic iteration time.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lib/model_config.hpp"
+#include "lib/plan.hpp"
+#include "lib/planner/profile.hpp"
+#include "lib/topology.hpp"
+
+namespace eth::planner {
+
+// Forward and backward of one micro-batch (or a rank's share of it) on one rank.
+struct ComputeMs {
+  double forward = 0;
+  double backward = 0;
+  double total() const { return forward + backward; }
+};
+
+// What the analytic model predicts for a plan.
+struct Estimate {
+  double iteration_ms = 0;
+  std::vector<double> pipeline_ms;   // (m - 1) max stage + sum of stages + transfers
+  double reduction_ms = 0;           // block reductions not hidden behind backward
+  double optimizer_ms = 0;           // slowest rank's AdamW
+  std::vector<double> memory_gb;     // per rank
+};
+
+class CostModel {
+ public:
+  // `profiles` are indexed like topology.device_types (see profiles_for).
+  CostModel(const Topology& topology, const GptConfig& model, int seq_len, std::vector<Profile> profiles);
+
+  const Topology& topology() const { return topology_; }
+  const GptConfig& model() const { return model_; }
+  int seq_len() const { return seq_len_; }
+  const Profile& profile(int type) const { return profiles_[type]; }
+
+  // One rank of device type `type` computing b samples of a stage holding `layers`.
+  ComputeMs compute(int type, LayerRange layers, int b) const;
+  // Parameters (floats) of a stage holding `layers`: ParamLayout's size, in closed form.
+  double param_floats(LayerRange layers) const;
+  // Bytes one rank needs: 16 per parameter (fp32 weights, gradients, two AdamW moments) plus
+  // `slots` micro-batches of b samples of activations and the stage's scratch.
+  double memory_bytes(LayerRange layers, int b, int slots) const;
+  double device_bytes(int type) const { return topology_.device_types[type].memory_gb * 1e9; }
+
+  // Sending `bytes` from one rank to another over the link between them.
+  double p2p_ms(int from, int to, double bytes) const;
+  // One micro-batch's activations (or their gradients) from stage `from` to stage `to`:
+  // each sender ships its samples to the ranks holding them next, the slowest sender counts.
+  double boundary_ms(const PlanStage& from, const PlanStage& to, int micro_batch) const;
+  // Hierarchical all-reduce of `bytes` among `owners`: node-local reduce to a leader, ring
+  // all-reduce among leaders over the network, node-local broadcast.
+  double allreduce_ms(const std::vector<int>& owners, double bytes) const;
+  double optimizer_ms(int type, double params) const;
+
+  // The analytic model of a whole (valid) plan.
+  Estimate estimate(const Plan& plan) const;
+
+ private:
+  const Topology& topology_;
+  GptConfig model_;
+  int seq_len_;
+  std::vector<Profile> profiles_;
+};
+
+// A rank's compute per micro-batch in stage s of a pipeline (its split share of the samples).
+ComputeMs rank_compute(const CostModel& cost, const PlanPipeline& pipe, int stage, int index_in_stage);
+
+// Hierarchical all-reduce of the gradient blocks of a plan: one entry per collective (every
+// block, then the tied embedding), with its owners and duration.
+struct Reduction {
+  int unit_begin = 0, unit_end = 0;   // units as in lib/grad_blocks.hpp; tied wte: -1, -1
+  std::vector<int> owners;
+  double ms = 0;
+};
+std::vector<Reduction> plan_reductions(const CostModel& cost, const Plan& plan);
+
+}  // namespace eth::planner

@@ -1,0 +1,51 @@
+// The hierarchical HPP search and its two baselines (docs/planner.md):
+//   inter-pipeline: which devices form which pipelines (device types grouped into mixing
+//     groups; each group's devices dealt evenly into P pipelines), and how many samples each
+//     pipeline takes so that all finish together (water-filling at sample granularity);
+//   intra-pipeline: layer boundaries by dynamic programming (partition.hpp), memoised on the
+//     pipeline's device sequence, so identical pipelines are solved once;
+//   intra-stage: a stage of several ranks splits each micro-batch by speed (split_by_speed).
+// Candidates are ranked by the analytic model; the best few are replayed by the simulator and
+// the fastest simulated plan wins. The output is a pure function of the inputs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lib/planner/cost_model.hpp"
+#include "lib/planner/simulator.hpp"
+
+namespace eth::planner {
+
+struct PlanRequest {
+  int global_batch = 0;
+  std::vector<int> micro_batches = {1, 2, 4, 8};  // micro-batch sizes to try
+  int top = 1;                                     // plans to return, best first
+};
+
+struct Candidate {
+  std::string label;       // how it was built, e.g. "hpp groups {A100}{V100} P=4,2 b=4"
+  Plan plan;
+  Estimate estimate;       // analytic model
+  Simulation simulation;   // event replay
+};
+
+// HPP plans, best simulated first (at most request.top). Throws InputError naming `where` when
+// no plan fits memory or the batch is too small for any plan.
+std::vector<Candidate> search_hpp(const CostModel& cost, const PlanRequest& request, const std::string& where);
+
+// Megatron style: identical pipelines of consecutive ranks, equal layers per stage, equal
+// samples per pipeline; the depth that fits memory and simulates fastest.
+Candidate baseline_uniform(const CostModel& cost, const PlanRequest& request, const std::string& where);
+// Metis/AMP style: one pipeline shape replicated (each type's devices dealt evenly), layers
+// balanced by speed, equal samples per pipeline.
+Candidate baseline_layer_balanced(const CostModel& cost, const PlanRequest& request, const std::string& where);
+
+// Samples of a micro-batch of b for ranks of the given speeds (samples per ms), each at least
+// one, proportional to speed, largest remainders first (ties to the lower index).
+std::vector<int> split_by_speed(int b, const std::vector<double>& speeds);
+
+// Simulates a plan and attaches the analytic estimate.
+Candidate evaluate_plan(const CostModel& cost, Plan plan, const std::string& label);
+
+}  // namespace eth::planner

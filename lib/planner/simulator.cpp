@@ -1,0 +1,149 @@
+#include "lib/planner/simulator.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <numeric>
+
+#include "lib/grad_blocks.hpp"
+#include "lib/schedule.hpp"
+
+namespace eth::planner {
+namespace {
+
+// One stage being replayed.
+struct StageRun {
+  std::vector<Action> actions;
+  size_t next = 0;
+  double clock = 0;
+  ComputeMs compute;                // per micro-batch: the slowest rank's
+  std::vector<double> act_arrival;  // per micro-batch: its activations arrive here (from s-1)
+  std::vector<double> grad_arrival; // per micro-batch: its gradient arrives here (from s+1)
+  double last_backward_start = 0;
+};
+
+// Backward time after which units [u, stage end) of a stage are done, for one rank.
+double unit_done_ms(const CostModel& cost, int type, LayerRange layers, int b, int unit) {
+  const int L = cost.model().num_layers;
+  const ProfileEntry e = cost.profile(type).at(b);
+  double t = 0;
+  if (layers.end == L) t += e.head.backward_ms;                     // unit L + 1 (with the head)
+  const int first_layer = std::max(layers.begin, unit - 1);          // unit u holds layer u - 1
+  t += std::max(0, layers.end - first_layer) * e.layer.backward_ms;
+  if (unit == 0) t += e.embedding.backward_ms;
+  return t;
+}
+
+}  // namespace
+
+Simulation simulate(const CostModel& cost, const Plan& plan) {
+  const int world = cost.topology().world_size();
+  Simulation sim;
+  sim.busy_ms.assign(world, 0);
+  sim.comm_ms.assign(world, 0);
+  std::vector<double> compute_end(world, 0), last_backward_start(world, 0);
+  constexpr double kNever = -1;
+
+  for (const PlanPipeline& pipe : plan.pipelines) {
+    const int S = static_cast<int>(pipe.stages.size());
+    const int m = pipe.micro_batches;
+    std::vector<StageRun> runs(S);
+    std::vector<double> link_ms(S, 0), fwd_link_free(S, 0), bwd_link_free(S, 0);
+    for (int s = 0; s < S; s++) {
+      StageRun& run = runs[s];
+      run.actions = one_f_one_b(pipe, s);
+      for (size_t i = 0; i < pipe.stages[s].ranks.size(); i++) {
+        const ComputeMs c = rank_compute(cost, pipe, s, static_cast<int>(i));
+        run.compute = {std::max(run.compute.forward, c.forward), std::max(run.compute.backward, c.backward)};
+        sim.busy_ms[pipe.stages[s].ranks[i]] += m * c.total();
+      }
+      run.act_arrival.assign(m, kNever);
+      run.grad_arrival.assign(m, kNever);
+      if (s + 1 < S) link_ms[s] = cost.boundary_ms(pipe.stages[s], pipe.stages[s + 1], pipe.micro_batch);
+    }
+    // Advance every stage as far as its receives allow, until all are done.
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (int s = 0; s < S; s++) {
+        StageRun& run = runs[s];
+        for (; run.next < run.actions.size(); run.next++) {
+          const Action a = run.actions[run.next];
+          const int i = a.micro_batch;
+          if (a.kind == ActionKind::recv_activation) {
+            if (run.act_arrival[i] == kNever) break;
+            run.clock = std::max(run.clock, run.act_arrival[i]);
+          } else if (a.kind == ActionKind::recv_grad) {
+            if (run.grad_arrival[i] == kNever) break;
+            run.clock = std::max(run.clock, run.grad_arrival[i]);
+          } else if (a.kind == ActionKind::forward) {
+            run.clock += run.compute.forward;
+          } else if (a.kind == ActionKind::backward) {
+            run.last_backward_start = run.clock;
+            run.clock += run.compute.backward;
+          } else if (a.kind == ActionKind::send_activation) {
+            const double start = std::max(run.clock, fwd_link_free[s]);
+            fwd_link_free[s] = start + link_ms[s];
+            runs[s + 1].act_arrival[i] = fwd_link_free[s];
+          } else if (a.kind == ActionKind::send_grad) {
+            const double start = std::max(run.clock, bwd_link_free[s - 1]);
+            bwd_link_free[s - 1] = start + link_ms[s - 1];
+            runs[s - 1].grad_arrival[i] = bwd_link_free[s - 1];
+          } else {
+            continue;  // reduce_grads and optimizer_step: replayed below for all pipelines at once
+          }
+          progress = true;
+        }
+      }
+    }
+    double end = 0;
+    for (int s = 0; s < S; s++) {
+      assert(runs[s].next == runs[s].actions.size());  // 1F1B never deadlocks
+      end = std::max(end, runs[s].clock);
+      for (int r : pipe.stages[s].ranks) {
+        compute_end[r] = runs[s].clock;
+        last_backward_start[r] = runs[s].last_backward_start;
+      }
+    }
+    sim.pipeline_ms.push_back(end);
+  }
+
+  // Block reductions: ready when every owner has finished the block's units in its last backward.
+  const std::vector<RankRole> roles = rank_roles(plan, world);
+  auto stage_of = [&](int r) -> const PlanStage& { return plan.pipelines[roles[r].pipeline].stages[roles[r].stage]; };
+  std::vector<Reduction> reductions = plan_reductions(cost, plan);
+  std::vector<double> ready(reductions.size(), 0);
+  for (size_t k = 0; k < reductions.size(); k++) {
+    for (int r : reductions[k].owners) {
+      const int unit = reductions[k].unit_begin < 0 ? 0 : std::max(reductions[k].unit_begin,
+                                                                   stage_units(stage_of(r).layers, cost.model().num_layers).begin);
+      const double done = reductions[k].unit_begin < 0
+                              ? compute_end[r]
+                              : last_backward_start[r] + unit_done_ms(cost, cost.topology().ranks[r].device_type,
+                                                                      stage_of(r).layers, roles[r].samples, unit);
+      ready[k] = std::max(ready[k], std::min(done, compute_end[r]));
+    }
+  }
+  std::vector<size_t> order(reductions.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ready[a] < ready[b]; });
+  std::vector<double> channel_free(world, 0);
+  for (size_t k : order) {
+    const Reduction& red = reductions[k];
+    if (red.ms <= 0) continue;
+    double start = ready[k];
+    for (int r : red.owners) start = std::max(start, channel_free[r]);
+    for (int r : red.owners) {
+      channel_free[r] = start + red.ms;
+      sim.comm_ms[r] += red.ms;
+    }
+  }
+  sim.idle_ms.assign(world, 0);
+  for (int r = 0; r < world; r++) {
+    const double opt = cost.optimizer_ms(cost.topology().ranks[r].device_type, cost.param_floats(stage_of(r).layers));
+    sim.busy_ms[r] += opt;
+    sim.iteration_ms = std::max(sim.iteration_ms, std::max(compute_end[r], channel_free[r]) + opt);
+  }
+  for (int r = 0; r < world; r++) sim.idle_ms[r] = std::max(0.0, sim.iteration_ms - sim.busy_ms[r]);
+  return sim;
+}
+
+}  // namespace eth::planner

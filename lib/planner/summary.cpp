@@ -1,0 +1,158 @@
+#include "lib/planner/summary.hpp"
+
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include "kernels/backend.hpp"
+#include "lib/input_error.hpp"
+#include "lib/planner/measure.hpp"
+#include "lib/strprintf.hpp"
+#include "lib/yaml_fields.hpp"
+
+namespace eth::planner {
+namespace fs = std::filesystem;
+
+Scenario load_scenario(const std::string& path) {
+  const yaml::Field root = yaml::load_file(path, "scenario");
+  Scenario s;
+  s.source = path;
+  const fs::path dir = fs::path(path).parent_path();
+  s.name = root.child("name").as_string();
+  s.topology_path = (dir / root.child("topology").as_string()).lexically_normal().string();
+  s.model_path = (dir / root.child("model").as_string()).lexically_normal().string();
+  s.global_batch = root.child("global_batch").as_int(1, 1 << 24);
+  s.seq_len = root.child("seq_len").as_int(1, 1 << 24);
+  if (root.has("micro_batches")) s.micro_batches = root.child("micro_batches").as_ints(1, 1 << 16);
+  if (s.micro_batches.empty()) root.child("micro_batches").fail("at least one micro-batch size", "an empty list");
+  return s;
+}
+
+void print_summary(std::ostream& out, const CostModel& cost, const Candidate& c) {
+  const Topology& topo = cost.topology();
+  out << strprintf("plan: %s\n", c.label.c_str());
+  out << strprintf("%-4s %-6s %-5s %-12s %-12s %-8s %-8s %s\n", "pipe", "stage", "ranks", "device", "layers",
+                   "samples", "mb x m", "memory GB / device GB");
+  for (size_t p = 0; p < c.plan.pipelines.size(); p++) {
+    const PlanPipeline& pipe = c.plan.pipelines[p];
+    for (size_t s = 0; s < pipe.stages.size(); s++) {
+      const PlanStage& st = pipe.stages[s];
+      std::string ranks, devices, memory;
+      for (size_t i = 0; i < st.ranks.size(); i++) {
+        ranks += (i ? "," : "") + std::to_string(st.ranks[i]);
+        devices += (i ? "," : "") + topo.device_of(st.ranks[i]).name;
+        memory += strprintf("%s%.2f/%g", i ? "," : "", c.estimate.memory_gb[st.ranks[i]], topo.device_of(st.ranks[i]).memory_gb);
+      }
+      out << strprintf("%-4s %-6zu %-5s %-12s [%3d, %3d)   %-8s %-8s %s\n", s == 0 ? std::to_string(p).c_str() : "", s,
+                       ranks.c_str(), devices.c_str(), st.layers.begin, st.layers.end,
+                       s == 0 ? std::to_string(pipe.samples()).c_str() : "",
+                       s == 0 ? strprintf("%dx%d", pipe.micro_batch, pipe.micro_batches).c_str() : "", memory.c_str());
+    }
+    out << strprintf("     pipeline %zu: analytic %.2f ms, simulated %.2f ms\n", p, c.estimate.pipeline_ms[p],
+                     c.simulation.pipeline_ms[p]);
+  }
+  out << strprintf("iteration: simulated %.2f ms, analytic %.2f ms (slowest pipeline %.2f + exposed reduction %.2f + "
+                   "optimizer %.2f)\n",
+                   c.simulation.iteration_ms, c.estimate.iteration_ms, c.estimate.iteration_ms - c.estimate.reduction_ms -
+                   c.estimate.optimizer_ms, c.estimate.reduction_ms, c.estimate.optimizer_ms);
+}
+
+void run_plan_tool(const PlanToolOptions& o, std::ostream& out) {
+  std::string topology_path = o.topology, model_path = o.model;
+  int global_batch = o.global_batch, seq_len = o.seq_len;
+  std::vector<int> micro_batches = o.micro_batches;
+  std::string where = "command line";
+  if (!o.scenario.empty()) {
+    const Scenario s = load_scenario(o.scenario);
+    topology_path = s.topology_path;
+    model_path = s.model_path;
+    global_batch = s.global_batch;
+    seq_len = s.seq_len;
+    if (micro_batches.empty()) micro_batches = s.micro_batches;
+    where = s.source;
+  }
+  if (topology_path.empty()) fail_input("command line", "--topology", "a topology YAML (or --scenario)", "none");
+  if (model_path.empty()) fail_input("command line", "--model", "a model YAML (or --scenario)", "none");
+  if (micro_batches.empty()) micro_batches = {1, 2, 4, 8};
+  const Topology topo = load_topology(topology_path);
+  const GptConfig model = load_model_config(model_path);
+  if (seq_len < 1 || seq_len > model.max_seq_len)
+    fail_input(where, "seq_len", strprintf("1 .. %d, the model's max_seq_len", model.max_seq_len), std::to_string(seq_len));
+
+  std::vector<Profile> available;
+  if (!o.profiles_dir.empty() && fs::is_directory(o.profiles_dir)) available = load_profile_dir(o.profiles_dir);
+  for (const std::string& f : o.profile_files) available.insert(available.begin(), load_profile(f));
+  std::vector<Profile> profiles = profiles_for(topo, model, seq_len, available, micro_batches);
+  for (const Profile& p : profiles)
+    out << strprintf("profile %-14s %s (%s)\n", p.device_type.c_str(), p.estimate ? "ESTIMATE" : "measured", p.source.c_str());
+  const CostModel cost(topo, model, seq_len, std::move(profiles));
+
+  std::vector<Candidate> chosen;
+  if (!o.evaluate.empty()) {
+    Plan plan = load_plan(o.evaluate);
+    validate_plan(plan, topo, model);
+    chosen.push_back(evaluate_plan(cost, plan, "evaluate " + o.evaluate));
+  } else {
+    if (global_batch < 1) fail_input(where, "global_batch", "a positive number of samples (--batch)", std::to_string(global_batch));
+    const PlanRequest request{global_batch, micro_batches, std::max(1, o.top)};
+    if (o.baseline == "uniform") chosen.push_back(baseline_uniform(cost, request, where));
+    else if (o.baseline == "layer-balanced") chosen.push_back(baseline_layer_balanced(cost, request, where));
+    else if (o.baseline.empty()) chosen = search_hpp(cost, request, where);
+    else fail_input("command line", "--baseline", "'uniform' or 'layer-balanced'", "'" + o.baseline + "'");
+  }
+  for (size_t i = 0; i < chosen.size(); i++) {
+    out << strprintf("\n#%zu ", i + 1);
+    print_summary(out, cost, chosen[i]);
+  }
+  Plan best = chosen.front().plan;
+  best.source = o.out;
+  validate_plan(best, topo, model);
+  if (o.evaluate.empty()) {
+    save_plan(best, o.out);
+    out << "wrote " << o.out << '\n';
+  }
+}
+
+void run_profile_tool(const ProfileToolOptions& o, std::ostream& out) {
+  if (o.model.empty()) fail_input("command line", "--model", "a model YAML", "none");
+  const GptConfig model = load_model_config(o.model);
+  if (o.seq_len < 1 || o.seq_len > model.max_seq_len)
+    fail_input("command line", "--seq-len", strprintf("1 .. %d, the model's max_seq_len", model.max_seq_len), std::to_string(o.seq_len));
+  auto name = [&](const std::string& device) { return strprintf("%s-%s-T%d.yaml", device.c_str(), model.name.c_str(), o.seq_len); };
+  if (!o.estimate_topology.empty()) {
+    const Topology topo = load_topology(o.estimate_topology);
+    for (const DeviceType& t : topo.device_types) {
+      const std::string path = (fs::path(o.out_dir) / name(t.name)).string();
+      save_profile(roofline_profile(t, model, o.seq_len, o.micro_batches, topo.source), path);
+      out << "wrote " << path << " (roofline estimate)\n";
+    }
+    return;
+  }
+  std::unique_ptr<kernels::Backend> backend = kernels::make_cpu_backend();
+  const Profile p = measure_profile(*backend, model, o.device_type, {o.micro_batches, o.seq_len, o.repetitions});
+  const std::string path = o.out.empty() ? (fs::path(o.out_dir) / name(o.device_type)).string() : o.out;
+  save_profile(p, path);
+  out << strprintf("%-6s %-22s %-22s %-22s\n", "mb", "embedding fwd/bwd ms", "layer fwd/bwd ms", "head fwd/bwd ms");
+  for (const ProfileEntry& e : p.entries)
+    out << strprintf("%-6d %9.3f / %-10.3f %9.3f / %-10.3f %9.3f / %-10.3f\n", e.micro_batch, e.embedding.forward_ms,
+                     e.embedding.backward_ms, e.layer.forward_ms, e.layer.backward_ms, e.head.forward_ms, e.head.backward_ms);
+  out << strprintf("optimizer %.3f ms per million parameters\nwrote %s\n", p.optimizer_ms_per_mparam, path.c_str());
+}
+
+bool parse_command_line(int argc, char** argv, const boost::program_options::options_description& desc) {
+  namespace po = boost::program_options;
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    if (vm.count("help")) {
+      std::cout << desc << '\n';
+      return false;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw InputError(std::string("command line: ") + e.what() + " (see --help)");
+  }
+  return true;
+}
+
+}  // namespace eth::planner

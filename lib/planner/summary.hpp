@@ -1,0 +1,60 @@
+// The eth_plan flow (scenario files, options, the summary table) and the eth_profile flow, so
+// that the programs in app/ only parse options.
+#pragma once
+
+#include <boost/program_options.hpp>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "lib/planner/search.hpp"
+
+namespace eth::planner {
+
+// inputs/scenarios/*.yaml: a topology and a model (paths relative to the scenario file), the
+// global batch and sequence length, optionally the micro-batch sizes to try.
+struct Scenario {
+  std::string source;
+  std::string name;
+  std::string topology_path;
+  std::string model_path;
+  int global_batch = 0;
+  int seq_len = 0;
+  std::vector<int> micro_batches = {1, 2, 4, 8};
+};
+Scenario load_scenario(const std::string& path);
+
+struct PlanToolOptions {
+  std::string scenario;                 // or the four below
+  std::string topology, model;
+  int global_batch = 0, seq_len = 0;
+  std::vector<int> micro_batches;       // empty: the scenario's, else {1, 2, 4, 8}
+  std::string profiles_dir = "inputs/profiles";
+  std::vector<std::string> profile_files;
+  std::string out = "plan.yaml";
+  std::string baseline;                 // "", "uniform" or "layer-balanced"
+  std::string evaluate;                 // a plan file to simulate instead of searching
+  int top = 1;
+};
+// Plans (or evaluates) and prints the summary; writes the chosen plan to options.out.
+void run_plan_tool(const PlanToolOptions& options, std::ostream& out);
+
+void print_summary(std::ostream& out, const CostModel& cost, const Candidate& c);
+
+struct ProfileToolOptions {
+  std::string model;
+  std::string device_type = "cpu-rank";
+  std::string out;
+  std::vector<int> micro_batches = {1, 2, 4, 8};
+  int seq_len = 64;
+  int repetitions = 5;
+  std::string estimate_topology;        // set: write roofline estimates for its device types
+  std::string out_dir = "inputs/profiles";
+};
+void run_profile_tool(const ProfileToolOptions& options, std::ostream& out);
+
+// Parses argv into desc's variables; false after printing --help. A bad option is an InputError.
+bool parse_command_line(int argc, char** argv, const boost::program_options::options_description& desc);
+
+}  // namespace eth::planner

@@ -1,0 +1,227 @@
+// The planner: the layer-partition DP against brute force, the memory model against the
+// stage's own allocation, the simulator against hand-computed 1F1B, every emitted plan valid,
+// identical devices planned like Megatron, and bad input named by file and field.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+
+#include "lib/param_layout.hpp"
+#include "lib/planner/partition.hpp"
+#include "lib/planner/search.hpp"
+#include "lib/planner/summary.hpp"
+#include "lib/stage.hpp"
+#include "tests/unit/expect_input_error.hpp"
+
+namespace eth::test {
+namespace {
+
+using namespace eth::planner;
+
+GptConfig small_model(int layers) {
+  return {"small", 97, 128, 64, layers, 4, 64};
+}
+
+// One node of the given device types (memory GB, fp32 TFLOPS) with fast links.
+Topology one_node(const std::vector<std::pair<double, double>>& devices, double bandwidth_gbs = 100) {
+  Topology t;
+  t.source = "test-topology";
+  t.network = {"ethernet", bandwidth_gbs, 0};
+  Node node{"n0", {"nvlink", bandwidth_gbs, 0}, {}, 0};
+  for (size_t i = 0; i < devices.size(); i++) {
+    t.device_types.push_back({"dev" + std::to_string(i), devices[i].first, devices[i].second, 0, 0, 100});
+    node.devices.push_back(static_cast<int>(i));
+    t.ranks.push_back({0, static_cast<int>(i), static_cast<int>(i)});
+  }
+  t.nodes.push_back(node);
+  return t;
+}
+
+CostModel roofline_cost(const Topology& topo, const GptConfig& model, int T) {
+  return CostModel(topo, model, T, profiles_for(topo, model, T, {}, {1, 2, 4, 8}));
+}
+
+TEST(Planner, PartitionEqualsBruteForce) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 60; trial++) {
+    const int L = 2 + static_cast<int>(rng() % 7), S = 1 + static_cast<int>(rng() % std::min(L, 4));
+    std::vector<std::pair<double, double>> devices;
+    for (int s = 0; s < S; s++)
+      devices.push_back({0.004 + 0.001 * (rng() % 20), 1.0 + (rng() % 30)});  // some stages memory-bound
+    const Topology topo = one_node(devices, 1 + rng() % 50);
+    const GptConfig model = small_model(L);
+    const CostModel cost = roofline_cost(topo, model, 16);
+    std::vector<int> ranks(S);
+    for (int s = 0; s < S; s++) ranks[s] = s;
+    const int b = 1 + static_cast<int>(rng() % 4);
+    // Brute force: every composition of L into S positive parts.
+    double best = -1;
+    std::vector<int> cut(S + 1, 0);
+    std::function<void(int, int)> rec = [&](int s, int at) {
+      if (s == S - 1) {
+        cut[S] = L;
+        double worst = 0;
+        for (int k = 0; k < S; k++) {
+          const LayerRange r{cut[k], cut[k + 1]};
+          if (!stage_fits(cost, ranks, k, r, b)) return;
+          worst = std::max(worst, stage_ms(cost, ranks, k, r, b));
+        }
+        if (best < 0 || worst < best) best = worst;
+        return;
+      }
+      for (int next = at + 1; next <= L - (S - s - 1); next++) {
+        cut[s + 1] = next;
+        rec(s + 1, next);
+      }
+    };
+    rec(0, 0);
+    const std::optional<Partition> dp = partition_layers(cost, ranks, b);
+    ASSERT_EQ(dp.has_value(), best >= 0) << "trial " << trial << " L " << L << " S " << S;
+    if (dp) {
+      EXPECT_NEAR(dp->max_stage_ms, best, 1e-9 * best) << "trial " << trial << " L " << L << " S " << S;
+    }
+  }
+}
+
+TEST(Planner, MemoryModelMatchesStageAllocation) {
+  const GptConfig model = small_model(5);
+  const Topology topo = one_node({{80, 10}});
+  const CostModel cost = roofline_cost(topo, model, 16);
+  for (LayerRange r : {LayerRange{0, 5}, LayerRange{0, 2}, LayerRange{2, 4}, LayerRange{3, 5}}) {
+    for (int b : {1, 3}) {
+      const ParamLayout layout(model, r);
+      EXPECT_EQ(cost.param_floats(r), double(layout.size())) << r.begin << ".." << r.end;
+      const Stage::ActivationFootprint fp = Stage::activation_footprint(model, r, b, 16);
+      const double BT = 16.0 * b;
+      const double tokens = (r.begin == 0 ? BT * 2 : 0) + (r.end == 5 ? BT : 0);
+      EXPECT_EQ(cost.memory_bytes(r, b, 2), 16.0 * layout.size() + 4.0 * (fp.per_slot * 2 + fp.scratch + tokens));
+    }
+  }
+}
+
+// A profile with fixed times, for hand computation.
+Profile fixed_profile(const std::string& type, const GptConfig& model, int T, double f, double bw) {
+  Profile p;
+  p.source = "test";
+  p.device_type = type;
+  p.model = model.name;
+  p.seq_len = T;
+  ProfileEntry e;
+  e.micro_batch = 1;
+  e.layer = {f, bw, 0, 0};
+  p.entries = {e};
+  return p;
+}
+
+TEST(Planner, SimulatorMatchesHandComputed1F1B) {
+  const GptConfig model = small_model(4);
+  const Topology topo = one_node({{80, 10}, {80, 10}, {80, 10}, {80, 10}}, 1e12);
+  std::vector<Profile> profiles;
+  for (int t = 0; t < 4; t++) profiles.push_back(fixed_profile("dev" + std::to_string(t), model, 16, 1.0, 2.0));
+  const CostModel cost(topo, model, 16, profiles);
+  for (int S : {1, 2, 4}) {
+    for (int m : {1, 3, 8}) {
+      Plan plan;
+      plan.global_batch = 0;
+      const int P = 4 / S;
+      for (int p = 0; p < P; p++) {
+        PlanPipeline pipe;
+        pipe.micro_batch = 1;
+        pipe.micro_batches = m;
+        for (int s = 0; s < S; s++) pipe.stages.push_back({{p * S + s}, {s * 4 / S, (s + 1) * 4 / S}, {}});
+        plan.pipelines.push_back(pipe);
+        plan.global_batch += m;
+      }
+      const Simulation sim = simulate(cost, plan);
+      const double stage = 3.0 * 4 / S;  // (f + b) per layer times layers per stage
+      EXPECT_NEAR(sim.iteration_ms, (m + S - 1) * stage, 1e-6) << "S " << S << " m " << m;
+      EXPECT_NEAR(cost.estimate(plan).iteration_ms, (m + S - 1) * stage, 1e-6) << "S " << S << " m " << m;
+    }
+  }
+}
+
+struct ScenarioCase {
+  std::string path;
+  int global_batch;
+};
+
+TEST(Planner, EveryEmittedPlanIsValid) {
+  for (const char* name : {"uneven-17", "a100-t4", "no-uniform-fit", "homogeneous-16"}) {
+    const Scenario s = load_scenario(std::string("inputs/scenarios/") + name + ".yaml");
+    const Topology topo = load_topology(s.topology_path);
+    const GptConfig model = load_model_config(s.model_path);
+    const CostModel cost = roofline_cost(topo, model, s.seq_len);
+    const PlanRequest request{s.global_batch, s.micro_batches, 4};
+    std::vector<Candidate> all = search_hpp(cost, request, s.source);
+    ASSERT_FALSE(all.empty());
+    const double hpp = all.front().simulation.iteration_ms;
+    all.push_back(baseline_layer_balanced(cost, request, s.source));
+    EXPECT_LE(hpp, all.back().simulation.iteration_ms * (1 + 1e-12)) << name;
+    if (std::string(name) != "no-uniform-fit") {
+      all.push_back(baseline_uniform(cost, request, s.source));
+      EXPECT_LE(hpp, all.back().simulation.iteration_ms * (1 + 1e-12)) << name;
+    }
+    for (const Candidate& c : all) {
+      EXPECT_NO_THROW(validate_plan(c.plan, topo, model)) << name << ": " << c.label;
+      // Deterministic: the same inputs give the same plan.
+    }
+    const std::vector<Candidate> again = search_hpp(cost, request, s.source);
+    EXPECT_EQ(again.front().label, all.front().label);
+    EXPECT_EQ(again.front().simulation.iteration_ms, all.front().simulation.iteration_ms);
+  }
+}
+
+TEST(Planner, IdenticalDevicesGiveTheUniformPlan) {
+  const GptConfig model = small_model(8);
+  const Topology topo = one_node({{80, 10}, {80, 10}, {80, 10}, {80, 10}});
+  Topology same = topo;  // one device type for all four
+  same.device_types.resize(1);
+  for (RankPlace& r : same.ranks) r.device_type = 0;
+  for (int& d : same.nodes[0].devices) d = 0;
+  const CostModel cost = roofline_cost(same, model, 16);
+  const PlanRequest request{16, {1, 2, 4}, 1};
+  const Candidate hpp = search_hpp(cost, request, "test").front();
+  const Candidate uniform = baseline_uniform(cost, request, "test");
+  EXPECT_NEAR(hpp.simulation.iteration_ms, uniform.simulation.iteration_ms, 1e-9 * uniform.simulation.iteration_ms);
+  int samples = hpp.plan.pipelines.front().samples();
+  for (const PlanPipeline& pipe : hpp.plan.pipelines) {
+    EXPECT_EQ(pipe.samples(), samples);
+    for (const PlanStage& st : pipe.stages) EXPECT_EQ(st.layers.count(), 8 / static_cast<int>(pipe.stages.size()));
+  }
+}
+
+TEST(Planner, SplitBySpeed) {
+  EXPECT_EQ(split_by_speed(8, {1, 1}), (std::vector<int>{4, 4}));
+  EXPECT_EQ(split_by_speed(8, {3, 1}), (std::vector<int>{6, 2}));
+  EXPECT_EQ(split_by_speed(3, {100, 1, 1}), (std::vector<int>{1, 1, 1}));
+}
+
+TEST(Planner, BadInputIsNamed) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "eth_planner_bad";
+  fs::create_directories(dir);
+  const std::string bad = (dir / "bad.yaml").string();
+  std::ofstream(bad) << "device_type: x\nmodel: demo\nseq_len: 64\nmethod: guessed\noptimizer_ms_per_mparam: 1\nentries: []\n";
+  expect_input_error([&] { load_profile(bad); }, {bad, "method", "roofline-estimate"});
+  std::ofstream(bad) << "device_type: x\nmodel: demo\nseq_len: 64\nmethod: measured\noptimizer_ms_per_mparam: 1\n"
+                        "entries:\n  - {micro_batch: 2, embedding: {forward_ms: 1, backward_ms: 1, activation_bytes: 0, param_bytes: 0}}\n";
+  expect_input_error([&] { load_profile(bad); }, {bad, "entries[0].layer"});
+  fs::remove_all(dir);
+
+  const GptConfig model = small_model(2);
+  DeviceType none{"mystery", 16, 0, 0, 0, 0};
+  expect_input_error([&] { roofline_profile(none, model, 16, {1}, "topo.yaml"); }, {"topo.yaml", "mystery", "peak"});
+
+  const Topology tiny_mem = one_node({{0.0001, 10}, {0.0001, 10}});
+  const CostModel cost = roofline_cost(tiny_mem, model, 16);
+  expect_input_error([&] { search_hpp(cost, {8, {1}, 1}, "scenario.yaml"); }, {"test-topology", "device_types", "GB"});
+  const Topology many = one_node({{80, 10}, {80, 10}, {80, 10}, {80, 10}, {80, 10}});
+  const CostModel cost5 = roofline_cost(many, model, 16);  // 5 devices, 2 layers: at least 3 pipelines
+  expect_input_error([&] { search_hpp(cost5, {2, {1}, 1}, "scenario.yaml"); }, {"scenario.yaml", "global_batch", "at least 3"});
+}
+
+}  // namespace
+}  // namespace eth::test
