@@ -1,0 +1,65 @@
+"""Compares two eth_train runs: per-step losses (metrics.jsonl) and final parameters
+(--save-params, the one-stage layout of lib/param_layout.hpp).
+
+    compare_runs.py MODEL_YAML REF_DIR REF_PARAMS RUN_DIR RUN_PARAMS [TOLERANCE]
+
+Checks max relative loss difference and ||run - ref|| / ||ref|| over all parameters against the
+tolerance (default 1e-5, for fp32: the two runs add the same per-sample gradients in different
+orders, so they differ by float rounding only, ~1e-7 per step, amplified a little by AdamW).
+Prints the worst tensor too. Its relative difference is not a criterion: the key bias has an
+exactly zero true gradient (softmax ignores a shift shared by all keys), so in fp32 it is pure
+rounding noise that AdamW's normalisation turns into updates of order lr * noise / eps; any two
+summation orders, even two one-rank runs with different micro-batches, move it differently.
+"""
+import json
+import sys
+
+import numpy as np
+import yaml
+
+
+def tensors(m):
+    """(name, size) in ParamLayout order for the whole model."""
+    V, C, L = m["padded_vocab_size"], m["channels"], m["num_layers"]
+    out = [("wte", V * C), ("wpe", m["max_seq_len"] * C)]
+    per_layer = [("ln1_w", C), ("ln1_b", C), ("qkv_w", 3 * C * C), ("qkv_b", 3 * C), ("attproj_w", C * C),
+                 ("attproj_b", C), ("ln2_w", C), ("ln2_b", C), ("fc_w", 4 * C * C), ("fc_b", 4 * C),
+                 ("fcproj_w", 4 * C * C), ("fcproj_b", C)]
+    for l in range(L):
+        out += [(f"layer{l}.{n}", s) for n, s in per_layer]
+    return out + [("lnf_w", C), ("lnf_b", C)]
+
+
+def losses(run_dir):
+    return [r["loss"] for r in map(json.loads, open(f"{run_dir}/metrics.jsonl")) if "loss" in r]
+
+
+def main():
+    model = yaml.safe_load(open(sys.argv[1]))
+    ref_dir, ref_params, run_dir, run_params = sys.argv[2:6]
+    tol = float(sys.argv[6]) if len(sys.argv) > 6 else 1e-5
+    a, b = losses(ref_dir), losses(run_dir)
+    if len(a) != len(b) or not a:
+        sys.exit(f"FAIL: {len(a)} reference steps, {len(b)} run steps")
+    loss_diff = max(abs(x - y) / abs(x) for x, y in zip(a, b))
+    p = np.fromfile(ref_params, dtype=np.float32).astype(np.float64)
+    q = np.fromfile(run_params, dtype=np.float32).astype(np.float64)
+    if p.size != q.size or p.size != sum(s for _, s in tensors(model)):
+        sys.exit(f"FAIL: parameter files hold {p.size} and {q.size} floats")
+    param_diff = np.linalg.norm(q - p) / np.linalg.norm(p)
+    worst, at = -1.0, 0
+    for name, size in tensors(model):
+        x, y = p[at:at + size], q[at:at + size]
+        rel = np.linalg.norm(y - x) / max(np.linalg.norm(x), 1e-30)
+        if rel > worst:
+            worst, worst_name = rel, name
+        at += size
+    print(f"losses over {len(a)} steps: max relative difference {loss_diff:.3e} (tolerance {tol:g})")
+    print(f"parameters: relative difference {param_diff:.3e} (tolerance {tol:g}); "
+          f"worst tensor {worst_name} {worst:.3e} (not a criterion, see the header)")
+    if not (loss_diff <= tol and param_diff <= tol):
+        sys.exit("FAIL: the runs differ beyond float rounding")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Faults end the whole job: a rank that throws mid-step takes every rank down, non-zero, within
+# 30 s, with its message; a diverging run stops at the first non-finite step, naming it.
+#   rank_failure.sh BUILD_DIR SOURCE_DIR
+set -uo pipefail
+build=$1 src=$2
+source "$src/scripts/env.sh"
+export OMP_NUM_THREADS=1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0 passes=0
+check() { if [ "$2" -eq 0 ]; then passes=$((passes + 1)); echo "ok: $1"; else failures=$((failures + 1)); echo "FAIL: $1: $3"; fi; }
+/usr/bin/python3 - "$work/data.bin" <<'PY'
+import sys, numpy as np
+h = np.zeros(256, dtype=np.int32); h[0], h[1], h[2] = 20240520, 1, 20000
+open(sys.argv[1], "wb").write(h.tobytes() + np.random.default_rng(3).integers(0, 97, 20000).astype(np.uint16).tobytes())
+PY
+common=(--model "$src/inputs/models/tiny-4l.yaml" --train-data "$work/data.bin" --seq-len 16 --output-dir "$work/out")
+
+start=$(date +%s)
+timeout 120 mpirun -np 4 "$build/app/eth_train" "${common[@]}" --topology "$src/tests/mpi/plans/cpu-2nodes-4.yaml" \
+  --plan "$src/tests/mpi/plans/split-stage-4.yaml" --steps 20 --fail-at 3:2 >"$work/log" 2>&1
+rc=$?
+elapsed=$(( $(date +%s) - start ))
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; check "a throwing rank ends the job non-zero (exit $rc)" $? "$(tail -5 "$work/log")"
+[ "$elapsed" -le 30 ]; check "within 30 s (took ${elapsed} s)" $? "took ${elapsed} s"
+grep -q "rank 2: injected failure at step 3" "$work/log"; check "the failing rank's message is shown" $? "$(tail -5 "$work/log")"
+
+timeout 120 mpirun -np 1 "$build/app/eth_train" "${common[@]}" --batch 4 --micro-batch 4 --steps 50 \
+  --lr 1e6 --grad-clip 0 >"$work/log" 2>&1
+rc=$?
+[ "$rc" -eq 1 ]; check "a diverging run stops with exit 1 (exit $rc)" $? "$(tail -3 "$work/log")"
+grep -qE "eth_train: error: step [0-9]+: loss .*not finite; the step was not applied" "$work/log"
+check "the message names the step" $? "$(tail -3 "$work/log")"
+
+echo "$passes passed, $failures failed"
+[ "$failures" -eq 0 ]
