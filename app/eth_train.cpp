@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   try {
     eth::TrainOptions options;
     if (!parse_options(argc, argv, options, mpi.rank() == 0)) return 0;
+    mpi.share_cores_among_local_ranks();
     eth::kernels::BackendChoice choice = eth::kernels::select_backend();
     if (mpi.rank() == 0) std::cout << choice.note << '\n';
     eth::train(options, *choice.backend, std::cout);

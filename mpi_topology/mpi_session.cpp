@@ -1,6 +1,11 @@
 #include "mpi_topology/mpi_session.hpp"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <thread>
 
 namespace eth {
 
@@ -17,6 +22,16 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   MPI_CHECK(MPI_Init(argc, argv));
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
   MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
+  MPI_Comm local;
+  MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
+  MPI_CHECK(MPI_Comm_size(local, &local_ranks_));
+  MPI_CHECK(MPI_Comm_free(&local));
+}
+
+void MpiSession::share_cores_among_local_ranks() const {
+  if (std::getenv("OMP_NUM_THREADS") != nullptr) return;
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  omp_set_num_threads(std::max(1, cores / local_ranks_));
 }
 
 MpiSession::~MpiSession() { MPI_Finalize(); }

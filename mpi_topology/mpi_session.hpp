@@ -22,10 +22,16 @@ class MpiSession {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  int local_ranks() const { return local_ranks_; }  // ranks of this job on this host
+
+  // Unless OMP_NUM_THREADS says otherwise, gives each rank its share of the host's cores:
+  // ranks' OpenMP pools spinning against each other on shared cores cost far more than idle ones.
+  void share_cores_among_local_ranks() const;
 
  private:
   int rank_ = 0;
   int size_ = 1;
+  int local_ranks_ = 1;
 };
 
 }  // namespace eth

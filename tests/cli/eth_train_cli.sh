@@ -89,5 +89,22 @@ expect_error "batch not a multiple of the micro-batch" "--batch" "multiple of --
   --model "$tiny" --train-data "$work/ok.bin" --seq-len 16 --batch 10 --micro-batch 4 --output-dir "$work/bad"
 expect_error "unknown option" "command line" "--bogus" -- --model "$tiny" --train-data "$work/ok.bin" --bogus 1
 
+# eth_topo with 4 ranks writes a topology that eth_train then runs a plan on.
+OMP_NUM_THREADS=1 timeout 120 mpirun -np 4 "$build/app/eth_topo" -o "$work/topo.yaml" >"$work/out" 2>&1
+check "eth_topo writes a topology" $? "$(cat "$work/out")"
+OMP_NUM_THREADS=1 timeout 120 mpirun -np 4 "$build/app/eth_train" --model "$src/inputs/models/tiny-4l.yaml" \
+  --topology "$work/topo.yaml" --plan "$src/tests/mpi/plans/split-stage-4.yaml" --train-data "$work/ok.bin" \
+  --seq-len 16 --steps 2 --output-dir "$work/topo-run" >"$work/out" 2>&1
+check "eth_train runs a plan on eth_topo's topology" $? "$(tail -5 "$work/out")"
+expect_error "a plan for more ranks than the job has" "topo.yaml" "nodes" "devices for the 1 ranks of this job" "got 4 devices" -- \
+  --model "$src/inputs/models/tiny-4l.yaml" --topology "$work/topo.yaml" --plan "$src/tests/mpi/plans/split-stage-4.yaml" \
+  --train-data "$work/ok.bin" --seq-len 16 --steps 1 --output-dir "$work/bad"
+OMP_NUM_THREADS=1 timeout 120 mpirun -np 4 "$build/app/eth_train" --model "$src/inputs/models/tiny.yaml" \
+  --topology "$work/topo.yaml" --plan "$src/tests/mpi/plans/split-stage-4.yaml" --train-data "$work/ok.bin" \
+  --seq-len 16 --steps 1 --output-dir "$work/bad" >"$work/out" 2>"$work/err"
+rc=$?
+[ "$rc" -ne 0 ] && [ "$(grep -c "eth_train: error:" "$work/err")" -eq 1 ] && grep -q "split-stage-4.yaml: pipelines\[0\].stages\[1\].layers" "$work/err"
+check "a plan that does not fit the model: one line from 4 ranks, all exit non-zero" $? "exit $rc: $(cat "$work/err")"
+
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]
