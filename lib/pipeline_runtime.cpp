@@ -65,16 +65,44 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
   stage_.zero_grads();
   double loss_sum = 0.0;
   StepResult result;
-  std::vector<MPI_Request> receives;
+  // Receives are posted as early as their buffers allow, so that transfers overlap compute:
+  // micro-batch i's activations go into slot i mod slots once micro-batch i - slots has been
+  // backwarded; its gradient into dout once micro-batch i - 1 has.
+  std::vector<std::vector<MPI_Request>> receives(actions_.size());
+  std::vector<bool> posted(actions_.size(), false);
+  int backwards_done = 0;
+  auto post_receive = [&](size_t j) {
+    const Action& r = actions_[j];
+    if (r.kind == ActionKind::recv_activation) {
+      ctx_.from_previous.post_recvs(rank, stage_.input_buffer(r.micro_batch % slots_), row, activation_tag(r.micro_batch),
+                                    MPI_COMM_WORLD, receives[j]);
+    } else {
+      ctx_.grads_from_next.post_recvs(rank, dout_.data(), row, grad_tag(r.micro_batch), MPI_COMM_WORLD, receives[j]);
+    }
+    posted[j] = true;
+  };
+  auto post_ready_receives = [&](size_t from) {
+    for (ActionKind kind : {ActionKind::recv_activation, ActionKind::recv_grad}) {
+      for (size_t j = from; j < actions_.size(); j++) {
+        if (actions_[j].kind != kind) continue;
+        const int m = actions_[j].micro_batch;
+        const bool free = kind == ActionKind::recv_activation ? m < backwards_done + slots_ : m <= backwards_done;
+        if (!posted[j] && free) post_receive(j);
+        break;  // only the next receive of each kind
+      }
+    }
+  };
 
-  for (const Action& a : actions_) {
+  for (size_t index = 0; index < actions_.size(); index++) {
+    const Action& a = actions_[index];
     const int i = a.micro_batch;
     const int slot = i < 0 ? 0 : i % slots_;
     const double t0 = trace.now_ms();
     switch (a.kind) {
       case ActionKind::recv_activation:
-        ctx_.from_previous.post_recvs(rank, stage_.input_buffer(slot), row, activation_tag(i), MPI_COMM_WORLD, receives);
-        wait_all(receives);
+      case ActionKind::recv_grad:
+        if (!posted[index]) post_receive(index);
+        wait_all(receives[index]);
         trace.add(SpanKind::comm_wait, i, t0);
         break;
       case ActionKind::forward:
@@ -89,17 +117,13 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
                                 activation_sends_[slot]);
         trace.add(SpanKind::comm_wait, i, t0);
         break;
-      case ActionKind::recv_grad:
-        ctx_.grads_from_next.post_recvs(rank, dout_.data(), row, grad_tag(i), MPI_COMM_WORLD, receives);
-        wait_all(receives);
-        trace.add(SpanKind::comm_wait, i, t0);
-        break;
       case ActionKind::backward: {
         // The last backward reports finished units, so that their reductions start at once.
         const bool final_backward = i == pipe_.micro_batches - 1;
         stage_.backward(slot, dout_.data(), [&](int unit) {
           if (final_backward) sync_.unit_done(unit, grads);
         });
+        backwards_done++;
         trace.add(SpanKind::backward, i, t0);
         break;
       }
@@ -132,6 +156,7 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
         break;
       }
     }
+    post_ready_receives(index + 1);
   }
   trace.end_step();
   return result;
