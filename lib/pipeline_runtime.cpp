@@ -179,29 +179,25 @@ void PipelineRuntime::forward_only(int tag, const int32_t* inputs, const int32_t
 }
 
 double PipelineRuntime::evaluate(SampleStream& val, int samples) {
-  // Pipeline p evaluates whole micro-batches of its share, on consecutive windows after those
-  // of the pipelines before it.
-  uint64_t first = 0;
-  int my_batches = 0;
+  // Pipeline p evaluates whole micro-batches of its batch share of `samples`, on consecutive
+  // windows after those of the pipelines before it.
+  uint64_t first = 0, mine_first = 0;
+  int mine = 0;
   double total = 0;
   for (size_t p = 0; p < plan_.pipelines.size(); p++) {
     const PlanPipeline& pipe = plan_.pipelines[p];
     const int share = static_cast<int>(static_cast<int64_t>(samples) * pipe.samples() / plan_.global_batch);
     const int batches = std::max(1, share / pipe.micro_batch);
     if (static_cast<int>(p) == ctx_.role.pipeline) {
-      my_batches = batches;
-      break;
+      mine = batches;
+      mine_first = first;
     }
     first += static_cast<uint64_t>(batches) * pipe.micro_batch;
   }
-  for (size_t p = 0; p < plan_.pipelines.size(); p++) {
-    const PlanPipeline& pipe = plan_.pipelines[p];
-    const int share = static_cast<int>(static_cast<int64_t>(samples) * pipe.samples() / plan_.global_batch);
-    total += static_cast<double>(std::max(1, share / pipe.micro_batch)) * pipe.micro_batch;
-  }
+  total = static_cast<double>(first);
   double loss_sum = 0.0;
-  for (int i = 0; i < my_batches; i++) {
-    fetch(val, first + static_cast<uint64_t>(i) * pipe_.micro_batch + ctx_.role.sample_offset, inputs_, targets_);
+  for (int i = 0; i < mine; i++) {
+    fetch(val, mine_first + static_cast<uint64_t>(i) * pipe_.micro_batch + ctx_.role.sample_offset, inputs_, targets_);
     forward_only(activation_tag(i), inputs_.data(), targets_.data(), loss_sum);
   }
   double sum = ctx_.last_stage() ? loss_sum : 0.0;
@@ -213,10 +209,8 @@ void PipelineRuntime::gather_parameters(float* full) {
   const ParamLayout whole(model_, {0, model_.num_layers});
   // Every rank can see every stage's layout: the owner of a tensor is the lowest rank holding it.
   std::vector<ParamLayout> layouts;
-  for (int r = 0; r < ctx_.world_size; r++) {
-    const RankRole role = rank_roles(plan_, ctx_.world_size)[r];
+  for (const RankRole& role : rank_roles(plan_, ctx_.world_size))
     layouts.emplace_back(model_, plan_.pipelines[role.pipeline].stages[role.stage].layers);
-  }
   auto find = [](const ParamLayout& layout, const std::string& name) -> const ParamTensor* {
     for (const ParamTensor& t : layout.tensors())
       if (t.name == name) return &t;
