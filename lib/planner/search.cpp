@@ -52,6 +52,12 @@ std::optional<std::vector<int>> balance_samples(const std::vector<Shape>& shapes
   std::vector<int> c(P);
   long long total = 0;
   for (int k = 0; k < P; k++) total += c[k] = std::min(chunks, count(shapes[k], hi));
+  for (; total < chunks; total++) {  // rounding in count() can leave chunks over: give each where it costs least
+    int best = 0;
+    for (int k = 1; k < P; k++)
+      if (shape_ms(shapes[k], c[k] + 1) < shape_ms(shapes[best], c[best] + 1)) best = k;
+    c[best]++;
+  }
   for (; total > chunks; total--) {  // drop the excess from the slowest pipelines
     int worst = -1;
     for (int k = 0; k < P; k++)

@@ -174,6 +174,18 @@ TEST(Planner, EveryEmittedPlanIsValid) {
   }
 }
 
+// A measured profile under which the sample balance's rounding once left micro-batches
+// unassigned, so that the "fastest" plan trained half the batch.
+TEST(Planner, SampleBalanceCoversTheBatch) {
+  const Topology topo = load_topology("tests/unit/data/planner-2cpu-topology.yaml");
+  const GptConfig model = load_model_config("inputs/models/demo.yaml");
+  const CostModel cost(topo, model, 64, {load_profile("tests/unit/data/planner-2cpu-profile.yaml")});
+  const PlanRequest request{16, {1, 2, 4, 8}, 4};
+  for (const Candidate& c : search_hpp(cost, request, "planner-2cpu")) {
+    EXPECT_NO_THROW(validate_plan(c.plan, topo, model)) << c.label;
+  }
+}
+
 TEST(Planner, IdenticalDevicesGiveTheUniformPlan) {
   const GptConfig model = small_model(8);
   const Topology topo = one_node({{80, 10}, {80, 10}, {80, 10}, {80, 10}});

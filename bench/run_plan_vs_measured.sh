@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Planner prediction vs measured eth_train run on this machine's CPU ranks (docs/results.md,
+# "Planner prediction vs measured run (CPU ranks)"; docs/planner.md, "Checking the prediction").
+#
+#   bash bench/run_plan_vs_measured.sh [BUILD_DIR]      # default build/
+#
+# Setup: 2 ranks on the 2 cores, one OpenMP/OpenBLAS thread each (OMP_NUM_THREADS=1, ranks bound
+# to cores), topology inputs/topologies/workstation-2cpu.yaml, model demo (4 layers, C 128,
+# vocabulary 50257), T 64, global batch 16. Steps:
+#   0. link: MPI all-reduce bus bandwidth of a gradient-sized buffer between the 2 ranks, put in a
+#      copy of the topology (the cost model times reductions and transfers with it);
+#   1. profile: two eth_profile processes run at the same time with one thread each, so each is
+#      measured while the other core is busy with the same kind of work, as in a 2-rank run; the
+#      first's profile is used (the last repetition's is kept as inputs/profiles/cpu-core-demo-T64.yaml),
+#      the second only loads the other core;
+#   2. plan: eth_plan --top 4 writes the planner's choice to inputs/plans/workstation-2cpu-demo.yaml
+#      (its predicted.iteration_ms is the prediction); eth_plan --evaluate simulates the hand-written
+#      depth-2 plan inputs/plans/workstation-2cpu-demo-depth2.yaml (1 pipeline, 2 stages, 4x4 1F1B);
+#   3. run: eth_train, STEPS steps (default 10), once per plan; a run's measured iteration is the
+#      median step ms without the first WARMUP (default 2) steps;
+#   steps 1-3 are repeated RUNS times (default 3) back to back, so that each prediction and the
+#   runs compared with it see the same background load; figures are medians over repetitions;
+#   4. compare: error % = (predicted - measured) / measured; bench/results/plan_vs_measured.json.
+# Environment: STEPS, RUNS, WARMUP, REPS (profile repetitions, default 5).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+STEPS=${STEPS:-10}
+RUNS=${RUNS:-3}
+WARMUP=${WARMUP:-2}
+REPS=${REPS:-5}
+source scripts/env.sh
+export OMP_NUM_THREADS=1
+PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
+
+TOPO=inputs/topologies/workstation-2cpu.yaml
+MODEL=inputs/models/demo.yaml
+T=64
+BATCH=16
+PROFILE=inputs/profiles/cpu-core-demo-T64.yaml
+BEST=inputs/plans/workstation-2cpu-demo.yaml
+DEPTH2=inputs/plans/workstation-2cpu-demo-depth2.yaml
+WORK=${WORK:-$(mktemp -d)}   # profiles, plans, logs and metrics of every run stay here
+mkdir -p "$WORK"
+LOG=$WORK/log.txt
+mkdir -p bench/results
+: > "$LOG"
+say() { echo "$@" | tee -a "$LOG"; }
+say "== work dir $WORK; load before: $(cat /proc/loadavg)"
+
+# 0. The link: the cost model times a ring all-reduce as 2(k-1)/k * bytes / bandwidth, so the
+# intra-node bandwidth to use is MPI's measured all-reduce bus bandwidth for a gradient-sized
+# buffer (the demo model's 7.25 M floats) between the 2 bound ranks, not a datasheet figure.
+cat > "$WORK/allreduce.c" <<'CEOF'
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank, n; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const int N = atoi(argv[1]); enum { K = 9 };
+  float* x = malloc((size_t)N * sizeof(float)); double t[K];
+  for (int i = 0; i < N; i++) x[i] = 1.0f;
+  for (int k = 0; k < K; k++) {
+    MPI_Barrier(MPI_COMM_WORLD); double t0 = MPI_Wtime();
+    MPI_Allreduce(MPI_IN_PLACE, x, N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); t[k] = MPI_Wtime() - t0;
+  }
+  for (int i = 0; i < K; i++) for (int j = i + 1; j < K; j++) if (t[j] < t[i]) { double s = t[i]; t[i] = t[j]; t[j] = s; }
+  if (rank == 0) printf("%.3f %.2f\n", 2.0 * (n - 1) / n * N * 4.0 / t[K / 2] / 1e9, t[K / 2] * 1e3);
+  MPI_Finalize(); return 0;
+}
+CEOF
+mpicc -O2 -o "$WORK/allreduce" "$WORK/allreduce.c"
+read -r BUS_GBS AR_MS < <(mpirun -np 2 --bind-to core "$WORK/allreduce" 7250000)
+say "== 0. MPI all-reduce, 2 ranks, 7.25 M floats: median $AR_MS ms = $BUS_GBS GB/s bus bandwidth"
+TOPO_RUN=$WORK/workstation-2cpu-measured.yaml
+sed "s/link: {kind: shared-memory, bandwidth_gbs: [0-9.]*/link: {kind: shared-memory, bandwidth_gbs: $BUS_GBS/" "$TOPO" > "$TOPO_RUN"
+
+# 1-3, RUNS times: profile, plan and run back to back, so that each prediction and the runs it
+# is compared with see the same background load (the machine is shared).
+for r in $(seq 1 "$RUNS"); do
+  say "== repetition $r: 1. profile (2 concurrent 1-thread eth_profile processes; load $(cat /proc/loadavg))"
+  "$BUILD/app/eth_profile" --model "$MODEL" --seq-len $T --device-type cpu-core --repetitions "$REPS" \
+    --out "$WORK/profile-$r.yaml" > "$WORK/profile0.txt" &
+  P0=$!
+  "$BUILD/app/eth_profile" --model "$MODEL" --seq-len $T --device-type cpu-core --repetitions "$REPS" \
+    --out "$WORK/profile-load.yaml" > "$WORK/profile1.txt"
+  wait $P0
+  tee -a "$LOG" < "$WORK/profile0.txt"
+  say "== repetition $r: 2. plan"
+  "$BUILD/app/eth_plan" --topology "$TOPO_RUN" --model "$MODEL" --batch $BATCH --seq-len $T --top 4 \
+    --profile "$WORK/profile-$r.yaml" --out "$WORK/best-$r.yaml" | tee -a "$LOG"
+  "$BUILD/app/eth_plan" --evaluate "$DEPTH2" --topology "$TOPO_RUN" --model "$MODEL" --seq-len $T \
+    --profile "$WORK/profile-$r.yaml" | tee "$WORK/depth2-eval-$r.txt" | tee -a "$LOG"
+  say "== repetition $r: 3. run"
+  for name in best depth2; do
+    plan=$WORK/best-$r.yaml; [ $name = depth2 ] && plan=$DEPTH2
+    say "-- $name run $r ($(cat /proc/loadavg))"
+    mpirun -np 2 --bind-to core "$BUILD/app/eth_train" --topology "$TOPO_RUN" --plan "$plan" --model "$MODEL" \
+      --train-data inputs/data/kjv_train.bin --seq-len $T --steps "$STEPS" --output-dir "$WORK/$name-$r" \
+      2>&1 | tee -a "$LOG" | tail -n 2
+  done
+done
+# The shipped profile and plan are the last repetition's.
+cp "$WORK/profile-$RUNS.yaml" "$PROFILE"
+sed "s#^\# ETH plan:#\# ETH plan (bench/run_plan_vs_measured.sh, link $BUS_GBS GB/s measured):#" "$WORK/best-$RUNS.yaml" > "$BEST"
+say "== load after: $(cat /proc/loadavg)"
+
+say "== 4. compare"
+"$PY" - "$WORK" "$RUNS" "$WARMUP" "$BUS_GBS" "$AR_MS" "$STEPS" <<'EOF' | tee -a "$LOG"
+import json, re, statistics, sys, datetime
+work, runs, warmup, bus_gbs, ar_ms, steps_n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
+med = statistics.median
+
+def predicted(kind, r):
+    if kind == "best":
+        return float(re.search(r"iteration_ms:\s*([0-9.eE+-]+)", open(f"{work}/best-{r}.yaml").read()).group(1))
+    return float(re.search(r"iteration: simulated ([0-9.]+) ms", open(f"{work}/depth2-eval-{r}.txt").read()).group(1))
+
+def shape(r):  # the planner's choice, in words
+    pipes = open(f"{work}/best-{r}.yaml").read().split("- micro_batch:")[1:]
+    return "; ".join(f"{p.count('ranks:')} stage(s) {p.split()[0]}x{re.search(r'micro_batches: ([0-9]+)', p).group(1)}"
+                     for p in pipes)
+
+def measured(kind, r):
+    steps = [json.loads(l) for l in open(f"{work}/{kind}-{r}/metrics.jsonl")]
+    steps = [s for s in steps if "ms" in s and s["step"] > warmup]
+    parts = {k: round(max(med(s["ranks"][i][k] for s in steps) for i in range(len(steps[0]["ranks"]))), 1)
+             for k in ("compute_ms", "comm_wait_ms", "reduce_ms", "optimizer_ms")}
+    return med(s["ms"] for s in steps), parts
+
+out = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
+       "setup": {"machine": "2 cores (AMD Zen3), shared with other jobs", "ranks": 2, "omp_num_threads": 1,
+                 "topology": "inputs/topologies/workstation-2cpu.yaml, link = measured MPI all-reduce bus bandwidth",
+                 "allreduce_bus_gbs": bus_gbs, "allreduce_7.25M_floats_ms": ar_ms,
+                 "model": "inputs/models/demo.yaml", "seq_len": 64, "global_batch": 16, "steps": steps_n,
+                 "repetitions": runs, "warmup_steps_skipped": warmup,
+                 "method": "per repetition: profile, plan, run each plan once; medians over repetitions"},
+       "plans": []}
+for kind, label in [("best", "planner's choice (eth_plan --top 4, #1)"),
+                    ("depth2", "1 pipeline of depth 2, 4x4 (inputs/plans/workstation-2cpu-demo-depth2.yaml, --evaluate)")]:
+    reps = []
+    for r in range(1, runs + 1):
+        ms, parts = measured(kind, r)
+        pred = predicted(kind, r)
+        rep = {"predicted_ms": round(pred, 1), "measured_ms": round(ms, 1),
+               "error_pct": round(100 * (pred - ms) / ms, 1), "measured_slowest_rank_ms": parts}
+        if kind == "best":
+            rep["plan"] = shape(r)
+        reps.append(rep)
+    p, m = med(x["predicted_ms"] for x in reps), med(x["measured_ms"] for x in reps)
+    e = med(x["error_pct"] for x in reps)
+    out["plans"].append({"plan": label, "predicted_ms": p, "measured_ms": m,
+                         "error_pct_of_medians": round(100 * (p - m) / m, 1), "median_error_pct": e, "repetitions": reps})
+    print(f"{label}\n  predicted {p:.1f} ms, measured {m:.1f} ms: error {100 * (p - m) / m:+.1f}% "
+          f"(median of per-repetition errors {e:+.1f}%)")
+    for i, x in enumerate(reps, 1):
+        print(f"  rep {i}: {x.get('plan', '')} predicted {x['predicted_ms']:.1f} measured {x['measured_ms']:.1f} "
+              f"error {x['error_pct']:+.1f}%  slowest rank {x['measured_slowest_rank_ms']}")
+json.dump(out, open("bench/results/plan_vs_measured.json", "w"), indent=2)
+print("wrote bench/results/plan_vs_measured.json")
+EOF
