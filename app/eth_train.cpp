@@ -68,7 +68,12 @@ int main(int argc, char** argv) {
     eth::TrainOptions options;
     if (!parse_options(argc, argv, options, mpi.rank() == 0)) return 0;
     mpi.share_cores_among_local_ranks();
-    eth::kernels::BackendChoice choice = eth::kernels::select_backend();
+    eth::kernels::BackendChoice choice;
+    try {
+      choice = eth::kernels::select_backend();
+    } catch (const std::invalid_argument& e) {  // a bad ETH_BACKEND or ETH_CUDA_DEVICE, the same everywhere
+      throw eth::AgreedError(e.what());
+    }
     if (mpi.rank() == 0) std::cout << choice.note << '\n';
     eth::train(options, *choice.backend, std::cout);
   } catch (const eth::AgreedError& e) {

@@ -1,5 +1,6 @@
-// oracle_dump: three training steps of a small GPT-2 on the CPU backend, computed exactly as
-// lib/trainer.cpp computes them, with every tensor that torch_oracle.py checks written out.
+// oracle_dump: three training steps of a small GPT-2 on the CPU backend (or the CUDA backend with
+// ETH_BACKEND=cuda on a GPU machine), computed exactly as lib/trainer.cpp computes them, with every
+// tensor that torch_oracle.py checks written out.
 //
 //   oracle_dump OUT_DIR MODEL_YAML
 //
@@ -24,11 +25,13 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "kernels/backend.hpp"
+#include "kernels/backend_select.hpp"
 #include "lib/input_error.hpp"
 #include "lib/model_config.hpp"
 #include "lib/optimizer.hpp"
@@ -89,7 +92,11 @@ void dump(const fs::path& dir, const std::string& model_path) {
     eth::fail_input(model_path, "max_seq_len", "at least " + std::to_string(T), std::to_string(model.max_seq_len));
   fs::create_directories(dir);
 
-  std::unique_ptr<eth::kernels::Backend> backend = eth::kernels::make_cpu_backend();
+  // The CPU backend, or the CUDA one with ETH_BACKEND=cuda on a GPU machine: the oracle then
+  // checks the device kernels against float64 PyTorch too.
+  eth::kernels::BackendChoice choice = eth::kernels::select_backend();
+  std::cout << choice.note << '\n';
+  std::unique_ptr<eth::kernels::Backend> backend = std::move(choice.backend);
   eth::Stage stage(model, eth::LayerRange{0, model.num_layers}, B, T, 1, *backend);
   const eth::ParamLayout& layout = stage.layout();
   const size_t P = layout.size();

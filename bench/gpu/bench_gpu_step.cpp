@@ -1,0 +1,175 @@
+// bench_gpu_step: throughput of one full training step of eth::Stage on the CUDA backend (the
+// whole model on one GPU): zero grads, forward, fused loss, backward, global gradient norm,
+// clipping, AdamW. Prints one JSON line per precision.
+//
+//   bench_gpu_step --model gpt2-124m|gpt2-350m [--batch B] [--seq T] [--steps S] [--warmup W]
+//                  [--precisions fp32,tf32]
+//
+// Model FLOPs per token, the same formula as torch_gpu_step.py so that the two MFUs compare:
+//   6 * (12 L C^2 + Vp C)   the matmul weights (the tied LM head included), forward + backward
+// + 12 L T C               attention's two T x T products per layer, forward + backward
+// MFU is that times tokens/s over the GPU's dense peak for the precision (kernels/gpu_peaks.hpp).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/cuda_backend.hpp"
+#include "kernels/cuda/cuda_probe.hpp"
+#include "kernels/gpu_peaks.hpp"
+#include "lib/model_config.hpp"
+#include "lib/optimizer.hpp"
+#include "lib/param_layout.hpp"
+#include "lib/random.hpp"
+#include "lib/stage.hpp"
+
+namespace {
+
+struct Options {
+  std::string model = "gpt2-124m";
+  int batch = 0;  // 0: the model's default
+  int seq = 1024;
+  int steps = 8;
+  int warmup = 2;
+  std::vector<std::string> precisions = {"fp32", "tf32"};
+};
+
+// The shapes of inputs/models/gpt2-{124m,350m}.yaml (this program builds without yaml-cpp).
+eth::GptConfig model_config(const std::string& name, int* default_batch) {
+  eth::GptConfig c;
+  c.name = name;
+  c.vocab_size = 50257;
+  c.padded_vocab_size = 50304;
+  c.max_seq_len = 1024;
+  if (name == "gpt2-124m") {
+    c.num_layers = 12, c.num_heads = 12, c.channels = 768;
+    *default_batch = 16;
+  } else if (name == "gpt2-350m") {
+    c.num_layers = 24, c.num_heads = 16, c.channels = 1024;
+    *default_batch = 8;
+  } else {
+    throw std::invalid_argument("--model: expected gpt2-124m or gpt2-350m, got " + name);
+  }
+  return c;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; i++) {
+    const std::string arg = argv[i];
+    if (i + 1 >= argc) throw std::invalid_argument(arg + ": expected a value");
+    const std::string value = argv[++i];
+    if (arg == "--model") o.model = value;
+    else if (arg == "--batch") o.batch = std::stoi(value);
+    else if (arg == "--seq") o.seq = std::stoi(value);
+    else if (arg == "--steps") o.steps = std::stoi(value);
+    else if (arg == "--warmup") o.warmup = std::stoi(value);
+    else if (arg == "--precisions") {
+      o.precisions.clear();
+      std::stringstream ss(value);
+      for (std::string p; std::getline(ss, p, ',');) {
+        if (p != "fp32" && p != "tf32") throw std::invalid_argument("--precisions: expected fp32 and/or tf32, got " + p);
+        o.precisions.push_back(p);
+      }
+    } else {
+      throw std::invalid_argument("unknown option " + arg);
+    }
+  }
+  if (o.steps < 1 || o.warmup < 0) throw std::invalid_argument("--steps must be >= 1 and --warmup >= 0");
+  return o;
+}
+
+double flops_per_token(const eth::GptConfig& c, int T) {
+  const double L = c.num_layers, C = c.channels, Vp = c.padded_vocab_size;
+  return 6.0 * (12.0 * L * C * C + Vp * C) + 12.0 * L * T * C;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Options o = parse(argc, argv);
+    int default_batch = 0;
+    const eth::GptConfig config = model_config(o.model, &default_batch);
+    const int B = o.batch > 0 ? o.batch : default_batch, T = o.seq;
+    if (T > config.max_seq_len) throw std::invalid_argument("--seq: at most " + std::to_string(config.max_seq_len));
+
+    std::string why;
+    if (eth::kernels::usable_cuda_devices(&why) == 0) {
+      std::cerr << "bench_gpu_step: no usable GPU (" << why << ")\n";
+      return 77;
+    }
+    const std::string device = eth::kernels::cuda_device_props(0).name;
+    const eth::kernels::GpuPeak* peak = eth::kernels::find_gpu_peak(device);
+
+    const eth::LayerRange all{0, config.num_layers};
+    const eth::ParamLayout layout(config, all);
+    const size_t P = layout.size(), BT = static_cast<size_t>(B) * T;
+    std::vector<float> params(P);  // (P), once for every precision
+    eth::init_gpt2_parameters(config, layout, 1337, params.data());
+    // A few fixed batches of random tokens (throughput does not depend on their values).
+    constexpr int kBatches = 4;
+    std::vector<int32_t> tokens(kBatches * BT), targets(kBatches * BT);  // (kBatches, B, T)
+    for (size_t i = 0; i < tokens.size(); i++) {
+      tokens[i] = static_cast<int32_t>(eth::uniform_at(1, i) * config.vocab_size);
+      targets[i] = static_cast<int32_t>(eth::uniform_at(2, i) * config.vocab_size);
+    }
+
+    for (const std::string& precision : o.precisions) {
+      std::unique_ptr<eth::kernels::Backend> backend =
+          eth::kernels::make_cuda_backend(0, eth::kernels::CudaBackendOptions{.tf32 = precision == "tf32"});
+      eth::Stage stage(config, all, B, T, 1, *backend);
+      backend->copy_to_device(stage.params(), params.data(), P * sizeof(float));
+      const eth::AdamWConfig adamw_config;
+      eth::AdamW adamw(layout, adamw_config, *backend);
+
+      std::vector<double> step_ms;
+      double first_loss = 0, last_loss = 0;
+      for (int step = 0; step < o.warmup + o.steps; step++) {
+        const size_t at = BT * static_cast<size_t>(step % kBatches);
+        const auto start = std::chrono::steady_clock::now();
+        stage.zero_grads();
+        stage.forward(0, tokens.data() + at, nullptr);
+        const double loss = stage.loss(0, targets.data() + at, true) / B;
+        stage.backward(0, nullptr);
+        const double norm = std::sqrt(backend->sum_of_squares(stage.grads(), P)) / B;
+        adamw.step(stage.params(), stage.grads(), 3e-4f,
+                   static_cast<float>(eth::clip_factor(norm, adamw_config.max_grad_norm) / B));
+        float probe = 0;  // waits for the step's last kernel
+        backend->copy_to_host(&probe, stage.params(), sizeof(float));
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        if (step == 0) first_loss = loss;
+        last_loss = loss;
+        if (step >= o.warmup) step_ms.push_back(ms);
+        if (!std::isfinite(loss)) throw std::runtime_error("loss is not finite at step " + std::to_string(step + 1));
+      }
+      std::sort(step_ms.begin(), step_ms.end());
+      const double median_ms = step_ms[step_ms.size() / 2];
+      const double tokens_per_s = static_cast<double>(BT) / (median_ms / 1e3);
+      const double fpt = flops_per_token(config, T);
+      const double tflops = tokens_per_s * fpt / 1e12;
+      const double peak_fp32 = peak != nullptr ? peak->fp32 : 0, peak_tf32 = peak != nullptr ? peak->tf32 : 0;
+      const double peak_used = precision == "tf32" ? peak_tf32 : peak_fp32;
+      std::printf(
+          "{\"impl\": \"eth\", \"model\": \"%s\", \"precision\": \"%s\", \"device\": \"%s\", \"B\": %d, \"T\": %d, "
+          "\"steps\": %d, \"step_ms_median\": %.3f, \"step_ms_min\": %.3f, \"tokens_per_s\": %.1f, "
+          "\"flops_per_token\": %.6g, \"tflops\": %.3f, \"mfu\": %.4f, \"peak_tflops_fp32\": %g, "
+          "\"peak_tflops_tf32\": %g, \"loss_first\": %.4f, \"loss_last\": %.4f}\n",
+          config.name.c_str(), precision.c_str(), device.c_str(), B, T, o.steps, median_ms, step_ms.front(),
+          tokens_per_s, fpt, tflops, peak_used > 0 ? tflops / peak_used : 0.0, peak_fp32, peak_tf32, first_loss,
+          last_loss);
+      std::fflush(stdout);
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "bench_gpu_step: error: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,145 @@
+// The CUDA backend: device memory, one stream, one cuBLAS handle, and the op families of
+// kernels/cuda/*.cu behind the Backend interface.
+#include <cmath>
+#include <cstdio>
+
+#include "kernels/cuda/cuda_backend.hpp"
+#include "kernels/cuda/cuda_ops.cuh"
+
+namespace eth::kernels {
+namespace {
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(int device, CudaBackendOptions options) : device_(device), options_(options) {
+    CUDA_CHECK(cudaSetDevice(device_));
+    // Non-blocking: no implicit synchronisation with the legacy default stream, so every copy
+    // below is explicitly enqueued on stream_.
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CUBLAS_CHECK(cublasCreate(&cublas_));
+    CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+    // DEFAULT math keeps fp32 GEMMs in fp32; TF32 lets cuBLAS round their inputs to TF32.
+    CUBLAS_CHECK(cublasSetMathMode(cublas_, options_.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    scratch_ = std::make_unique<cuda::Scratch>(stream_);
+  }
+
+  ~CudaBackend() override {
+    scratch_.reset();
+    cudaStreamSynchronize(stream_);
+    cublasDestroy(cublas_);
+    cudaStreamDestroy(stream_);
+  }
+
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  std::string name() const override { return options_.tf32 ? "cuda-tf32" : "cuda"; }
+
+  // ---- memory --------------------------------------------------------------------------
+  void* allocate(size_t bytes) override {
+    void* p = nullptr;
+    if (bytes == 0) return nullptr;
+    CUDA_CHECK(cudaMalloc(&p, bytes));
+    return p;
+  }
+  void release(void* ptr) override {
+    // Called from destructors: report, never throw. Work still queued may use the memory.
+    if (ptr == nullptr) return;
+    cudaError_t err = cudaStreamSynchronize(stream_);
+    if (err == cudaSuccess) err = cudaFree(ptr);
+    if (err != cudaSuccess)
+      std::fprintf(stderr, "CUDA error at %s:%d: releasing device memory: %s\n", __FILE__, __LINE__,
+                   cudaGetErrorString(err));
+  }
+  void copy_to_device(void* dst, const void* host_src, size_t bytes) override {
+    // Synchronous, so the caller may reuse host_src at once (it is pageable memory anyway).
+    CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  void copy_to_host(void* host_dst, const void* src, size_t bytes) override {
+    CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  void copy(void* dst, const void* src, size_t bytes) override {
+    // cudaMemcpyDefault: unified addressing tells device from host memory, should a caller pass one.
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_));
+  }
+  void fill_zero(float* x, size_t n) override {
+    CUDA_CHECK(cudaMemsetAsync(x, 0, n * sizeof(float), stream_));
+  }
+
+  // ---- GPT-2 forward and backward --------------------------------------------------------
+  void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+                       int B, int T, int C) override {
+    cuda::encoder_forward(stream_, out, tokens, wte, wpe, B, T, C);
+  }
+  void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                        int B, int T, int C) override {
+    cuda::encoder_backward(stream_, *scratch_, dwte, dwpe, dout, tokens, B, T, C);
+  }
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                         const float* weight, const float* bias, int N, int C) override {
+    cuda::layernorm_forward(stream_, out, mean, rstd, inp, weight, bias, N, C);
+  }
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const float* inp, const float* weight, const float* mean,
+                          const float* rstd, int N, int C) override {
+    cuda::layernorm_backward(stream_, *scratch_, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  }
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                      int N, int C, int OC) override {
+    cuda::matmul_forward(cublas_, stream_, out, inp, weight, bias, N, C, OC);
+  }
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const float* inp, const float* weight, int N, int C, int OC) override {
+    cuda::matmul_backward(cublas_, stream_, *scratch_, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+  }
+  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
+                         int NH) override {
+    cuda::attention_forward(cublas_, stream_, out, att, qkv, B, T, C, NH);
+  }
+  void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
+                          const float* att, int B, int T, int C, int NH) override {
+    cuda::attention_backward(cublas_, stream_, dqkv, datt, dout, qkv, att, B, T, C, NH);
+  }
+  void gelu_forward(float* out, const float* inp, size_t n) override { cuda::gelu_forward(stream_, out, inp, n); }
+  void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {
+    cuda::gelu_backward(stream_, dinp, inp, dout, n);
+  }
+  void residual_forward(float* out, const float* a, const float* b, size_t n) override {
+    cuda::residual_forward(stream_, out, a, b, n);
+  }
+  void crossentropy_forward_backward(float* sample_losses, float* logits, const int32_t* targets,
+                                     int B, int T, int V, int Vp, float dlogits_scale) override {
+    cuda::crossentropy_forward_backward(stream_, *scratch_, sample_losses, logits, targets, B, T, V, Vp,
+                                        dlogits_scale);
+  }
+
+  // ---- optimizer -------------------------------------------------------------------------
+  double sum_of_squares(const float* x, size_t n) override {
+    return cuda::sum_of_squares(stream_, *scratch_, x, n);
+  }
+  void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
+                    const AdamWParams& hp) override {
+    // The bias corrections exactly as the CPU twin computes them.
+    const float correction1 = 1.f - static_cast<float>(std::pow(static_cast<double>(hp.beta1), hp.step));
+    const float correction2 = 1.f - static_cast<float>(std::pow(static_cast<double>(hp.beta2), hp.step));
+    cuda::adamw_update(stream_, params, grads, m, v, n, hp.lr, hp.beta1, hp.beta2, hp.eps, hp.weight_decay,
+                       hp.grad_scale, correction1, correction2);
+  }
+
+ private:
+  int device_;
+  CudaBackendOptions options_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  std::unique_ptr<cuda::Scratch> scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(int device, CudaBackendOptions options) {
+  return std::make_unique<CudaBackend>(device, options);
+}
+
+}  // namespace eth::kernels
