@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "lib/command_line.hpp"
 #include "lib/input_error.hpp"
 #include "lib/planner/summary.hpp"
 
@@ -27,7 +28,7 @@ int main(int argc, char** argv) {
       ("evaluate", po::value(&o.evaluate), "simulate this plan instead of searching")
       ("top", po::value(&o.top)->default_value(o.top), "print the K best plans (the best is written)");
   try {
-    if (!eth::planner::parse_command_line(argc, argv, desc)) return 0;
+    if (!eth::parse_command_line(argc, argv, desc)) return 0;
     eth::planner::run_plan_tool(o, std::cout);
   } catch (const eth::InputError& e) {
     std::cerr << "eth_plan: error: " << e.what() << '\n';

@@ -5,6 +5,7 @@
 
 #include <iostream>
 
+#include "lib/command_line.hpp"
 #include "lib/input_error.hpp"
 #include "lib/planner/summary.hpp"
 
@@ -24,7 +25,7 @@ int main(int argc, char** argv) {
       ("out-dir", po::value(&o.out_dir)->default_value(o.out_dir), "where profiles are written")
       ("estimate-topology", po::value(&o.estimate_topology), "write roofline estimates for this topology's device types");
   try {
-    if (!eth::planner::parse_command_line(argc, argv, desc)) return 0;
+    if (!eth::parse_command_line(argc, argv, desc)) return 0;
     eth::planner::run_profile_tool(o, std::cout);
   } catch (const eth::InputError& e) {
     std::cerr << "eth_profile: error: " << e.what() << '\n';

@@ -139,20 +139,5 @@ void run_profile_tool(const ProfileToolOptions& o, std::ostream& out) {
   out << strprintf("optimizer %.3f ms per million parameters\nwrote %s\n", p.optimizer_ms_per_mparam, path.c_str());
 }
 
-bool parse_command_line(int argc, char** argv, const boost::program_options::options_description& desc) {
-  namespace po = boost::program_options;
-  po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    if (vm.count("help")) {
-      std::cout << desc << '\n';
-      return false;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw InputError(std::string("command line: ") + e.what() + " (see --help)");
-  }
-  return true;
-}
 
 }  // namespace eth::planner

@@ -2,7 +2,6 @@
 // that the programs in app/ only parse options.
 #pragma once
 
-#include <boost/program_options.hpp>
 
 #include <ostream>
 #include <string>
@@ -53,8 +52,5 @@ struct ProfileToolOptions {
   std::string out_dir = "inputs/profiles";
 };
 void run_profile_tool(const ProfileToolOptions& options, std::ostream& out);
-
-// Parses argv into desc's variables; false after printing --help. A bad option is an InputError.
-bool parse_command_line(int argc, char** argv, const boost::program_options::options_description& desc);
 
 }  // namespace eth::planner

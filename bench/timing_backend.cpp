@@ -1,0 +1,97 @@
+#include "bench/timing_backend.hpp"
+
+#include <chrono>
+
+namespace eth::bench {
+namespace {
+
+std::string matmul_key(const char* op, int C, int OC) {
+  return std::string(op) + " (" + std::to_string(C) + "->" + std::to_string(OC) + ")";
+}
+
+}  // namespace
+
+template <typename Fn>
+auto TimingBackend::timed(const std::string& key, Fn&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  struct Record {  // adds the time on every way out, so f may return a value or void
+    OpTotal& total;
+    std::chrono::steady_clock::time_point start;
+    ~Record() {
+      total.ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      total.calls++;
+    }
+  } record{totals_[key], start};
+  return f();
+}
+
+void TimingBackend::copy_to_device(void* dst, const void* src, size_t bytes) {
+  timed("copy", [&] { inner_.copy_to_device(dst, src, bytes); });
+}
+void TimingBackend::copy_to_host(void* dst, const void* src, size_t bytes) {
+  timed("copy", [&] { inner_.copy_to_host(dst, src, bytes); });
+}
+void TimingBackend::copy(void* dst, const void* src, size_t bytes) {
+  timed("copy", [&] { inner_.copy(dst, src, bytes); });
+}
+void TimingBackend::fill_zero(float* x, size_t n) {
+  timed("fill_zero", [&] { inner_.fill_zero(x, n); });
+}
+void TimingBackend::encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+                                    int B, int T, int C) {
+  timed("encoder_forward", [&] { inner_.encoder_forward(out, tokens, wte, wpe, B, T, C); });
+}
+void TimingBackend::encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                                     int B, int T, int C) {
+  timed("encoder_backward", [&] { inner_.encoder_backward(dwte, dwpe, dout, tokens, B, T, C); });
+}
+void TimingBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                      const float* weight, const float* bias, int N, int C) {
+  timed("layernorm_forward", [&] { inner_.layernorm_forward(out, mean, rstd, inp, weight, bias, N, C); });
+}
+void TimingBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                       const float* inp, const float* weight, const float* mean,
+                                       const float* rstd, int N, int C) {
+  timed("layernorm_backward",
+        [&] { inner_.layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C); });
+}
+void TimingBackend::matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                                   int N, int C, int OC) {
+  timed(matmul_key("matmul_forward", C, OC), [&] { inner_.matmul_forward(out, inp, weight, bias, N, C, OC); });
+}
+void TimingBackend::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                    const float* inp, const float* weight, int N, int C, int OC) {
+  timed(matmul_key("matmul_backward", C, OC),
+        [&] { inner_.matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC); });
+}
+void TimingBackend::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+  timed("attention_forward", [&] { inner_.attention_forward(out, att, qkv, B, T, C, NH); });
+}
+void TimingBackend::attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
+                                       const float* att, int B, int T, int C, int NH) {
+  timed("attention_backward", [&] { inner_.attention_backward(dqkv, datt, dout, qkv, att, B, T, C, NH); });
+}
+void TimingBackend::gelu_forward(float* out, const float* inp, size_t n) {
+  timed("gelu_forward", [&] { inner_.gelu_forward(out, inp, n); });
+}
+void TimingBackend::gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) {
+  timed("gelu_backward", [&] { inner_.gelu_backward(dinp, inp, dout, n); });
+}
+void TimingBackend::residual_forward(float* out, const float* a, const float* b, size_t n) {
+  timed("residual_forward", [&] { inner_.residual_forward(out, a, b, n); });
+}
+void TimingBackend::crossentropy_forward_backward(float* sample_losses, float* logits, const int32_t* targets,
+                                                  int B, int T, int V, int Vp, float dlogits_scale) {
+  timed("crossentropy_forward_backward", [&] {
+    inner_.crossentropy_forward_backward(sample_losses, logits, targets, B, T, V, Vp, dlogits_scale);
+  });
+}
+double TimingBackend::sum_of_squares(const float* x, size_t n) {
+  return timed("sum_of_squares", [&] { return inner_.sum_of_squares(x, n); });
+}
+void TimingBackend::adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
+                                 const kernels::AdamWParams& hp) {
+  timed("adamw_update", [&] { inner_.adamw_update(params, grads, m, v, n, hp); });
+}
+
+}  // namespace eth::bench

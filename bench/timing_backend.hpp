@@ -1,0 +1,68 @@
+// A Backend that forwards every call to another one and adds its wall time to a per-operation
+// total: the profile of a training step, op by op, with no change to lib/ or kernels/. Matmuls
+// are keyed by shape as well, so the LM head stands apart from the layer GEMMs.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "kernels/backend.hpp"
+
+namespace eth::bench {
+
+struct OpTotal {
+  double ms = 0.0;
+  long calls = 0;
+};
+
+class TimingBackend final : public kernels::Backend {
+ public:
+  explicit TimingBackend(kernels::Backend& inner) : inner_(inner) {}
+
+  const std::map<std::string, OpTotal>& totals() const { return totals_; }
+  void reset() { totals_.clear(); }
+
+  std::string name() const override { return inner_.name() + "+timing"; }
+
+  void* allocate(size_t bytes) override { return inner_.allocate(bytes); }
+  void release(void* ptr) override { inner_.release(ptr); }
+  void copy_to_device(void* dst, const void* src, size_t bytes) override;
+  void copy_to_host(void* dst, const void* src, size_t bytes) override;
+  void copy(void* dst, const void* src, size_t bytes) override;
+  void fill_zero(float* x, size_t n) override;
+
+  void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
+                       int T, int C) override;
+  void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
+                        int T, int C) override;
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                         const float* bias, int N, int C) override;
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                          const float* weight, const float* mean, const float* rstd, int N,
+                          int C) override;
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+                      int OC) override;
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                       const float* weight, int N, int C, int OC) override;
+  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) override;
+  void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv, const float* att,
+                          int B, int T, int C, int NH) override;
+  void gelu_forward(float* out, const float* inp, size_t n) override;
+  void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override;
+  void residual_forward(float* out, const float* a, const float* b, size_t n) override;
+  void crossentropy_forward_backward(float* sample_losses, float* logits, const int32_t* targets, int B,
+                                     int T, int V, int Vp, float dlogits_scale) override;
+  double sum_of_squares(const float* x, size_t n) override;
+  void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
+                    const kernels::AdamWParams& hp) override;
+
+ private:
+  // Runs f() and adds its wall time under `key`.
+  template <typename Fn>
+  auto timed(const std::string& key, Fn&& f);
+
+  kernels::Backend& inner_;
+  std::map<std::string, OpTotal> totals_;
+};
+
+}  // namespace eth::bench
