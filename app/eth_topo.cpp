@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "lib/command_line.hpp"
 #include "lib/input_error.hpp"
 #include "lib/topology_discovery.hpp"
 #include "mpi_topology/mpi_session.hpp"
@@ -23,24 +24,16 @@ int main(int argc, char** argv) {
       ("gpu-link-kind", po::value(&o.intra_node_gpu.kind)->default_value(o.intra_node_gpu.kind), "GPU-to-GPU link in a node")
       ("gpu-link-gbs", po::value(&o.intra_node_gpu.bandwidth_gbs)->default_value(o.intra_node_gpu.bandwidth_gbs), "its GB/s");
   try {
-    po::variables_map vm;
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    if (vm.count("help")) {
-      if (mpi.rank() == 0) std::cout << desc << '\n';
-      return 0;
-    }
-    po::notify(vm);
+    if (!eth::parse_command_line(argc, argv, desc, mpi.rank() == 0)) return 0;
     const eth::Topology topo = eth::discover_topology(o);
     if (mpi.rank() == 0) {
       eth::save_topology(topo, output);
       std::cout << "eth_topo: " << topo.world_size() << " ranks on " << topo.nodes.size() << " node(s), "
                 << topo.device_types.size() << " device type(s): wrote " << output << '\n';
     }
-  } catch (const po::error& e) {
-    std::cerr << "eth_topo: error: command line: " << e.what() << " (see --help)\n";
-    return 1;
   } catch (const eth::InputError& e) {
-    std::cerr << "eth_topo: error: " << e.what() << '\n';
+    // Raised by every rank alike (the command line) or by rank 0 alone (placement, writing).
+    if (mpi.rank() == 0) std::cerr << "eth_topo: error: " << e.what() << '\n';
     return 1;
   }
   return 0;

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "kernels/backend_select.hpp"
+#include "lib/command_line.hpp"
 #include "lib/input_error.hpp"
 #include "lib/trainer.hpp"
 #include "mpi_topology/mpi_session.hpp"
@@ -40,16 +41,10 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o, bool print_help)
       ("trace", po::value(&o.trace_path), "write a Chrome trace of every rank to this file")
       ("save-params", po::value(&o.save_params_path), "write the whole model after the last step (raw float32, one-stage layout)")
       ("fail-at", po::value(&fail_at), "STEP:RANK: that rank throws at that step (fault-handling tests)");
-  po::variables_map vm;
   try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    if (vm.count("help")) {
-      if (print_help) std::cout << desc << '\n';
-      return false;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw eth::AgreedError(std::string("command line: ") + e.what() + " (see --help)");
+    if (!eth::parse_command_line(argc, argv, desc, print_help)) return false;
+  } catch (const eth::InputError& e) {
+    throw eth::AgreedError(e.what());  // every rank parsed the same command line
   }
   if (grad_sync != "block" && grad_sync != "per-layer")
     throw eth::AgreedError("--grad-sync: value: expected block or per-layer, got " + grad_sync);

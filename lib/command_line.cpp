@@ -7,13 +7,14 @@
 
 namespace eth {
 
-bool parse_command_line(int argc, char** argv, const boost::program_options::options_description& desc) {
+bool parse_command_line(int argc, char** argv, const boost::program_options::options_description& desc,
+                        bool print_help) {
   namespace po = boost::program_options;
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
     if (vm.count("help")) {
-      std::cout << desc << '\n';
+      if (print_help) std::cout << desc << '\n';
       return false;
     }
     po::notify(vm);

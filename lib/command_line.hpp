@@ -6,7 +6,9 @@
 
 namespace eth {
 
-// Parses into the variables `desc` binds. Returns false after printing the help (--help).
-bool parse_command_line(int argc, char** argv, const boost::program_options::options_description& desc);
+// Parses into the variables `desc` binds. Returns false for --help, after printing it when
+// `print_help` (under MPI, rank 0 alone prints).
+bool parse_command_line(int argc, char** argv, const boost::program_options::options_description& desc,
+                        bool print_help = true);
 
 }  // namespace eth
