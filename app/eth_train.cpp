@@ -69,6 +69,9 @@ int main(int argc, char** argv) {
     } catch (const std::invalid_argument& e) {  // a bad ETH_BACKEND or ETH_CUDA_DEVICE, the same everywhere
       throw eth::AgreedError(e.what());
     }
+    if (choice.backend->name() != "cpu" && mpi.size() > 1)
+      throw eth::AgreedError("ETH_BACKEND=" + choice.backend->name() + ": expected a one-rank job (the runtime does not "
+                             "move device buffers between ranks yet), got " + std::to_string(mpi.size()) + " ranks");
     if (mpi.rank() == 0) std::cout << choice.note << '\n';
     eth::train(options, *choice.backend, std::cout);
   } catch (const eth::AgreedError& e) {
