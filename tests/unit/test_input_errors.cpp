@@ -12,28 +12,13 @@
 #include "lib/model_config.hpp"
 #include "lib/token_data.hpp"
 #include "tests/unit/expect_input_error.hpp"
+#include "tests/unit/scratch_dir_test.hpp"
 
 namespace eth::test {
 namespace {
 
-namespace fs = std::filesystem;
-
-class InputErrors : public ::testing::Test {
+class InputErrors : public ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("eth_input_errors_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string write_text(const std::string& name, const std::string& text) {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path) << text;
-    return path;
-  }
-
   // A shard in llm.c's format; `declared` tokens in the header, `tokens` actually written.
   std::string write_shard(const std::string& name, const std::vector<uint16_t>& tokens, int32_t magic = 20240520,
                           int32_t version = 1, int64_t declared = -1) {
@@ -41,14 +26,11 @@ class InputErrors : public ::testing::Test {
     header[0] = magic;
     header[1] = version;
     header[2] = static_cast<int32_t>(declared < 0 ? static_cast<int64_t>(tokens.size()) : declared);
-    const std::string path = (dir_ / name).string();
-    std::ofstream out(path, std::ios::binary);
+    std::ofstream out(path(name), std::ios::binary);
     out.write(reinterpret_cast<const char*>(header.data()), 256 * sizeof(int32_t));
     out.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(tokens.size() * 2));
-    return path;
+    return path(name);
   }
-
-  fs::path dir_;
 };
 
 const char* kGoodModel =
@@ -92,7 +74,7 @@ TEST_F(InputErrors, ModelChannelsNotDivisibleByHeads) {
 }
 
 TEST_F(InputErrors, ModelFileMissing) {
-  const std::string path = (dir_ / "absent.yaml").string();
+  const std::string path = ScratchDirTest::path("absent.yaml");
   expect_input_error([&] { load_model_config(path); }, {path, "file", "expected a readable model YAML"});
 }
 
@@ -137,7 +119,7 @@ TEST_F(InputErrors, ShardTokenOutOfVocabulary) {
 }
 
 TEST_F(InputErrors, ShardMissing) {
-  const std::string path = (dir_ / "absent.bin").string();
+  const std::string path = ScratchDirTest::path("absent.bin");
   expect_input_error([&] { load_token_shard(path, 10); }, {path, "file", "expected a readable llm.c token shard"});
 }
 

@@ -8,42 +8,31 @@
 #include "lib/plan.hpp"
 #include "lib/topology.hpp"
 #include "tests/unit/expect_input_error.hpp"
+#include "tests/unit/scratch_dir_test.hpp"
 
 namespace eth::test {
 namespace {
 
-namespace fs = std::filesystem;
-
-class PlanFiles : public ::testing::Test {
+class PlanFiles : public ScratchDirTest {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("eth_plan_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::create_directories(dir_);
+    ScratchDirTest::SetUp();
     topology_ = load_topology("inputs/topologies/workstation-4cpu.yaml");
     model_.num_layers = 4;
   }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string write(const std::string& name, const std::string& text) {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path) << text;
-    return path;
-  }
   // Loads and validates plan text against the 4-rank workstation and a 4-layer model.
   Plan check(const std::string& text) {
-    Plan plan = load_plan(write("plan.yaml", text));
+    Plan plan = load_plan(write_text("plan.yaml", text));
     validate_plan(plan, topology_, model_);
     return plan;
   }
   void expect_plan_error(const std::string& text, const std::vector<std::string>& fragments) {
-    const std::string path = (dir_ / "plan.yaml").string();
+    const std::string path = ScratchDirTest::path("plan.yaml");
     std::vector<std::string> all = fragments;
     all.push_back(path);
     expect_input_error([&] { check(text); }, all);
   }
 
-  fs::path dir_;
   Topology topology_;
   GptConfig model_;
 };
@@ -85,7 +74,7 @@ TEST_F(PlanFiles, ShippedTopologiesLoad) {
 
 TEST_F(PlanFiles, TopologyRoundTrips) {
   const Topology cluster = load_topology("inputs/topologies/cluster-h100-a100-t4.yaml");
-  const std::string path = (dir_ / "t.yaml").string();
+  const std::string path = ScratchDirTest::path("t.yaml");
   save_topology(cluster, path);
   const Topology back = load_topology(path);
   ASSERT_EQ(back.world_size(), cluster.world_size());
@@ -99,7 +88,7 @@ TEST_F(PlanFiles, TopologyRoundTrips) {
 }
 
 TEST_F(PlanFiles, TopologyUnknownDeviceType) {
-  const std::string path = write("t.yaml", R"(
+  const std::string path = write_text("t.yaml", R"(
 device_types: [{name: a, memory_gb: 1, peak_tflops: {fp32: 1}, memory_bandwidth_gbs: 1}]
 network: {kind: ethernet, bandwidth_gbs: 1, latency_us: 1}
 nodes: [{name: n, link: {kind: pcie, bandwidth_gbs: 1, latency_us: 1}, devices: [a, {type: b, count: 2}]}]
@@ -108,7 +97,7 @@ nodes: [{name: n, link: {kind: pcie, bandwidth_gbs: 1, latency_us: 1}, devices: 
 }
 
 TEST_F(PlanFiles, TopologyMissingPeakRate) {
-  const std::string path = write("t.yaml", R"(
+  const std::string path = write_text("t.yaml", R"(
 device_types: [{name: a, memory_gb: 1, peak_tflops: {bf16: 1}, memory_bandwidth_gbs: 1}]
 network: {kind: ethernet, bandwidth_gbs: 1, latency_us: 1}
 nodes: [{name: n, link: {kind: pcie, bandwidth_gbs: 1, latency_us: 1}, devices: [a]}]
@@ -117,7 +106,7 @@ nodes: [{name: n, link: {kind: pcie, bandwidth_gbs: 1, latency_us: 1}, devices: 
 }
 
 TEST_F(PlanFiles, TopologyMissingNestedMapping) {
-  const std::string path = write("t.yaml", R"(
+  const std::string path = write_text("t.yaml", R"(
 device_types: [{name: a, memory_gb: 1, memory_bandwidth_gbs: 1}]
 network: {kind: ethernet, bandwidth_gbs: 1, latency_us: 1}
 nodes: [{name: n, link: {kind: pcie, bandwidth_gbs: 1, latency_us: 1}, devices: [a]}]
@@ -140,7 +129,7 @@ TEST_F(PlanFiles, GoodPlanAndRoles) {
 TEST_F(PlanFiles, PlanRoundTrips) {
   Plan plan = check(kGoodPlan);
   plan.predicted = {12.5, {10.0, 12.5}, {1, 2, 2, 3}};
-  const std::string path = (dir_ / "again.yaml").string();
+  const std::string path = ScratchDirTest::path("again.yaml");
   save_plan(plan, path);
   Plan back = load_plan(path);
   validate_plan(back, topology_, model_);
