@@ -1,6 +1,6 @@
 // eth_profile: measures this machine's backend with the project's kernels for a model (or, with
 // --estimate-topology, writes roofline estimates for a topology's device types); see
-// docs/planner.md.
+// docs/planner.md. Under mpirun every rank measures at once, as the node is loaded in training.
 #include <boost/program_options.hpp>
 
 #include <iostream>
@@ -8,10 +8,12 @@
 #include "lib/command_line.hpp"
 #include "lib/input_error.hpp"
 #include "lib/planner/summary.hpp"
+#include "mpi_topology/mpi_session.hpp"
 
 namespace po = boost::program_options;
 
 int main(int argc, char** argv) {
+  eth::MpiSession mpi(&argc, &argv);
   eth::planner::ProfileToolOptions o;
   po::options_description desc("eth_profile options");
   desc.add_options()
@@ -25,10 +27,11 @@ int main(int argc, char** argv) {
       ("out-dir", po::value(&o.out_dir)->default_value(o.out_dir), "where profiles are written")
       ("estimate-topology", po::value(&o.estimate_topology), "write roofline estimates for this topology's device types");
   try {
-    if (!eth::parse_command_line(argc, argv, desc)) return 0;
-    eth::planner::run_profile_tool(o, std::cout);
+    if (!eth::parse_command_line(argc, argv, desc, mpi.rank() == 0)) return 0;
+    mpi.share_cores_among_local_ranks();
+    eth::planner::run_profile_tool(o, MPI_COMM_WORLD, std::cout);
   } catch (const eth::InputError& e) {
-    std::cerr << "eth_profile: error: " << e.what() << '\n';
+    if (mpi.rank() == 0) std::cerr << "eth_profile: error: " << e.what() << '\n';
     return 1;
   }
   return 0;

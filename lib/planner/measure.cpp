@@ -5,30 +5,66 @@
 #include <functional>
 
 #include "kernels/device_buffer.hpp"
+#include "lib/param_layout.hpp"
+#include "lib/random.hpp"
 #include "lib/stage.hpp"
+#include "mpi_topology/mpi_session.hpp"
 
 namespace eth::planner {
 namespace {
 
-double median_ms(int repetitions, const std::function<void()>& run) {
-  run();  // warm-up: page faults, thread pool start
-  std::vector<double> ms;
-  for (int i = 0; i < repetitions; i++) {
-    const auto t0 = std::chrono::steady_clock::now();
-    run();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+// Times runs that every rank of `ranks` starts together.
+class LockstepTimer {
+ public:
+  explicit LockstepTimer(MPI_Comm ranks) : ranks_(ranks) {}
+
+  // Starts one timed run: waits for every rank first.
+  void start() {
+    MPI_CHECK(MPI_Barrier(ranks_));
+    t0_ = std::chrono::steady_clock::now();
   }
-  std::nth_element(ms.begin(), ms.begin() + long(ms.size() / 2), ms.end());
-  return ms[ms.size() / 2];
-}
+  double stop_ms() const { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count(); }
+
+  // The mean over ranks of each rank's median.
+  double mean_of_medians(std::vector<double> ms) const {
+    std::nth_element(ms.begin(), ms.begin() + long(ms.size() / 2), ms.end());
+    double sum = ms[ms.size() / 2];
+    int n = 1;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, ranks_));
+    MPI_CHECK(MPI_Comm_size(ranks_, &n));
+    return sum / n;
+  }
+
+  double median_ms(int repetitions, const std::function<void()>& run) {
+    run();  // warm-up: page faults, thread pool start
+    std::vector<double> ms;
+    for (int i = 0; i < repetitions; i++) {
+      start();
+      run();
+      ms.push_back(stop_ms());
+    }
+    return mean_of_medians(std::move(ms));
+  }
+
+ private:
+  MPI_Comm ranks_;
+  std::chrono::steady_clock::time_point t0_;
+};
 
 // Forward and backward ms of a one-layer stage at `layer` of the 3-layer model.
-ComputeMs time_stage(kernels::Backend& backend, const GptConfig& model, int layer, int B, int T, int reps) {
+ComputeMs time_stage(kernels::Backend& backend, LockstepTimer& timer, const GptConfig& model, int layer, int B, int T,
+                     int reps) {
+  // Real values throughout, as in training: zero weights or constant activations would send
+  // exp and tanh down their fast paths for tiny arguments and time too little.
   Stage stage(model, {layer, layer + 1}, B, T, 1, backend);
+  std::vector<float> params(stage.layout().size());
+  init_gpt2_parameters(model, stage.layout(), 1234, params.data());
+  backend.copy_to_device(stage.params(), params.data(), params.size() * sizeof(float));
   const size_t BT = static_cast<size_t>(B) * T;
   std::vector<int32_t> tokens(BT);
   for (size_t i = 0; i < BT; i++) tokens[i] = static_cast<int32_t>((i * 7919) % static_cast<size_t>(model.vocab_size));
-  std::vector<float> host(BT * model.channels, 0.01f);
+  std::vector<float> host(BT * model.channels);
+  for (size_t i = 0; i < host.size(); i++) host[i] = static_cast<float>(2 * uniform_at(7, i) - 1);  // U(-1, 1)
   kernels::DeviceBuffer<float> input(backend, host.size()), dout(backend, host.size());
   backend.copy_to_device(input.data(), host.data(), host.size() * sizeof(float));
   backend.copy_to_device(dout.data(), host.data(), host.size() * sizeof(float));
@@ -38,24 +74,24 @@ ComputeMs time_stage(kernels::Backend& backend, const GptConfig& model, int laye
     if (last) stage.loss(0, tokens.data(), true);
   };
   ComputeMs c;
-  c.forward = median_ms(reps, forward);
+  c.forward = timer.median_ms(reps, forward);
   // Backward needs the forward before it (the last stage's dlogits are consumed); time it alone.
   std::vector<double> ms;
   for (int i = 0; i <= reps; i++) {
     forward();
-    const auto t0 = std::chrono::steady_clock::now();
+    timer.start();
     stage.backward(0, dout.data());
-    if (i > 0) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    if (i > 0) ms.push_back(timer.stop_ms());
   }
-  std::nth_element(ms.begin(), ms.begin() + long(ms.size() / 2), ms.end());
-  c.backward = ms[ms.size() / 2];
+  c.backward = timer.mean_of_medians(std::move(ms));
   return c;
 }
 
 }  // namespace
 
 Profile measure_profile(kernels::Backend& backend, const GptConfig& model, const std::string& device_type,
-                        const MeasureOptions& options) {
+                        const MeasureOptions& options, MPI_Comm ranks) {
+  LockstepTimer timer(ranks);
   GptConfig three = model;
   three.num_layers = 3;
   // The roofline supplies activation and parameter bytes (exact counts); times are measured.
@@ -63,9 +99,9 @@ Profile measure_profile(kernels::Backend& backend, const GptConfig& model, const
   p.source = "measured";
   p.estimate = false;
   for (ProfileEntry& e : p.entries) {
-    const ComputeMs a = time_stage(backend, three, 0, e.micro_batch, options.seq_len, options.repetitions);
-    const ComputeMs m = time_stage(backend, three, 1, e.micro_batch, options.seq_len, options.repetitions);
-    const ComputeMs z = time_stage(backend, three, 2, e.micro_batch, options.seq_len, options.repetitions);
+    const ComputeMs a = time_stage(backend, timer, three, 0, e.micro_batch, options.seq_len, options.repetitions);
+    const ComputeMs m = time_stage(backend, timer, three, 1, e.micro_batch, options.seq_len, options.repetitions);
+    const ComputeMs z = time_stage(backend, timer, three, 2, e.micro_batch, options.seq_len, options.repetitions);
     e.layer.forward_ms = m.forward;
     e.layer.backward_ms = m.backward;
     e.embedding.forward_ms = std::max(0.0, a.forward - m.forward);
@@ -73,13 +109,18 @@ Profile measure_profile(kernels::Backend& backend, const GptConfig& model, const
     e.head.forward_ms = std::max(0.0, z.forward - m.forward);
     e.head.backward_ms = std::max(0.0, z.backward - m.backward);
   }
-  const size_t n = 1 << 20;
+  // The per-parameter passes of every step: gradient zeroing, the norm, AdamW, over buffers too
+  // large for the caches (as a stage's are), so that memory traffic is what is timed.
+  const size_t n = size_t{1} << 23;
   kernels::DeviceBuffer<float> params(backend, n), grads(backend, n), m1(backend, n), m2(backend, n);
   for (auto* b : {&params, &grads, &m1, &m2}) backend.fill_zero(b->data(), n);
   const kernels::AdamWParams hp{1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 1};
-  p.optimizer_ms_per_mparam =
-      median_ms(options.repetitions, [&] { backend.adamw_update(params.data(), grads.data(), m1.data(), m2.data(), n, hp); }) *
-      1e6 / double(n);
+  const double ms = timer.median_ms(options.repetitions, [&] {
+    backend.fill_zero(grads.data(), n);
+    backend.sum_of_squares(grads.data(), n);
+    backend.adamw_update(params.data(), grads.data(), m1.data(), m2.data(), n, hp);
+  });
+  p.optimizer_ms_per_mparam = ms * 1e6 / double(n);
   return p;
 }
 

@@ -3,7 +3,14 @@
 // size, as medians of several repetitions. Per-kind costs are differences of three one-layer
 // stages of a 3-layer copy of the model: first (embedding + layer), middle (layer), last
 // (layer + head); a difference below zero (noise) is clamped to zero.
+//
+// Under mpirun every rank measures at once, in lockstep: each timed run starts after a barrier
+// on `ranks`, so that every run sees the memory-bandwidth and cache contention of the node's
+// other ranks doing the same work, as they do in training; the profile holds the mean over
+// ranks of each rank's median. One process (MPI_COMM_SELF) measures the device alone.
 #pragma once
+
+#include <mpi.h>
 
 #include <string>
 #include <vector>
@@ -20,6 +27,6 @@ struct MeasureOptions {
 };
 
 Profile measure_profile(kernels::Backend& backend, const GptConfig& model, const std::string& device_type,
-                        const MeasureOptions& options);
+                        const MeasureOptions& options, MPI_Comm ranks);
 
 }  // namespace eth::planner

@@ -130,7 +130,7 @@ Profile roofline_profile(const DeviceType& type, const GptConfig& model, int T,
   p.model = model.name;
   p.seq_len = T;
   p.estimate = true;
-  p.optimizer_ms_per_mparam = ms(0, 28e6);  // AdamW reads p, g, m, v and writes p, m, v
+  p.optimizer_ms_per_mparam = ms(0, 36e6);  // zero g; norm reads g; AdamW reads p, g, m, v, writes p, m, v
   for (int b : micro_batches) {
     const double BT = double(b) * T;
     ProfileEntry e;

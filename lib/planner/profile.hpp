@@ -34,7 +34,7 @@ struct Profile {
   std::string model;            // the model's name
   int seq_len = 0;
   bool estimate = false;        // true: roofline, not measured
-  double optimizer_ms_per_mparam = 0;  // AdamW over one million parameters
+  double optimizer_ms_per_mparam = 0;  // per step, per 10^6 parameters: zero gradients, norm, AdamW
   std::vector<ProfileEntry> entries;   // ascending micro_batch
 
   // Costs at micro-batch size b: exact where profiled, else linear between the nearest two

@@ -39,8 +39,8 @@ void print_summary(std::ostream& out, const CostModel& cost, const Candidate& c)
       const PlanStage& st = pipe.stages[s];
       std::string ranks, devices, memory;
       for (size_t i = 0; i < st.ranks.size(); i++) {
-        ranks += (i ? "," : "") + std::to_string(st.ranks[i]);
-        devices += (i ? "," : "") + topo.device_of(st.ranks[i]).name;
+        ranks += strprintf("%s%d", i ? "," : "", st.ranks[i]);
+        devices += strprintf("%s%s", i ? "," : "", topo.device_of(st.ranks[i]).name.c_str());
         memory += strprintf("%s%.2f/%g", i ? "," : "", c.estimate.memory_gb[st.ranks[i]], topo.device_of(st.ranks[i]).memory_gb);
       }
       out << strprintf("%-4s %-6zu %-5s %-12s [%3d, %3d)   %-8s %-8s %s\n", s == 0 ? std::to_string(p).c_str() : "", s,
@@ -113,7 +113,9 @@ void run_plan_tool(const PlanToolOptions& o, std::ostream& out) {
   }
 }
 
-void run_profile_tool(const ProfileToolOptions& o, std::ostream& out) {
+void run_profile_tool(const ProfileToolOptions& o, MPI_Comm ranks, std::ostream& out) {
+  int rank = 0;
+  MPI_Comm_rank(ranks, &rank);
   if (o.model.empty()) fail_input("command line", "--model", "a model YAML", "none");
   const GptConfig model = load_model_config(o.model);
   if (o.seq_len < 1 || o.seq_len > model.max_seq_len)
@@ -121,6 +123,7 @@ void run_profile_tool(const ProfileToolOptions& o, std::ostream& out) {
   auto name = [&](const std::string& device) { return strprintf("%s-%s-T%d.yaml", device.c_str(), model.name.c_str(), o.seq_len); };
   if (!o.estimate_topology.empty()) {
     const Topology topo = load_topology(o.estimate_topology);
+    if (rank != 0) return;
     for (const DeviceType& t : topo.device_types) {
       const std::string path = (fs::path(o.out_dir) / name(t.name)).string();
       save_profile(roofline_profile(t, model, o.seq_len, o.micro_batches, topo.source), path);
@@ -129,7 +132,8 @@ void run_profile_tool(const ProfileToolOptions& o, std::ostream& out) {
     return;
   }
   std::unique_ptr<kernels::Backend> backend = kernels::make_cpu_backend();
-  const Profile p = measure_profile(*backend, model, o.device_type, {o.micro_batches, o.seq_len, o.repetitions});
+  const Profile p = measure_profile(*backend, model, o.device_type, {o.micro_batches, o.seq_len, o.repetitions}, ranks);
+  if (rank != 0) return;
   const std::string path = o.out.empty() ? (fs::path(o.out_dir) / name(o.device_type)).string() : o.out;
   save_profile(p, path);
   out << strprintf("%-6s %-22s %-22s %-22s\n", "mb", "embedding fwd/bwd ms", "layer fwd/bwd ms", "head fwd/bwd ms");

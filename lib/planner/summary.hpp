@@ -2,6 +2,7 @@
 // that the programs in app/ only parse options.
 #pragma once
 
+#include <mpi.h>
 
 #include <ostream>
 #include <string>
@@ -51,6 +52,7 @@ struct ProfileToolOptions {
   std::string estimate_topology;        // set: write roofline estimates for its device types
   std::string out_dir = "inputs/profiles";
 };
-void run_profile_tool(const ProfileToolOptions& options, std::ostream& out);
+// Every rank of `ranks` measures in lockstep (measure.hpp); rank 0 writes the profile and `out`.
+void run_profile_tool(const ProfileToolOptions& options, MPI_Comm ranks, std::ostream& out);
 
 }  // namespace eth::planner
