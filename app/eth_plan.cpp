@@ -26,7 +26,9 @@ int main(int argc, char** argv) {
       ("out", po::value(&o.out)->default_value(o.out), "where the plan is written")
       ("baseline", po::value(&o.baseline), "plan a baseline instead: uniform | layer-balanced")
       ("evaluate", po::value(&o.evaluate), "simulate this plan instead of searching")
-      ("top", po::value(&o.top)->default_value(o.top), "print the K best plans (the best is written)");
+      ("top", po::value(&o.top)->default_value(o.top), "print the K best plans (the best is written)")
+      ("max-stage-width", po::value(&o.max_stage_width)->default_value(0),
+       "ranks per stage at most (0: no limit; 1: one rank per stage)");
   try {
     if (!eth::parse_command_line(argc, argv, desc)) return 0;
     eth::planner::run_plan_tool(o, std::cout);

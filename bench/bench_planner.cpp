@@ -33,8 +33,8 @@ int main(int argc, char** argv) {
   std::sort(files.begin(), files.end());
   const std::vector<Profile> available = load_profile_dir(profiles);
   nlohmann::json results = nlohmann::json::array();
-  std::cout << eth::strprintf("%-20s %5s %7s %10s %10s %10s %10s %8s %8s\n", "scenario", "gpus", "layers", "plan_ms",
-                              "hpp_ms", "uniform_ms", "layerb_ms", "x_unif", "x_layerb");
+  std::cout << eth::strprintf("%-20s %5s %7s %10s %10s %10s %10s %10s %8s %8s %8s\n", "scenario", "gpus", "layers",
+                              "plan_ms", "hpp_ms", "hpp_w1_ms", "uniform_ms", "layerb_ms", "x_w1", "x_unif", "x_layerb");
   for (const std::string& f : files) {
     try {
       const Scenario s = load_scenario(f);
@@ -49,6 +49,11 @@ int main(int argc, char** argv) {
                           {"global_batch", s.global_batch}, {"planning_ms", plan_ms},
                           {"hpp_ms", hpp.simulation.iteration_ms}, {"hpp_analytic_ms", hpp.estimate.iteration_ms},
                           {"hpp_plan", hpp.label}};
+      // The same search with one rank per stage: what intra-stage sample splitting adds.
+      const Candidate narrow = search_hpp(cost, {s.global_batch, s.micro_batches, 1, 1}, s.source).front();
+      r["hpp_one_rank_per_stage_ms"] = narrow.simulation.iteration_ms;
+      r["hpp_one_rank_per_stage_plan"] = narrow.label;
+      r["speedup_vs_one_rank_per_stage"] = narrow.simulation.iteration_ms / hpp.simulation.iteration_ms;
       double x[2] = {0, 0};
       const char* names[2] = {"uniform", "layer_balanced"};
       for (int b = 0; b < 2; b++) {
@@ -64,9 +69,10 @@ int main(int argc, char** argv) {
         }
       }
       auto num = [&](const char* k) { return r[k].is_null() ? std::string("no fit") : eth::strprintf("%.1f", r[k].get<double>()); };
-      std::cout << eth::strprintf("%-20s %5d %7d %10.1f %10.1f %10s %10s %8.2f %8.2f\n", s.name.c_str(), topo.world_size(),
-                                  model.num_layers, plan_ms, hpp.simulation.iteration_ms, num("uniform_ms").c_str(),
-                                  num("layer_balanced_ms").c_str(), x[0], x[1]);
+      std::cout << eth::strprintf("%-20s %5d %7d %10.1f %10.1f %10.1f %10s %10s %8.2f %8.2f %8.2f\n", s.name.c_str(),
+                                  topo.world_size(), model.num_layers, plan_ms, hpp.simulation.iteration_ms,
+                                  narrow.simulation.iteration_ms, num("uniform_ms").c_str(), num("layer_balanced_ms").c_str(),
+                                  r["speedup_vs_one_rank_per_stage"].get<double>(), x[0], x[1]);
       results.push_back(r);
     } catch (const eth::InputError& e) {
       std::cerr << "bench_planner: " << e.what() << '\n';

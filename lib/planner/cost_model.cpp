@@ -11,9 +11,7 @@ namespace eth::planner {
 CostModel::CostModel(const Topology& topology, const GptConfig& model, int seq_len, std::vector<Profile> profiles)
     : topology_(topology), model_(model), seq_len_(seq_len), profiles_(std::move(profiles)) {}
 
-ComputeMs CostModel::compute(int type, LayerRange layers, int b) const {
-  if (b <= 0) return {};
-  const ProfileEntry e = profiles_[type].at(b);
+ComputeMs CostModel::compute(const ProfileEntry& e, LayerRange layers) const {
   ComputeMs c{layers.count() * e.layer.forward_ms, layers.count() * e.layer.backward_ms};
   if (layers.begin == 0) {
     c.forward += e.embedding.forward_ms;

@@ -41,7 +41,9 @@ class CostModel {
   const Profile& profile(int type) const { return profiles_[type]; }
 
   // One rank of device type `type` computing b samples of a stage holding `layers`.
-  ComputeMs compute(int type, LayerRange layers, int b) const;
+  ComputeMs compute(int type, LayerRange layers, int b) const { return compute(profiles_[type].at(b), layers); }
+  // The same from the profile's entry at that micro-batch size.
+  ComputeMs compute(const ProfileEntry& costs, LayerRange layers) const;
   // Parameters (floats) of a stage holding `layers`: ParamLayout's size, in closed form.
   double param_floats(LayerRange layers) const;
   // Bytes one rank needs: 16 per parameter (fp32 weights, gradients, two AdamW moments) plus

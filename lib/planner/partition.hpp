@@ -1,13 +1,14 @@
-// The intra-pipeline search: given a pipeline's devices in stage order and a micro-batch size,
-// choose the layer boundaries that minimise the slowest stage (compute plus the transfers at
-// its boundaries) while every stage fits its device's memory, 1F1B in-flight activations
-// included. Dynamic programming over (stage, layers covered): O(S L^2).
+// The intra-pipeline search: given a pipeline's stages (the ranks of each, in stage order) and a
+// micro-batch size, choose the layer boundaries that minimise the slowest stage (its slowest
+// rank's compute plus the transfers at its boundaries, stage_cost.hpp) while every rank fits its
+// device's memory, 1F1B in-flight activations included. Dynamic programming over (stage, layers
+// covered): O(S L^2).
 #pragma once
 
 #include <optional>
 #include <vector>
 
-#include "lib/planner/cost_model.hpp"
+#include "lib/planner/stage_cost.hpp"
 
 namespace eth::planner {
 
@@ -17,17 +18,11 @@ struct Partition {
   double sum_stage_ms = 0;          // sum over stages
 };
 
-// Cost per micro-batch of stage s (of ranks.size() stages) holding `layers` at micro-batch b:
-// compute plus one activation and one gradient transfer at each of its boundaries.
-double stage_ms(const CostModel& cost, const std::vector<int>& ranks, int s, LayerRange layers, int b);
-// Whether stage s fits its rank's memory with the activations of S - s micro-batches in flight.
-bool stage_fits(const CostModel& cost, const std::vector<int>& ranks, int s, LayerRange layers, int b);
-
-// Best partition of the model's layers over `ranks` (one rank per stage, in stage order);
-// nothing when no partition fits memory (or there are more stages than layers).
-std::optional<Partition> partition_layers(const CostModel& cost, const std::vector<int>& ranks, int b);
+// Best partition of the model's layers over `stages`; nothing when no partition fits memory,
+// there are more stages than layers, or a stage has more ranks than b samples.
+std::optional<Partition> partition_layers(const CostModel& cost, const StageRanks& stages, int b);
 
 // Equal layers per stage (the first L mod S stages one more), as Megatron splits them.
-Partition uniform_partition(const CostModel& cost, const std::vector<int>& ranks, int b);
+Partition uniform_partition(const CostModel& cost, const StageRanks& stages, int b);
 
 }  // namespace eth::planner

@@ -14,10 +14,16 @@
 namespace eth::planner {
 namespace {
 
-// A pipeline before samples are assigned: its ranks in stage order and layer partition at b0.
+// A pipeline before samples are assigned: its stages' ranks and layer partition at b0.
 struct Shape {
-  std::vector<int> ranks;
+  StageRanks stages;
   Partition part;
+};
+
+// One way to lay out a group of device types: its pipelines and their stage width.
+struct GroupOption {
+  std::vector<Shape> shapes;
+  int width = 1;
 };
 
 // A set of pipelines with their samples.
@@ -82,37 +88,44 @@ std::vector<int> equal_samples(int P, int global_batch) {
   return n;
 }
 
-// The micro-batch (a divisor of n, at most b0) that makes the pipeline fastest.
-PlanPipeline make_pipeline(const CostModel& cost, const Shape& shape, int n, int b0) {
-  PlanPipeline best;
+// The micro-batch (a divisor of n, at most b0, at least the widest stage) that makes the
+// pipeline fastest while every stage fits; nothing if there is none.
+std::optional<PlanPipeline> make_pipeline(const CostModel& cost, const Shape& shape, int n, int b0) {
+  std::optional<PlanPipeline> best;
   double best_ms = 0;
   for (int b = std::min(b0, n); b >= 1; b--) {
     if (n % b) continue;
     const int m = n / b;
     double worst = 0, sum = 0;
-    for (size_t s = 0; s < shape.ranks.size(); s++) {
-      const double ms = stage_ms(cost, shape.ranks, static_cast<int>(s), shape.part.layers[s], b);
-      worst = std::max(worst, ms);
-      sum += ms;
+    bool fits = true;
+    for (size_t s = 0; s < shape.stages.size() && fits; s++) {
+      const StageCost stage(cost, shape.stages, static_cast<int>(s), b);
+      fits = stage.feasible() && stage.fits(shape.part.layers[s]);
+      if (!fits) break;
+      worst = std::max(worst, stage.ms(shape.part.layers[s]));
+      sum += stage.ms(shape.part.layers[s]);
     }
+    if (!fits) continue;
     const double total = (m - 1) * worst + sum;
-    if (best.stages.empty() || total < best_ms) {
+    if (!best || total < best_ms) {
       best_ms = total;
-      best.micro_batch = b;
-      best.micro_batches = m;
-      best.stages.clear();
-      for (size_t s = 0; s < shape.ranks.size(); s++) best.stages.push_back({{shape.ranks[s]}, shape.part.layers[s], {}});
+      best = PlanPipeline{b, m, {}};
+      for (size_t s = 0; s < shape.stages.size(); s++)
+        best->stages.push_back(plan_stage(cost, shape.stages[s], shape.part.layers[s], b));
     }
   }
   return best;
 }
 
-Plan make_plan(const CostModel& cost, const Layout& layout, int global_batch) {
+std::optional<Plan> make_plan(const CostModel& cost, const Layout& layout, int global_batch) {
   Plan plan;
   plan.source = "eth_plan (" + layout.label + ")";
   plan.global_batch = global_batch;
-  for (size_t k = 0; k < layout.shapes.size(); k++)
-    plan.pipelines.push_back(make_pipeline(cost, layout.shapes[k], layout.samples[k], layout.b0));
+  for (size_t k = 0; k < layout.shapes.size(); k++) {
+    std::optional<PlanPipeline> pipe = make_pipeline(cost, layout.shapes[k], layout.samples[k], layout.b0);
+    if (!pipe) return std::nullopt;
+    plan.pipelines.push_back(std::move(*pipe));
+  }
   return plan;
 }
 
@@ -139,84 +152,128 @@ class Searcher {
   }
 
   // Pipelines of `group`'s device types, each type's ranks dealt in P contiguous chunks;
-  // stages ordered by device memory (largest first), then rank. Nothing if any does not fit.
-  std::optional<std::vector<Shape>> deal(const std::vector<int>& group, int P, int b0) {
-    std::vector<std::vector<int>> pipes(P);
-    for (int t : group) {
-      const std::vector<int>& ranks = by_type_[t];
-      const size_t n = ranks.size();
-      for (int k = 0; k < P; k++)
-        pipes[k].insert(pipes[k].end(), ranks.begin() + long(k * n / P), ranks.begin() + long((k + 1) * n / P));
-    }
+  // ranks ordered by device memory (largest first: early stages keep more micro-batches in
+  // flight), then type; each run of one type grouped into stages of at most `width` ranks.
+  // Nothing if any pipeline does not fit.
+  std::optional<std::vector<Shape>> deal(const std::vector<int>& group, int P, int b0, int width) {
     const Topology& topo = cost_.topology();
+    const double model_bytes = 16 * cost_.param_floats({0, cost_.model().num_layers});
     std::vector<Shape> shapes;
-    for (std::vector<int>& ranks : pipes) {
-      if (ranks.empty() || static_cast<int>(ranks.size()) > cost_.model().num_layers) return std::nullopt;
+    for (int k = 0; k < P; k++) {  // pipeline by pipeline, so that a misfit is found early
+      std::vector<int> ranks;
+      for (int t : group) {
+        const std::vector<int>& of_type = by_type_[t];
+        const size_t n = of_type.size();
+        ranks.insert(ranks.end(), of_type.begin() + long(k * n / P), of_type.begin() + long((k + 1) * n / P));
+      }
+      if (ranks.empty()) return std::nullopt;
       std::stable_sort(ranks.begin(), ranks.end(), [&](int a, int b) {
         const DeviceType &x = topo.device_of(a), &y = topo.device_of(b);
         return x.memory_gb != y.memory_gb ? x.memory_gb > y.memory_gb : topo.ranks[a].device_type < topo.ranks[b].device_type;
       });
-      const std::optional<Partition> part = partition(ranks, b0);
+      StageRanks stages = group_into_stages(ranks, width);
+      if (static_cast<int>(stages.size()) > cost_.model().num_layers) return std::nullopt;
+      // Quick bound before the DP: the stages together must hold the weights and AdamW state.
+      double capacity = 0;
+      for (const std::vector<int>& stage : stages) capacity += topo.device_of(stage.back()).memory_gb * 1e9;
+      if (capacity < model_bytes) return std::nullopt;
+      std::optional<Partition> part = partition(stages, b0);
       if (!part) return std::nullopt;
-      shapes.push_back({ranks, *part});
+      shapes.push_back({std::move(stages), std::move(*part)});
     }
     return shapes;
   }
 
-  // Memoised on the device types and links along the pipeline: identical pipelines share it.
-  std::optional<Partition> partition(const std::vector<int>& ranks, int b0) {
+  // Each run of same-type ranks as ceil(run / width) stages of nearly equal size.
+  StageRanks group_into_stages(const std::vector<int>& ranks, int width) const {
     const Topology& topo = cost_.topology();
-    std::string key = std::to_string(b0);
-    for (size_t s = 0; s < ranks.size(); s++) {
-      key += strprintf("|%d", topo.ranks[ranks[s]].device_type);
-      if (s + 1 < ranks.size()) {
-        const int a = topo.ranks[ranks[s]].node, b = topo.ranks[ranks[s + 1]].node;
-        const Link& l = a == b ? topo.nodes[a].link : topo.network;
-        key += strprintf(",%g,%g", l.bandwidth_gbs, l.latency_us);
-      }
+    StageRanks stages;
+    for (size_t begin = 0, end = 0; begin < ranks.size(); begin = end) {
+      const int type = topo.ranks[ranks[begin]].device_type;
+      for (end = begin; end < ranks.size() && topo.ranks[ranks[end]].device_type == type; end++) {}
+      const size_t run = end - begin, count = (run + width - 1) / width;
+      for (size_t k = 0; k < count; k++)
+        stages.emplace_back(ranks.begin() + long(begin + k * run / count), ranks.begin() + long(begin + (k + 1) * run / count));
+    }
+    return stages;
+  }
+
+  // Memoised on what the partition depends on (the device types of each stage and the cost of
+  // each boundary, in a binary key): identical pipelines share it.
+  std::optional<Partition> partition(const StageRanks& stages, int b0) {
+    const Topology& topo = cost_.topology();
+    std::string key;
+    auto append = [&key](auto value) { key.append(reinterpret_cast<const char*>(&value), sizeof value); };
+    append(b0);
+    for (size_t s = 0; s < stages.size(); s++) {
+      append(static_cast<int>(stages[s].size()));
+      for (int r : stages[s]) append(topo.ranks[r].device_type);
+      if (s + 1 < stages.size() && static_cast<int>(std::max(stages[s].size(), stages[s + 1].size())) <= b0)
+        append(cost_.boundary_ms(plan_stage(cost_, stages[s], {0, 1}, b0), plan_stage(cost_, stages[s + 1], {0, 1}, b0), b0));
     }
     auto it = memo_.find(key);
-    if (it == memo_.end()) it = memo_.emplace(key, partition_layers(cost_, ranks, b0)).first;
+    if (it == memo_.end()) it = memo_.emplace(key, partition_layers(cost_, stages, b0)).first;
     return it->second;
   }
 
-  // The best few pipeline counts of one group, by the time to run its share of the batch.
-  std::vector<std::vector<Shape>> group_options(const std::vector<int>& group, int b0, int keep) {
+  // Stage widths worth trying for P pipelines of `group`: 1, powers of two, and the widest
+  // run of one type a pipeline gets, up to max_width (0: no limit).
+  std::vector<int> widths(const std::vector<int>& group, int P, int b0, int max_width) const {
+    int widest = 1;
+    for (int t : group) widest = std::max(widest, (static_cast<int>(by_type_[t].size()) + P - 1) / P);
+    if (max_width > 0) widest = std::min(widest, max_width);
+    widest = std::min(widest, b0);  // every rank of a stage takes at least one sample
+    std::vector<int> out;
+    for (int w = 1; w < widest; w *= 2) out.push_back(w);
+    out.push_back(widest);
+    return out;
+  }
+
+  // The best few (pipeline count, stage width) options of one group, by the time to run its
+  // share of the batch.
+  std::vector<GroupOption> group_options(const std::vector<int>& group, int b0, int keep, int max_width) {
     int n = 0;
     for (int t : group) n += static_cast<int>(by_type_[t].size());
     const int share = std::max(1, int(double(request_.global_batch) * n / cost_.topology().world_size()));
-    std::vector<std::pair<double, std::vector<Shape>>> found;
+    std::vector<std::pair<double, GroupOption>> found;
     double best = 0;
     int since_better = 0;
-    for (int P = n; P >= 1 && since_better < 8; P--) {  // shallowest pipelines first
-      std::optional<std::vector<Shape>> shapes = deal(group, P, b0);
-      if (!shapes) continue;
-      double ms = 0;
-      if (!balance_samples(*shapes, std::max(share, P * b0), b0, &ms)) continue;
-      if (found.empty() || ms < best) {
-        best = ms;
-        since_better = 0;
-      } else {
-        since_better++;
+    // Shallowest pipelines first; stop after 8 feasible pipeline counts without improvement.
+    for (int P = n; P >= 1 && since_better < 8; P--) {
+      bool feasible = false, better = false;
+      for (int width : widths(group, P, b0, max_width)) {
+        std::optional<std::vector<Shape>> shapes = deal(group, P, b0, width);
+        if (!shapes) continue;
+        double ms = 0;
+        if (!balance_samples(*shapes, std::max(share, P * b0), b0, &ms)) continue;
+        feasible = true;
+        if (found.empty() || ms < best) {
+          best = ms;
+          better = true;
+        }
+        found.push_back({ms, {std::move(*shapes), width}});
       }
-      found.emplace_back(ms, std::move(*shapes));
+      if (feasible) since_better = better ? 0 : since_better + 1;
     }
     std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<std::vector<Shape>> out;
+    std::vector<GroupOption> out;
     for (size_t i = 0; i < found.size() && static_cast<int>(i) < keep; i++) out.push_back(std::move(found[i].second));
     return out;
   }
 
-  std::vector<Layout> layouts() {
+  // Every combination of the groups' best options, for every grouping of the device types and
+  // every micro-batch size, with stages of at most max_width ranks (0: no limit); fastest first
+  // by the linear model.
+  std::vector<Layout> layouts(int max_width) {
     std::vector<int> types;
     for (size_t t = 0; t < by_type_.size(); t++)
       if (!by_type_[t].empty()) types.push_back(static_cast<int>(t));
     std::vector<Layout> out;
     for (int b0 : request_.micro_batches) {
       for (const std::vector<std::vector<int>>& groups : type_groupings(types)) {
-        std::vector<std::vector<std::vector<Shape>>> options;
+        std::vector<std::vector<GroupOption>> options;
         for (const std::vector<int>& g : groups) {
-          options.push_back(group_options(g, b0, groups.size() > 2 ? 2 : 3));
+          options.push_back(group_options(g, b0, groups.size() > 2 ? 2 : 3, max_width));
           if (options.back().empty()) break;
         }
         if (options.size() < groups.size() || options.back().empty()) continue;
@@ -227,9 +284,10 @@ class Searcher {
           layout.b0 = b0;
           layout.label = strprintf("hpp b0=%d", b0);
           for (size_t g = 0; g < groups.size(); g++) {
-            const std::vector<Shape>& chosen = options[g][pick[g]];
-            layout.shapes.insert(layout.shapes.end(), chosen.begin(), chosen.end());
-            layout.label += strprintf(" {%s}x%zu", group_name(groups[g]).c_str(), chosen.size());
+            const GroupOption& chosen = options[g][pick[g]];
+            layout.shapes.insert(layout.shapes.end(), chosen.shapes.begin(), chosen.shapes.end());
+            layout.label += strprintf(" {%s}x%zu", group_name(groups[g]).c_str(), chosen.shapes.size());
+            if (chosen.width > 1) layout.label += strprintf(" width %d", chosen.width);
           }
           if (auto samples = balance_samples(layout.shapes, request_.global_batch, b0, &layout.model_ms)) {
             layout.samples = std::move(*samples);
@@ -260,7 +318,7 @@ class Searcher {
     for (int b0 : request_.micro_batches)
       for (int P = 1; P <= g; P++) {
         if (g % P || P > request_.global_batch) continue;
-        std::optional<std::vector<Shape>> shapes = deal(types, P, b0);
+        std::optional<std::vector<Shape>> shapes = deal(types, P, b0, 1);
         if (!shapes) continue;
         out.push_back({strprintf("layer-balanced P=%d b0=%d", P, b0), b0, std::move(*shapes), equal_samples(P, request_.global_batch), 0});
       }
@@ -334,7 +392,9 @@ std::vector<Candidate> finish(const CostModel& cost, const PlanRequest& request,
                               size_t simulate_first) {
   std::vector<Candidate> out;
   for (size_t i = 0; i < layouts.size() && i < simulate_first; i++) {
-    Candidate c = evaluate_plan(cost, make_plan(cost, layouts[i], request.global_batch), layouts[i].label);
+    std::optional<Plan> plan = make_plan(cost, layouts[i], request.global_batch);
+    if (!plan) continue;
+    Candidate c = evaluate_plan(cost, std::move(*plan), layouts[i].label);
     if (std::none_of(out.begin(), out.end(), [&](const Candidate& o) { return same_plan(o.plan, c.plan); }))
       out.push_back(std::move(c));
   }
@@ -345,26 +405,6 @@ std::vector<Candidate> finish(const CostModel& cost, const PlanRequest& request,
 }
 
 }  // namespace
-
-std::vector<int> split_by_speed(int b, const std::vector<double>& speeds) {
-  const int n = static_cast<int>(speeds.size());
-  const double total = std::accumulate(speeds.begin(), speeds.end(), 0.0);
-  std::vector<int> split(n, 1);
-  std::vector<double> remainder(n, 0);
-  int left = b - n;
-  const int base_left = left;
-  for (int i = 0; i < n; i++) {
-    const double want = base_left * speeds[i] / total;
-    split[i] += static_cast<int>(want);
-    left -= static_cast<int>(want);
-    remainder[i] = want - static_cast<int>(want);
-  }
-  std::vector<int> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int c) { return remainder[a] > remainder[c]; });
-  for (int i = 0; left > 0; i = (i + 1) % n, left--) split[order[i]]++;
-  return split;
-}
 
 Candidate evaluate_plan(const CostModel& cost, Plan plan, const std::string& label) {
   Candidate c;
@@ -378,13 +418,19 @@ Candidate evaluate_plan(const CostModel& cost, Plan plan, const std::string& lab
 
 std::vector<Candidate> search_hpp(const CostModel& cost, const PlanRequest& request, const std::string& where) {
   Searcher searcher(cost, request);
-  std::vector<Layout> layouts = searcher.layouts();
   const size_t simulate_first = std::max<size_t>(6, static_cast<size_t>(request.top));
-  std::vector<Candidate> out = finish(cost, request, std::move(layouts), simulate_first);
+  std::vector<Candidate> out = finish(cost, request, searcher.layouts(request.max_stage_width), simulate_first);
+  auto add = [&](std::vector<Candidate> more) {
+    for (Candidate& c : more)
+      if (std::none_of(out.begin(), out.end(), [&](const Candidate& o) { return same_plan(o.plan, c.plan); }))
+        out.push_back(std::move(c));
+  };
+  // Wide stages add options, and the pruning above keeps only the best few by the linear
+  // model: the one-rank-per-stage space is searched on its own too, so that allowing wide
+  // stages never gives a slower plan than forbidding them.
+  if (request.max_stage_width != 1) add(finish(cost, request, searcher.layouts(1), simulate_first));
   // The replicated shape is in HPP's space too (with balanced samples, or the baseline's own).
-  for (Candidate& c : finish(cost, request, searcher.replicated_layouts(), 1 << 20))
-    if (std::none_of(out.begin(), out.end(), [&](const Candidate& o) { return same_plan(o.plan, c.plan); }))
-      out.push_back(std::move(c));
+  add(finish(cost, request, searcher.replicated_layouts(), 1 << 20));
   if (out.empty()) fail_no_plan(cost, request, where);
   std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
     return a.simulation.iteration_ms < b.simulation.iteration_ms;
@@ -410,10 +456,10 @@ Candidate baseline_uniform(const CostModel& cost, const PlanRequest& request, co
       Layout layout{strprintf("uniform depth=%d b0=%d", d, b0), b0, {}, equal_samples(P, request.global_batch), 0};
       bool fits = true;
       for (int k = 0; k < P && fits; k++) {
-        std::vector<int> ranks(d);
-        std::iota(ranks.begin(), ranks.end(), k * d);
-        Shape shape{ranks, uniform_partition(cost, ranks, b0)};
-        for (int s = 0; s < d && fits; s++) fits = stage_fits(cost, ranks, s, shape.part.layers[s], b0);
+        StageRanks stages;
+        for (int s = 0; s < d; s++) stages.push_back({k * d + s});
+        Shape shape{stages, uniform_partition(cost, stages, b0)};
+        for (int s = 0; s < d && fits; s++) fits = StageCost(cost, stages, s, b0).fits(shape.part.layers[s]);
         layout.shapes.push_back(std::move(shape));
       }
       if (fits) layouts.push_back(std::move(layout));

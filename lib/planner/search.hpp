@@ -3,8 +3,10 @@
 //     groups; each group's devices dealt evenly into P pipelines), and how many samples each
 //     pipeline takes so that all finish together (water-filling at sample granularity);
 //   intra-pipeline: layer boundaries by dynamic programming (partition.hpp), memoised on the
-//     pipeline's device sequence, so identical pipelines are solved once;
-//   intra-stage: a stage of several ranks splits each micro-batch by speed (split_by_speed).
+//     pipeline's stage sequence, so identical pipelines are solved once;
+//   intra-stage: each run of one device type in a pipeline is grouped into stages of up to w
+//     ranks (w = 1, 2, 4, ... and the whole run, each tried), and a stage of several ranks
+//     splits every micro-batch among them by speed (stage_cost.hpp).
 // Candidates are ranked by the analytic model; the best few are replayed by the simulator and
 // the fastest simulated plan wins. The output is a pure function of the inputs.
 #pragma once
@@ -21,6 +23,7 @@ struct PlanRequest {
   int global_batch = 0;
   std::vector<int> micro_batches = {1, 2, 4, 8};  // micro-batch sizes to try
   int top = 1;                                     // plans to return, best first
+  int max_stage_width = 0;                         // ranks per stage at most; 0: no limit
 };
 
 struct Candidate {
@@ -40,10 +43,6 @@ Candidate baseline_uniform(const CostModel& cost, const PlanRequest& request, co
 // Metis/AMP style: one pipeline shape replicated (each type's devices dealt evenly), layers
 // balanced by speed, equal samples per pipeline.
 Candidate baseline_layer_balanced(const CostModel& cost, const PlanRequest& request, const std::string& where);
-
-// Samples of a micro-batch of b for ranks of the given speeds (samples per ms), each at least
-// one, proportional to speed, largest remainders first (ties to the lower index).
-std::vector<int> split_by_speed(int b, const std::vector<double>& speeds);
 
 // Simulates a plan and attaches the analytic estimate.
 Candidate evaluate_plan(const CostModel& cost, Plan plan, const std::string& label);

@@ -94,7 +94,9 @@ void run_plan_tool(const PlanToolOptions& o, std::ostream& out) {
     chosen.push_back(evaluate_plan(cost, plan, "evaluate " + o.evaluate));
   } else {
     if (global_batch < 1) fail_input(where, "global_batch", "a positive number of samples (--batch)", std::to_string(global_batch));
-    const PlanRequest request{global_batch, micro_batches, std::max(1, o.top)};
+    if (o.max_stage_width < 0)
+      fail_input("command line", "--max-stage-width", "0 (no limit) or a positive number of ranks", std::to_string(o.max_stage_width));
+    const PlanRequest request{global_batch, micro_batches, std::max(1, o.top), o.max_stage_width};
     if (o.baseline == "uniform") chosen.push_back(baseline_uniform(cost, request, where));
     else if (o.baseline == "layer-balanced") chosen.push_back(baseline_layer_balanced(cost, request, where));
     else if (o.baseline.empty()) chosen = search_hpp(cost, request, where);

@@ -36,6 +36,7 @@ struct PlanToolOptions {
   std::string baseline;                 // "", "uniform" or "layer-balanced"
   std::string evaluate;                 // a plan file to simulate instead of searching
   int top = 1;
+  int max_stage_width = 0;              // 0: no limit; 1: one rank per stage
 };
 // Plans (or evaluates) and prints the summary; writes the chosen plan to options.out.
 void run_plan_tool(const PlanToolOptions& options, std::ostream& out);

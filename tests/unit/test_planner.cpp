@@ -1,6 +1,7 @@
-// The planner: the layer-partition DP against brute force, the memory model against the
-// stage's own allocation, the simulator against hand-computed 1F1B, every emitted plan valid,
-// identical devices planned like Megatron, and bad input named by file and field.
+// The planner: the layer-partition DP against brute force (stages of one and of several ranks),
+// the memory model against the stage's own allocation, the simulator against hand-computed
+// 1F1B, every emitted plan valid, wide stages found where they win, identical devices planned
+// like Megatron, and bad input named by file and field.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -44,19 +45,26 @@ CostModel roofline_cost(const Topology& topo, const GptConfig& model, int T) {
   return CostModel(topo, model, T, profiles_for(topo, model, T, {}, {1, 2, 4, 8}));
 }
 
+// Every other trial has stages of up to 3 ranks of mixed device types, which split each
+// micro-batch by speed.
 TEST(Planner, PartitionEqualsBruteForce) {
   std::mt19937 rng(7);
-  for (int trial = 0; trial < 60; trial++) {
+  for (int trial = 0; trial < 80; trial++) {
     const int L = 2 + static_cast<int>(rng() % 7), S = 1 + static_cast<int>(rng() % std::min(L, 4));
+    const int max_width = trial % 2 ? 3 : 1;
     std::vector<std::pair<double, double>> devices;
-    for (int s = 0; s < S; s++)
-      devices.push_back({0.004 + 0.001 * (rng() % 20), 1.0 + (rng() % 30)});  // some stages memory-bound
+    StageRanks stages(S);
+    for (int s = 0; s < S; s++) {
+      const int width = 1 + static_cast<int>(rng() % max_width);
+      for (int i = 0; i < width; i++) {
+        stages[s].push_back(static_cast<int>(devices.size()));
+        devices.push_back({0.004 + 0.001 * (rng() % 20), 1.0 + (rng() % 30)});  // some stages memory-bound
+      }
+    }
     const Topology topo = one_node(devices, 1 + rng() % 50);
     const GptConfig model = small_model(L);
     const CostModel cost = roofline_cost(topo, model, 16);
-    std::vector<int> ranks(S);
-    for (int s = 0; s < S; s++) ranks[s] = s;
-    const int b = 1 + static_cast<int>(rng() % 4);
+    const int b = max_width + static_cast<int>(rng() % 4);
     // Brute force: every composition of L into S positive parts.
     double best = -1;
     std::vector<int> cut(S + 1, 0);
@@ -66,8 +74,9 @@ TEST(Planner, PartitionEqualsBruteForce) {
         double worst = 0;
         for (int k = 0; k < S; k++) {
           const LayerRange r{cut[k], cut[k + 1]};
-          if (!stage_fits(cost, ranks, k, r, b)) return;
-          worst = std::max(worst, stage_ms(cost, ranks, k, r, b));
+          const StageCost stage(cost, stages, k, b);
+          if (!stage.fits(r)) return;
+          worst = std::max(worst, stage.ms(r));
         }
         if (best < 0 || worst < best) best = worst;
         return;
@@ -78,7 +87,7 @@ TEST(Planner, PartitionEqualsBruteForce) {
       }
     };
     rec(0, 0);
-    const std::optional<Partition> dp = partition_layers(cost, ranks, b);
+    const std::optional<Partition> dp = partition_layers(cost, stages, b);
     ASSERT_EQ(dp.has_value(), best >= 0) << "trial " << trial << " L " << L << " S " << S;
     if (dp) {
       EXPECT_NEAR(dp->max_stage_ms, best, 1e-9 * best) << "trial " << trial << " L " << L << " S " << S;
@@ -149,7 +158,7 @@ struct ScenarioCase {
 };
 
 TEST(Planner, EveryEmittedPlanIsValid) {
-  for (const char* name : {"uneven-17", "a100-t4", "no-uniform-fit", "homogeneous-16"}) {
+  for (const char* name : {"uneven-17", "a100-t4", "no-uniform-fit", "homogeneous-16", "2a100-6t4-b16"}) {
     const Scenario s = load_scenario(std::string("inputs/scenarios/") + name + ".yaml");
     const Topology topo = load_topology(s.topology_path);
     const GptConfig model = load_model_config(s.model_path);
@@ -158,6 +167,9 @@ TEST(Planner, EveryEmittedPlanIsValid) {
     std::vector<Candidate> all = search_hpp(cost, request, s.source);
     ASSERT_FALSE(all.empty());
     const double hpp = all.front().simulation.iteration_ms;
+    const PlanRequest narrow{s.global_batch, s.micro_batches, 1, 1};  // one rank per stage
+    all.push_back(search_hpp(cost, narrow, s.source).front());
+    EXPECT_LE(hpp, all.back().simulation.iteration_ms * (1 + 1e-12)) << name;
     all.push_back(baseline_layer_balanced(cost, request, s.source));
     EXPECT_LE(hpp, all.back().simulation.iteration_ms * (1 + 1e-12)) << name;
     if (std::string(name) != "no-uniform-fit") {
@@ -209,6 +221,50 @@ TEST(Planner, SplitBySpeed) {
   EXPECT_EQ(split_by_speed(8, {1, 1}), (std::vector<int>{4, 4}));
   EXPECT_EQ(split_by_speed(8, {3, 1}), (std::vector<int>{6, 2}));
   EXPECT_EQ(split_by_speed(3, {100, 1, 1}), (std::vector<int>{1, 1, 1}));
+}
+
+// A stage's split follows its devices' layer speed; its time is its slowest rank's.
+TEST(Planner, StageOfSeveralRanks) {
+  const GptConfig model = small_model(4);
+  Topology topo = one_node({{80, 30}, {80, 10}, {80, 10}});
+  topo.device_types[0].memory_bandwidth_gbs = 300;  // device 0: 3x faster in every respect
+  const CostModel cost = roofline_cost(topo, model, 16);
+  EXPECT_EQ(stage_split(cost, {1, 2}, 8), (std::vector<int>{4, 4}));
+  EXPECT_TRUE(stage_split(cost, {0, 1, 2}, 2).empty());  // fewer samples than ranks
+  const std::vector<int> split = stage_split(cost, {0, 1}, 8);
+  ASSERT_EQ(split.size(), 2u);
+  EXPECT_EQ(split[0] + split[1], 8);
+  EXPECT_GT(split[0], split[1]);  // the faster device takes more
+  const StageRanks stages = {{0, 1}};
+  const StageCost stage(cost, stages, 0, 8);
+  const LayerRange all{0, 4};
+  EXPECT_DOUBLE_EQ(stage.ms(all), std::max(cost.compute(0, all, split[0]).total(), cost.compute(1, all, split[1]).total()));
+  const PlanStage planned = plan_stage(cost, {0, 1}, all, 8);
+  EXPECT_EQ(planned.split, split);
+}
+
+// One A100 beside three T4s, a small batch: a pipeline of two stages (the A100, then the T4s
+// sharing their layers' samples) beats every plan of one rank per stage, which must be deep
+// on the T4s and so idles in the bubble.
+TEST(Planner, WideStagesWinWhereTheyShould) {
+  const Scenario s = load_scenario("inputs/scenarios/a100-3t4-b8.yaml");
+  const Topology topo = load_topology(s.topology_path);
+  const GptConfig model = load_model_config(s.model_path);
+  const CostModel cost = roofline_cost(topo, model, s.seq_len);
+  PlanRequest request{s.global_batch, s.micro_batches, 1};
+  const Candidate wide = search_hpp(cost, request, s.source).front();
+  request.max_stage_width = 1;
+  const Candidate narrow = search_hpp(cost, request, s.source).front();
+  EXPECT_NO_THROW(validate_plan(wide.plan, topo, model));
+  auto widest = [](const Plan& plan) {
+    size_t w = 0;
+    for (const PlanPipeline& pipe : plan.pipelines)
+      for (const PlanStage& st : pipe.stages) w = std::max(w, st.ranks.size());
+    return w;
+  };
+  EXPECT_GE(widest(wide.plan), 2u) << wide.label;
+  EXPECT_EQ(widest(narrow.plan), 1u) << narrow.label;
+  EXPECT_LT(wide.simulation.iteration_ms, 0.8 * narrow.simulation.iteration_ms) << wide.label << " vs " << narrow.label;
 }
 
 TEST(Planner, BadInputIsNamed) {

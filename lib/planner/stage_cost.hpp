@@ -1,0 +1,56 @@
+// One stage of a pipeline under the cost model (docs/planner.md, "Intra-stage"). The ranks of a
+// stage hold the same layers and split every micro-batch among them by speed; the stage takes
+// as long as its slowest rank plus the transfers at its boundaries, and fits when every rank's
+// parameters, gradients, AdamW moments and in-flight activations fit its device.
+#pragma once
+
+#include <vector>
+
+#include "lib/planner/cost_model.hpp"
+
+namespace eth::planner {
+
+// A pipeline's devices before layers are assigned: the ranks of each stage, in stage order.
+using StageRanks = std::vector<std::vector<int>>;
+
+// Samples of a micro-batch of b for ranks of the given speeds (samples per ms), each at least
+// one, proportional to speed, largest remainders first (ties to the lower index).
+std::vector<int> split_by_speed(int b, const std::vector<double>& speeds);
+
+// The samples each of `ranks` takes of a micro-batch of b, by the speed of one transformer
+// layer on its device type at micro-batch b. Empty when b < ranks.size(); {b} for one rank.
+std::vector<int> stage_split(const CostModel& cost, const std::vector<int>& ranks, int b);
+
+// Stage s of `stages` at micro-batch b, priced once so that a search can try many layer ranges.
+class StageCost {
+ public:
+  StageCost(const CostModel& cost, const StageRanks& stages, int s, int b);
+
+  bool feasible() const { return !split_.empty(); }  // every rank gets at least one sample
+  const std::vector<int>& split() const { return split_; }
+  // Per micro-batch: the slowest rank's forward + backward of `layers`, plus one activation and
+  // one gradient transfer at each boundary.
+  double ms(LayerRange layers) const;
+  // Every rank fits its device with the activations of S - s micro-batches in flight (1F1B).
+  bool fits(LayerRange layers) const;
+
+ private:
+  // The stage's ranks, one per distinct (device type, samples): the others cost the same.
+  struct Member {
+    int type;
+    int samples;
+    ProfileEntry costs;  // at `samples`
+  };
+  const CostModel& cost_;
+  std::vector<int> split_;
+  std::vector<Member> members_;
+  double link_ms_ = 0;
+  // Memory depends on a range's layer count and on whether it holds the embedding (first) or
+  // the head (last): the most layers that fit, indexed [first][last].
+  int max_layers_[2][2] = {{0, 0}, {0, 0}};
+};
+
+// The plan's stage: ranks, layers and (for several ranks) their split of a micro-batch of b.
+PlanStage plan_stage(const CostModel& cost, const std::vector<int>& ranks, LayerRange layers, int b);
+
+}  // namespace eth::planner
