@@ -14,7 +14,9 @@
 #      2-rank run (the last repetition's profile is kept as inputs/profiles/cpu-core-demo-T64.yaml);
 #   2. plan: eth_plan --top 4 writes the planner's choice to inputs/plans/workstation-2cpu-demo.yaml
 #      (its predicted.iteration_ms is the prediction); eth_plan --evaluate simulates the hand-written
-#      depth-2 plan inputs/plans/workstation-2cpu-demo-depth2.yaml (1 pipeline, 2 stages, 4x4 1F1B);
+#      depth-2 plan inputs/plans/workstation-2cpu-demo-depth2.yaml (1 pipeline, 2 stages, 4x4 1F1B)
+#      and the one-stage plan inputs/plans/workstation-2cpu-demo-wide.yaml (both ranks in one
+#      stage, each micro-batch of 8 split 4:4, 2 micro-batches);
 #   3. run: eth_train, STEPS steps (default 10), once per plan; a run's measured iteration is the
 #      median step ms without the first WARMUP (default 2) steps;
 #   steps 1-3 are repeated RUNS times (default 3) back to back, so that each prediction and the
@@ -38,7 +40,7 @@ T=64
 BATCH=16
 PROFILE=inputs/profiles/cpu-core-demo-T64.yaml
 BEST=inputs/plans/workstation-2cpu-demo.yaml
-DEPTH2=inputs/plans/workstation-2cpu-demo-depth2.yaml
+HAND_PLANS=(depth2 wide)   # inputs/plans/workstation-2cpu-demo-NAME.yaml
 WORK=${WORK:-$(mktemp -d)}   # profiles, plans, logs and metrics of every run stay here
 mkdir -p "$WORK"
 LOG=$WORK/log.txt
@@ -89,11 +91,13 @@ for r in $(seq 1 "$RUNS"); do
   say "== repetition $r: 2. plan"
   "$BUILD/app/eth_plan" --topology "$TOPO_RUN" --model "$MODEL" --batch $BATCH --seq-len $T --top 4 \
     --profile "$WORK/profile-$r.yaml" --out "$WORK/best-$r.yaml" | tee -a "$LOG"
-  "$BUILD/app/eth_plan" --evaluate "$DEPTH2" --topology "$TOPO_RUN" --model "$MODEL" --seq-len $T \
-    --profile "$WORK/profile-$r.yaml" | tee "$WORK/depth2-eval-$r.txt" | tee -a "$LOG"
+  for name in "${HAND_PLANS[@]}"; do
+    "$BUILD/app/eth_plan" --evaluate "inputs/plans/workstation-2cpu-demo-$name.yaml" --topology "$TOPO_RUN" \
+      --model "$MODEL" --seq-len $T --profile "$WORK/profile-$r.yaml" | tee "$WORK/$name-eval-$r.txt" | tee -a "$LOG"
+  done
   say "== repetition $r: 3. run"
-  for name in best depth2; do
-    plan=$WORK/best-$r.yaml; [ $name = depth2 ] && plan=$DEPTH2
+  for name in best "${HAND_PLANS[@]}"; do
+    plan=inputs/plans/workstation-2cpu-demo-$name.yaml; [ $name = best ] && plan=$WORK/best-$r.yaml
     say "-- $name run $r ($(cat /proc/loadavg))"
     mpirun -np 2 --bind-to core "$BUILD/app/eth_train" --topology "$TOPO_RUN" --plan "$plan" --model "$MODEL" \
       --train-data inputs/data/kjv_train.bin --seq-len $T --steps "$STEPS" --output-dir "$WORK/$name-$r" \
@@ -114,7 +118,7 @@ med = statistics.median
 def predicted(kind, r):
     if kind == "best":
         return float(re.search(r"iteration_ms:\s*([0-9.eE+-]+)", open(f"{work}/best-{r}.yaml").read()).group(1))
-    return float(re.search(r"iteration: simulated ([0-9.]+) ms", open(f"{work}/depth2-eval-{r}.txt").read()).group(1))
+    return float(re.search(r"iteration: simulated ([0-9.]+) ms", open(f"{work}/{kind}-eval-{r}.txt").read()).group(1))
 
 def shape(r):  # the planner's choice, in words
     pipes = open(f"{work}/best-{r}.yaml").read().split("- micro_batch:")[1:]
@@ -137,7 +141,8 @@ out = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
                  "method": "per repetition: profile, plan, run each plan once; medians over repetitions"},
        "plans": []}
 for kind, label in [("best", "planner's choice (eth_plan --top 4, #1)"),
-                    ("depth2", "1 pipeline of depth 2, 4x4 (inputs/plans/workstation-2cpu-demo-depth2.yaml, --evaluate)")]:
+                    ("depth2", "1 pipeline of depth 2, 4x4 (inputs/plans/workstation-2cpu-demo-depth2.yaml, --evaluate)"),
+                    ("wide", "1 stage of both ranks, 8 split 4:4, x2 (inputs/plans/workstation-2cpu-demo-wide.yaml, --evaluate)")]:
     reps = []
     for r in range(1, runs + 1):
         ms, parts = measured(kind, r)

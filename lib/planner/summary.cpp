@@ -1,5 +1,6 @@
 #include "lib/planner/summary.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -28,25 +29,49 @@ Scenario load_scenario(const std::string& path) {
   return s;
 }
 
+namespace {
+
+// "4" or "1-3" (consecutive) or "0,2,5".
+std::string rank_list(const std::vector<int>& ranks) {
+  bool consecutive = true;
+  for (size_t i = 1; i < ranks.size(); i++) consecutive = consecutive && ranks[i] == ranks[i - 1] + 1;
+  if (consecutive && ranks.size() > 1) return strprintf("%d-%d", ranks.front(), ranks.back());
+  std::string out;
+  for (size_t i = 0; i < ranks.size(); i++) out += strprintf("%s%d", i ? "," : "", ranks[i]);
+  return out;
+}
+
+// "A100-80GB", "3x T4-16GB" or "A100-80GB,T4-16GB".
+std::string device_list(const Topology& topo, const std::vector<int>& ranks) {
+  const std::string& first = topo.device_of(ranks.front()).name;
+  const bool same = std::all_of(ranks.begin(), ranks.end(), [&](int r) { return topo.device_of(r).name == first; });
+  if (same) return ranks.size() == 1 ? first : strprintf("%zux %s", ranks.size(), first.c_str());
+  std::string out;
+  for (size_t i = 0; i < ranks.size(); i++) out += strprintf("%s%s", i ? "," : "", topo.device_of(ranks[i]).name.c_str());
+  return out;
+}
+
+}  // namespace
+
 void print_summary(std::ostream& out, const CostModel& cost, const Candidate& c) {
   const Topology& topo = cost.topology();
   out << strprintf("plan: %s\n", c.label.c_str());
-  out << strprintf("%-4s %-6s %-5s %-12s %-12s %-8s %-8s %s\n", "pipe", "stage", "ranks", "device", "layers",
-                   "samples", "mb x m", "memory GB / device GB");
+  out << strprintf("%-4s %-6s %-7s %-16s %-12s %-8s %-8s %-8s %s\n", "pipe", "stage", "ranks", "devices", "layers",
+                   "samples", "mb x m", "split", "memory GB / device GB (fullest rank)");
   for (size_t p = 0; p < c.plan.pipelines.size(); p++) {
     const PlanPipeline& pipe = c.plan.pipelines[p];
     for (size_t s = 0; s < pipe.stages.size(); s++) {
       const PlanStage& st = pipe.stages[s];
-      std::string ranks, devices, memory;
-      for (size_t i = 0; i < st.ranks.size(); i++) {
-        ranks += strprintf("%s%d", i ? "," : "", st.ranks[i]);
-        devices += strprintf("%s%s", i ? "," : "", topo.device_of(st.ranks[i]).name.c_str());
-        memory += strprintf("%s%.2f/%g", i ? "," : "", c.estimate.memory_gb[st.ranks[i]], topo.device_of(st.ranks[i]).memory_gb);
-      }
-      out << strprintf("%-4s %-6zu %-5s %-12s [%3d, %3d)   %-8s %-8s %s\n", s == 0 ? std::to_string(p).c_str() : "", s,
-                       ranks.c_str(), devices.c_str(), st.layers.begin, st.layers.end,
+      std::string split;
+      for (size_t i = 0; i < st.split.size(); i++) split += strprintf("%s%d", i ? ":" : "", st.split[i]);
+      const int fullest = *std::max_element(st.ranks.begin(), st.ranks.end(), [&](int a, int b) {
+        return c.estimate.memory_gb[a] / topo.device_of(a).memory_gb < c.estimate.memory_gb[b] / topo.device_of(b).memory_gb;
+      });
+      out << strprintf("%-4s %-6zu %-7s %-16s [%3d, %3d)   %-8s %-8s %-8s %.2f/%g\n", s == 0 ? std::to_string(p).c_str() : "", s,
+                       rank_list(st.ranks).c_str(), device_list(topo, st.ranks).c_str(), st.layers.begin, st.layers.end,
                        s == 0 ? std::to_string(pipe.samples()).c_str() : "",
-                       s == 0 ? strprintf("%dx%d", pipe.micro_batch, pipe.micro_batches).c_str() : "", memory.c_str());
+                       s == 0 ? strprintf("%dx%d", pipe.micro_batch, pipe.micro_batches).c_str() : "", split.c_str(),
+                       c.estimate.memory_gb[fullest], topo.device_of(fullest).memory_gb);
     }
     out << strprintf("     pipeline %zu: analytic %.2f ms, simulated %.2f ms\n", p, c.estimate.pipeline_ms[p],
                      c.simulation.pipeline_ms[p]);
