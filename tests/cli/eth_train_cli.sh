@@ -9,35 +9,10 @@ src=$2
 source "$src/scripts/env.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-failures=0
-passes=0
+source "$src/tests/cli/cli_checks.sh"
 
 train() {
   OMP_NUM_THREADS=1 timeout 120 mpirun -np 1 "$build/app/eth_train" "$@"
-}
-
-check() {  # check NAME CONDITION-STATUS MESSAGE
-  if [ "$2" -eq 0 ]; then passes=$((passes + 1)); echo "ok: $1"; else failures=$((failures + 1)); echo "FAIL: $1: $3"; fi
-}
-
-# One error line naming every fragment, and a non-zero exit.
-expect_error() {
-  local name=$1; shift
-  local fragments=()
-  while [ "$1" != "--" ]; do fragments+=("$1"); shift; done
-  shift
-  train "$@" >"$work/out" 2>"$work/err"
-  local rc=$?
-  local lines
-  lines=$(grep -c "eth_train: error:" "$work/err")
-  local ok=0 why=""
-  [ "$rc" -ne 0 ] || { ok=1; why="exit status 0"; }
-  [ "$rc" -ne 124 ] || { ok=1; why="timed out"; }
-  [ "$lines" -eq 1 ] || { ok=1; why="$lines error lines: $(cat "$work/err")"; }
-  for f in "${fragments[@]}"; do
-    grep -qF -- "$f" "$work/err" || { ok=1; why="no '$f' in: $(cat "$work/err")"; }
-  done
-  check "$name" $ok "$why"
 }
 
 data="$src/inputs/data"
@@ -73,21 +48,21 @@ PY
 check "the loss falls" $? "$(grep '"loss"' "$work/run/metrics.jsonl" | head -1) ... $(grep '"loss"' "$work/run/metrics.jsonl" | tail -1)"
 
 common=(--seq-len 16 --batch 8 --micro-batch 4 --steps 1 --output-dir "$work/bad")
-expect_error "missing model field" "$work/noheads.yaml" "num_heads" "expected an integer in [1, " -- \
+expect_one_error eth_train "missing model field" "$work/noheads.yaml" "num_heads" "expected an integer in [1, " -- train \
   --model "$work/noheads.yaml" --train-data "$work/ok.bin" "${common[@]}"
-expect_error "missing model file" "$work/absent.yaml" "file" -- \
+expect_one_error eth_train "missing model file" "$work/absent.yaml" "file" -- train \
   --model "$work/absent.yaml" --train-data "$work/ok.bin" "${common[@]}"
-expect_error "wrong shard magic" "$work/magic.bin" "magic" "expected 20240520" -- \
+expect_one_error eth_train "wrong shard magic" "$work/magic.bin" "magic" "expected 20240520" -- train \
   --model "$tiny" --train-data "$work/magic.bin" "${common[@]}"
-expect_error "truncated shard" "$work/short.bin" "size" -- \
+expect_one_error eth_train "truncated shard" "$work/short.bin" "size" -- train \
   --model "$tiny" --train-data "$work/short.bin" "${common[@]}"
-expect_error "token id beyond the vocabulary" "$work/vocab.bin" "token 100" "below vocab_size 97" -- \
+expect_one_error eth_train "token id beyond the vocabulary" "$work/vocab.bin" "token 100" "below vocab_size 97" -- train \
   --model "$tiny" --train-data "$work/vocab.bin" "${common[@]}"
-expect_error "sequence longer than the model's" "--seq-len" "max_seq_len = 16" -- \
+expect_one_error eth_train "sequence longer than the model's" "--seq-len" "max_seq_len = 16" -- train \
   --model "$tiny" --train-data "$work/ok.bin" --seq-len 32 --steps 1 --output-dir "$work/bad"
-expect_error "batch not a multiple of the micro-batch" "--batch" "multiple of --micro-batch (4)" -- \
+expect_one_error eth_train "batch not a multiple of the micro-batch" "--batch" "multiple of --micro-batch (4)" -- train \
   --model "$tiny" --train-data "$work/ok.bin" --seq-len 16 --batch 10 --micro-batch 4 --output-dir "$work/bad"
-expect_error "unknown option" "command line" "--bogus" -- --model "$tiny" --train-data "$work/ok.bin" --bogus 1
+expect_one_error eth_train "unknown option" "command line" "--bogus" -- train --model "$tiny" --train-data "$work/ok.bin" --bogus 1
 
 # eth_topo with 4 ranks writes a topology that eth_train then runs a plan on.
 OMP_NUM_THREADS=1 timeout 120 mpirun -np 4 "$build/app/eth_topo" -o "$work/topo.yaml" >"$work/out" 2>&1
@@ -96,15 +71,13 @@ OMP_NUM_THREADS=1 timeout 120 mpirun -np 4 "$build/app/eth_train" --model "$src/
   --topology "$work/topo.yaml" --plan "$src/tests/mpi/plans/split-stage-4.yaml" --train-data "$work/ok.bin" \
   --seq-len 16 --steps 2 --output-dir "$work/topo-run" >"$work/out" 2>&1
 check "eth_train runs a plan on eth_topo's topology" $? "$(tail -5 "$work/out")"
-expect_error "a plan for more ranks than the job has" "topo.yaml" "nodes" "devices for the 1 ranks of this job" "got 4 devices" -- \
+expect_one_error eth_train "a plan for more ranks than the job has" "topo.yaml" "nodes" "devices for the 1 ranks of this job" "got 4 devices" -- train \
   --model "$src/inputs/models/tiny-4l.yaml" --topology "$work/topo.yaml" --plan "$src/tests/mpi/plans/split-stage-4.yaml" \
   --train-data "$work/ok.bin" --seq-len 16 --steps 1 --output-dir "$work/bad"
-OMP_NUM_THREADS=1 timeout 120 mpirun -np 4 "$build/app/eth_train" --model "$src/inputs/models/tiny.yaml" \
+expect_one_error eth_train "a plan that does not fit the model: one line from 4 ranks, exit non-zero" \
+  "split-stage-4.yaml: pipelines[0].stages[1].layers" -- \
+  env OMP_NUM_THREADS=1 timeout 120 mpirun -np 4 "$build/app/eth_train" --model "$src/inputs/models/tiny.yaml" \
   --topology "$work/topo.yaml" --plan "$src/tests/mpi/plans/split-stage-4.yaml" --train-data "$work/ok.bin" \
-  --seq-len 16 --steps 1 --output-dir "$work/bad" >"$work/out" 2>"$work/err"
-rc=$?
-[ "$rc" -ne 0 ] && [ "$(grep -c "eth_train: error:" "$work/err")" -eq 1 ] && grep -q "split-stage-4.yaml: pipelines\[0\].stages\[1\].layers" "$work/err"
-check "a plan that does not fit the model: one line from 4 ranks, all exit non-zero" $? "exit $rc: $(cat "$work/err")"
+  --seq-len 16 --steps 1 --output-dir "$work/bad"
 
-echo "$passes passed, $failures failed"
-[ "$failures" -eq 0 ]
+finish

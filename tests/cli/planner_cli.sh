@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# eth_profile and eth_plan end to end: two ranks profile this machine in lockstep (rank 0 alone
+# writes), eth_plan plans with that profile, and eth_train runs the plan as written; each kind
+# of bad input ends with one error line naming the file or option, and a non-zero exit.
+# Usage: planner_cli.sh BUILD_DIR SOURCE_DIR
+set -uo pipefail
+build=$1
+src=$2
+source "$src/scripts/env.sh"
+export OMP_NUM_THREADS=1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+source "$src/tests/cli/cli_checks.sh"
+
+model="$src/inputs/models/tiny-4l.yaml"
+topology="$src/tests/mpi/plans/cpu-2nodes-4.yaml"   # 4 ranks of device type cpu-rank
+profile() { timeout 120 mpirun -np 2 "$build/app/eth_profile" "$@"; }
+plan() { timeout 120 "$build/app/eth_plan" "$@"; }
+
+profile --model "$model" --seq-len 16 --device-type cpu-rank --micro-batches 1 2 --repetitions 2 \
+  --out "$work/profile.yaml" >"$work/out" 2>&1
+check "two ranks profile in lockstep" $? "$(cat "$work/out")"
+[ "$(grep -c '^wrote' "$work/out")" -eq 1 ] && grep -q "method: measured" "$work/profile.yaml"
+check "rank 0 alone writes the measured profile" $? "$(cat "$work/out")"
+
+plan --topology "$topology" --model "$model" --batch 8 --seq-len 16 --profile "$work/profile.yaml" \
+  --out "$work/plan.yaml" >"$work/out" 2>&1
+check "eth_plan plans with it" $? "$(cat "$work/out")"
+grep -q "profile cpu-rank *measured" "$work/out"
+check "the plan uses the measured profile, not an estimate" $? "$(head -3 "$work/out")"
+/usr/bin/python3 - "$work/data.bin" <<'PY'
+import sys, numpy as np
+h = np.zeros(256, dtype=np.int32); h[0], h[1], h[2] = 20240520, 1, 4000
+open(sys.argv[1], "wb").write(h.tobytes() + (np.arange(4000) * 31 % 97).astype(np.uint16).tobytes())
+PY
+timeout 120 mpirun -np 4 "$build/app/eth_train" --model "$model" --topology "$topology" --plan "$work/plan.yaml" \
+  --train-data "$work/data.bin" --seq-len 16 --steps 2 --output-dir "$work/run" >"$work/out" 2>&1
+check "eth_train runs the plan as written" $? "$(tail -5 "$work/out")"
+
+expect_one_error eth_profile "profile: sequence longer than the model's, from 2 ranks" "--seq-len" "max_seq_len" -- \
+  profile --model "$model" --seq-len 64 --out "$work/bad.yaml"
+expect_one_error eth_profile "profile: no model" "--model" -- profile --seq-len 16
+expect_one_error eth_plan "plan: negative stage width" "--max-stage-width" "-1" -- \
+  plan --topology "$topology" --model "$model" --batch 8 --seq-len 16 --max-stage-width -1
+expect_one_error eth_plan "plan: a batch of no samples" "global_batch" "a positive number of samples" -- \
+  plan --topology "$topology" --model "$model" --batch 0 --seq-len 16
+expect_one_error eth_plan "plan: unknown baseline" "--baseline" "layer-balanced" -- \
+  plan --topology "$topology" --model "$model" --batch 8 --seq-len 16 --baseline fastest
+sed 's/method: measured/method: guessed/' "$work/profile.yaml" >"$work/guessed.yaml"
+expect_one_error eth_plan "plan: malformed profile" "$work/guessed.yaml" "method" -- \
+  plan --topology "$topology" --model "$model" --batch 8 --seq-len 16 --profile "$work/guessed.yaml"
+
+finish
