@@ -208,7 +208,7 @@ class Searcher {
     for (size_t s = 0; s < stages.size(); s++) {
       append(static_cast<int>(stages[s].size()));
       for (int r : stages[s]) append(topo.ranks[r].device_type);
-      if (s + 1 < stages.size() && static_cast<int>(std::max(stages[s].size(), stages[s + 1].size())) <= b0)
+      if (s + 1 < stages.size())  // stages are at most b0 wide (widths()), so every rank has samples
         append(cost_.boundary_ms(plan_stage(cost_, stages[s], {0, 1}, b0), plan_stage(cost_, stages[s + 1], {0, 1}, b0), b0));
     }
     auto it = memo_.find(key);
@@ -217,12 +217,13 @@ class Searcher {
   }
 
   // Stage widths worth trying for P pipelines of `group`: 1, powers of two, and the widest
-  // run of one type a pipeline gets, up to max_width (0: no limit).
+  // run of one type a pipeline gets, up to max_width (0: no limit) and b0 (every rank of a
+  // stage takes at least one sample of a micro-batch).
   std::vector<int> widths(const std::vector<int>& group, int P, int b0, int max_width) const {
     int widest = 1;
     for (int t : group) widest = std::max(widest, (static_cast<int>(by_type_[t].size()) + P - 1) / P);
     if (max_width > 0) widest = std::min(widest, max_width);
-    widest = std::min(widest, b0);  // every rank of a stage takes at least one sample
+    widest = std::min(widest, b0);
     std::vector<int> out;
     for (int w = 1; w < widest; w *= 2) out.push_back(w);
     out.push_back(widest);
@@ -374,8 +375,9 @@ class Searcher {
   const int min_pipelines = (world + L - 1) / L;
   if (request.global_batch < min_pipelines)
     fail_input(where, "global_batch",
-               strprintf("at least %d samples: %d devices need at least %d pipelines of at most %d stages (one per layer), "
-                         "and every pipeline at least one sample", min_pipelines, world, min_pipelines, L),
+               strprintf("at least %d samples: each of the %d devices takes at least one sample of its pipeline's "
+                         "micro-batches, and a pipeline of n samples has at most %d stages (one per layer) of at most "
+                         "n ranks each", min_pipelines, world, L),
                std::to_string(request.global_batch));
   double largest = 0;
   std::string name;
@@ -388,12 +390,15 @@ class Searcher {
              "no grouping of the devices into pipelines whose every stage fits memory");
 }
 
+// Plans of the first `simulate_first` layouts that make one (a pipeline whose sample count has no
+// micro-batch at least as wide as its widest stage makes none), simulated, fastest first.
 std::vector<Candidate> finish(const CostModel& cost, const PlanRequest& request, std::vector<Layout> layouts,
                               size_t simulate_first) {
   std::vector<Candidate> out;
-  for (size_t i = 0; i < layouts.size() && i < simulate_first; i++) {
+  for (size_t i = 0, made = 0; i < layouts.size() && made < simulate_first; i++) {
     std::optional<Plan> plan = make_plan(cost, layouts[i], request.global_batch);
     if (!plan) continue;
+    made++;
     Candidate c = evaluate_plan(cost, std::move(*plan), layouts[i].label);
     if (std::none_of(out.begin(), out.end(), [&](const Candidate& o) { return same_plan(o.plan, c.plan); }))
       out.push_back(std::move(c));

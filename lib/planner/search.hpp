@@ -27,7 +27,7 @@ struct PlanRequest {
 };
 
 struct Candidate {
-  std::string label;       // how it was built, e.g. "hpp groups {A100}{V100} P=4,2 b=4"
+  std::string label;       // how it was built, e.g. "hpp b0=4 {A100-80GB}x2 {T4-16GB}x1 width 3"
   Plan plan;
   Estimate estimate;       // analytic model
   Simulation simulation;   // event replay

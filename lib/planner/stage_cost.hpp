@@ -13,8 +13,9 @@ namespace eth::planner {
 // A pipeline's devices before layers are assigned: the ranks of each stage, in stage order.
 using StageRanks = std::vector<std::vector<int>>;
 
-// Samples of a micro-batch of b for ranks of the given speeds (samples per ms), each at least
-// one, proportional to speed, largest remainders first (ties to the lower index).
+// Samples of a micro-batch of b >= speeds.size() for ranks of the given speeds (samples per
+// ms), each at least one, proportional to speed, largest remainders first (ties to the lower
+// index).
 std::vector<int> split_by_speed(int b, const std::vector<double>& speeds);
 
 // The samples each of `ranks` takes of a micro-batch of b, by the speed of one transformer
@@ -28,10 +29,11 @@ class StageCost {
 
   bool feasible() const { return !split_.empty(); }  // every rank gets at least one sample
   const std::vector<int>& split() const { return split_; }
-  // Per micro-batch: the slowest rank's forward + backward of `layers`, plus one activation and
-  // one gradient transfer at each boundary.
+  // Per micro-batch: the slowest rank's forward + backward of `layers`, plus one transfer
+  // across each of its boundaries.
   double ms(LayerRange layers) const;
-  // Every rank fits its device with the activations of S - s micro-batches in flight (1F1B).
+  // Every rank fits its device with the activations of S - s micro-batches in flight: 1F1B
+  // keeps min(S - s, m), but m is not known until samples are balanced, so this is the bound.
   bool fits(LayerRange layers) const;
 
  private:

@@ -10,6 +10,7 @@
 #include "lib/planner/measure.hpp"
 #include "lib/strprintf.hpp"
 #include "lib/yaml_fields.hpp"
+#include "mpi_topology/mpi_session.hpp"
 
 namespace eth::planner {
 namespace fs = std::filesystem;
@@ -51,6 +52,15 @@ std::string device_list(const Topology& topo, const std::vector<int>& ranks) {
   return out;
 }
 
+// --micro-batches: positive sizes, strictly ascending (a profile's entries are).
+void check_micro_batches(const std::vector<int>& sizes) {
+  std::string given;
+  for (int b : sizes) given += strprintf("%s%d", given.empty() ? "" : " ", b);
+  for (size_t i = 0; i < sizes.size(); i++)
+    if (sizes[i] < 1 || (i > 0 && sizes[i] <= sizes[i - 1]))
+      fail_input("command line", "--micro-batches", "positive sample counts in ascending order", given);
+}
+
 }  // namespace
 
 void print_summary(std::ostream& out, const CostModel& cost, const Candidate& c) {
@@ -86,6 +96,7 @@ void run_plan_tool(const PlanToolOptions& o, std::ostream& out) {
   std::string topology_path = o.topology, model_path = o.model;
   int global_batch = o.global_batch, seq_len = o.seq_len;
   std::vector<int> micro_batches = o.micro_batches;
+  check_micro_batches(micro_batches);
   std::string where = "command line";
   if (!o.scenario.empty()) {
     const Scenario s = load_scenario(o.scenario);
@@ -142,11 +153,14 @@ void run_plan_tool(const PlanToolOptions& o, std::ostream& out) {
 
 void run_profile_tool(const ProfileToolOptions& o, MPI_Comm ranks, std::ostream& out) {
   int rank = 0;
-  MPI_Comm_rank(ranks, &rank);
+  MPI_CHECK(MPI_Comm_rank(ranks, &rank));
   if (o.model.empty()) fail_input("command line", "--model", "a model YAML", "none");
   const GptConfig model = load_model_config(o.model);
   if (o.seq_len < 1 || o.seq_len > model.max_seq_len)
     fail_input("command line", "--seq-len", strprintf("1 .. %d, the model's max_seq_len", model.max_seq_len), std::to_string(o.seq_len));
+  check_micro_batches(o.micro_batches);
+  if (o.repetitions < 1)
+    fail_input("command line", "--repetitions", "at least 1 timed run per measurement", std::to_string(o.repetitions));
   auto name = [&](const std::string& device) { return strprintf("%s-%s-T%d.yaml", device.c_str(), model.name.c_str(), o.seq_len); };
   if (!o.estimate_topology.empty()) {
     const Topology topo = load_topology(o.estimate_topology);

@@ -40,6 +40,12 @@ check "eth_train runs the plan as written" $? "$(tail -5 "$work/out")"
 expect_one_error eth_profile "profile: sequence longer than the model's, from 2 ranks" "--seq-len" "max_seq_len" -- \
   profile --model "$model" --seq-len 64 --out "$work/bad.yaml"
 expect_one_error eth_profile "profile: no model" "--model" -- profile --seq-len 16
+expect_one_error eth_profile "profile: no timed runs" "--repetitions" "at least 1" -- \
+  profile --model "$model" --seq-len 16 --repetitions 0 --out "$work/bad.yaml"
+expect_one_error eth_profile "profile: micro-batch sizes out of order" "--micro-batches" "ascending" "2 1" -- \
+  profile --model "$model" --seq-len 16 --micro-batches 2 1 --out "$work/bad.yaml"
+expect_one_error eth_plan "plan: a micro-batch of no samples" "--micro-batches" "positive" -- \
+  plan --topology "$topology" --model "$model" --batch 8 --seq-len 16 --micro-batches 0
 expect_one_error eth_plan "plan: negative stage width" "--max-stage-width" "-1" -- \
   plan --topology "$topology" --model "$model" --batch 8 --seq-len 16 --max-stage-width -1
 expect_one_error eth_plan "plan: a batch of no samples" "global_batch" "a positive number of samples" -- \
