@@ -40,6 +40,9 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o, bool print_help)
       ("output-dir", po::value(&o.output_dir)->default_value(o.output_dir), "where metrics.jsonl is written")
       ("trace", po::value(&o.trace_path), "write a Chrome trace of every rank to this file")
       ("save-params", po::value(&o.save_params_path), "write the whole model after the last step (raw float32, one-stage layout)")
+      ("checkpoint-every", po::value(&o.checkpoint_every)->default_value(o.checkpoint_every),
+       "HDF5 checkpoint OUTPUT_DIR/checkpoints/step_N.h5 every N steps and after the last (0: none)")
+      ("resume", po::value(&o.resume_path), "continue from this checkpoint, under any plan of the same model")
       ("fail-at", po::value(&fail_at), "STEP:RANK: that rank throws at that step (fault-handling tests)");
   try {
     if (!eth::parse_command_line(argc, argv, desc, print_help)) return false;

@@ -29,6 +29,12 @@ class AdamW {
   int steps_taken() const { return step_; }
   const AdamWConfig& config() const { return config_; }
 
+  // The moments, for checkpoints: (layout.size()) each, device memory.
+  float* first_moments() { return m_.data(); }
+  float* second_moments() { return v_.data(); }
+  // Resuming from a checkpoint: the bias corrections continue from here.
+  void set_steps_taken(int steps) { step_ = steps; }
+
  private:
   const ParamLayout& layout_;
   AdamWConfig config_;

@@ -7,6 +7,12 @@
 namespace eth {
 namespace {
 
+const ParamTensor* find_tensor(const ParamLayout& layout, const std::string& name) {
+  for (const ParamTensor& t : layout.tensors())
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
 // Message tags: micro-batch i's activations travel as 2i, its gradients as 2i + 1. Messages
 // between two ranks with one tag never overtake each other, so steps need no tag of their own.
 int activation_tag(int micro_batch) { return 2 * micro_batch; }
@@ -28,7 +34,17 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
       stage_(model, pipe_.stages[ctx.role.stage].layers, ctx.role.samples, seq_len, slots_, backend),
       optimizer_(stage_.layout(), adamw, backend),
       sync_(ctx, stage_.layout(), sync),
-      actions_(one_f_one_b(pipe_, ctx.role.stage)) {
+      actions_(one_f_one_b(pipe_, ctx.role.stage)),
+      whole_(model, {0, model.num_layers}) {
+  // Every rank can see every stage's layout: the owner of a tensor is the lowest rank holding it.
+  std::vector<ParamLayout> layouts;
+  for (const RankRole& role : rank_roles(plan, ctx.world_size))
+    layouts.emplace_back(model, plan.pipelines[role.pipeline].stages[role.stage].layers);
+  for (const ParamTensor& t : whole_.tensors()) {
+    int owner = 0;
+    while (find_tensor(layouts[owner], t.name) == nullptr) owner++;
+    owners_.push_back(owner);
+  }
   std::vector<float> host(stage_.layout().size());
   init_gpt2_parameters(model, stage_.layout(), seed, host.data());
   backend.copy_to_device(stage_.params(), host.data(), host.size() * sizeof(float));
@@ -206,33 +222,59 @@ double PipelineRuntime::evaluate(SampleStream& val, int samples) {
 }
 
 void PipelineRuntime::gather_parameters(float* full) {
-  const ParamLayout whole(model_, {0, model_.num_layers});
-  // Every rank can see every stage's layout: the owner of a tensor is the lowest rank holding it.
-  std::vector<ParamLayout> layouts;
-  for (const RankRole& role : rank_roles(plan_, ctx_.world_size))
-    layouts.emplace_back(model_, plan_.pipelines[role.pipeline].stages[role.stage].layers);
-  auto find = [](const ParamLayout& layout, const std::string& name) -> const ParamTensor* {
-    for (const ParamTensor& t : layout.tensors())
-      if (t.name == name) return &t;
-    return nullptr;
-  };
   std::vector<float> host;
-  int tag = 0;
-  for (const ParamTensor& t : whole.tensors()) {
-    int owner = 0;
-    while (find(layouts[owner], t.name) == nullptr) owner++;
+  for (size_t i = 0; i < whole_.tensors().size(); i++) {
+    const ParamTensor& t = whole_.tensors()[i];
+    const int owner = owners_[i], tag = static_cast<int>(i);
     if (owner == ctx_.world_rank) {
-      const ParamTensor* mine = find(stage_.layout(), t.name);
       host.resize(t.size);
-      backend_.copy_to_host(host.data(), stage_.params() + mine->offset, t.size * sizeof(float));
+      backend_.copy_to_host(host.data(), stage_.params() + find_tensor(stage_.layout(), t.name)->offset, t.size * sizeof(float));
       if (owner == 0) std::copy(host.begin(), host.end(), full + t.offset);
       else MPI_CHECK(MPI_Send(host.data(), static_cast<int>(t.size), MPI_FLOAT, 0, tag, MPI_COMM_WORLD));
     } else if (ctx_.world_rank == 0) {
       MPI_CHECK(MPI_Recv(full + t.offset, static_cast<int>(t.size), MPI_FLOAT, owner, tag, MPI_COMM_WORLD,
                          MPI_STATUS_IGNORE));
     }
-    tag++;
   }
+}
+
+// The three flat buffers a checkpoint holds, by group.
+float* PipelineRuntime::state_buffer(CheckpointGroup group) {
+  switch (group) {
+    case CheckpointGroup::params: return stage_.params();
+    case CheckpointGroup::adam_m: return optimizer_.first_moments();
+    case CheckpointGroup::adam_v: return optimizer_.second_moments();
+  }
+  return nullptr;
+}
+
+void PipelineRuntime::save_checkpoint(const std::string& path, const CheckpointHeader& header) {
+  CheckpointWriter writer(path, model_, header, MPI_COMM_WORLD);
+  std::vector<float> host;
+  for (size_t i = 0; i < whole_.tensors().size(); i++) {
+    if (owners_[i] != ctx_.world_rank) continue;
+    const ParamTensor& t = whole_.tensors()[i];
+    const size_t offset = find_tensor(stage_.layout(), t.name)->offset;
+    host.resize(t.size);
+    for (CheckpointGroup g : {CheckpointGroup::params, CheckpointGroup::adam_m, CheckpointGroup::adam_v}) {
+      backend_.copy_to_host(host.data(), state_buffer(g) + offset, t.size * sizeof(float));
+      writer.write(g, t, host.data());
+    }
+  }
+}
+
+CheckpointHeader PipelineRuntime::load_checkpoint(const std::string& path) {
+  CheckpointReader reader(path, model_);
+  std::vector<float> host;
+  for (const ParamTensor& t : stage_.layout().tensors()) {  // the tied head copy of wte reads "wte" too
+    host.resize(t.size);
+    for (CheckpointGroup g : {CheckpointGroup::params, CheckpointGroup::adam_m, CheckpointGroup::adam_v}) {
+      reader.read(g, t, host.data());
+      backend_.copy_to_device(state_buffer(g) + t.offset, host.data(), t.size * sizeof(float));
+    }
+  }
+  optimizer_.set_steps_taken(reader.header().step);
+  return reader.header();
 }
 
 }  // namespace eth

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
+#include "lib/checkpoint.hpp"
 #include "lib/grad_sync.hpp"
 #include "lib/lr_schedule.hpp"
 #include "lib/optimizer.hpp"
@@ -45,6 +46,13 @@ class PipelineRuntime {
   // (`full` holds its size()); the lowest owner of each tensor sends it. Collective.
   void gather_parameters(float* full);
 
+  // Collective: writes parameters and AdamW moments to an HDF5 checkpoint (lib/checkpoint.hpp),
+  // each tensor by its lowest owner. InputError when the file cannot be created.
+  void save_checkpoint(const std::string& path, const CheckpointHeader& header);
+  // This rank's stage state (parameters, moments, optimizer step) from a checkpoint of any plan;
+  // returns its header. InputError when the file is not a checkpoint of this model.
+  CheckpointHeader load_checkpoint(const std::string& path);
+
   int collectives_per_step() const { return sync_.collectives_per_step(); }
   const Stage& stage() const { return stage_; }
 
@@ -52,6 +60,7 @@ class PipelineRuntime {
   void fetch(SampleStream& data, uint64_t first, std::vector<int32_t>& inputs, std::vector<int32_t>& targets);
   void wait_all(std::vector<MPI_Request>& requests);
   void forward_only(int micro_batch_tag, const int32_t* inputs, const int32_t* targets, double& loss_sum);
+  float* state_buffer(CheckpointGroup group);  // parameters or a moment, (stage layout size)
 
   const GptConfig& model_;
   const Plan& plan_;
@@ -64,6 +73,8 @@ class PipelineRuntime {
   AdamW optimizer_;
   GradSync sync_;
   std::vector<Action> actions_;
+  ParamLayout whole_;                                      // the one-stage layout of the model
+  std::vector<int> owners_;                                // per tensor of whole_: its lowest owner
 
   std::vector<int32_t> inputs_, targets_;                  // (B, T) host, this rank's samples
   kernels::DeviceBuffer<float> dout_;                      // (B, T, C) gradient from the next stage

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <optional>
 
+#include "lib/checkpoint.hpp"
 #include "lib/input_error.hpp"
 #include "lib/metrics.hpp"
 #include "lib/model_config.hpp"
@@ -27,13 +28,17 @@ struct Job {
   Topology topology;
   Plan plan;
   std::vector<TokenShard> train, val;
+  CheckpointHeader resume;   // step 0: a fresh start
 };
 
 // Without a plan: the whole model on one rank, the batch in micro-batches.
 void single_rank_job(const TrainOptions& o, Job& job) {
   job.topology.source = "(one rank, no --topology)";
   job.topology.device_types = {{"this process", 1e9, 1, 0, 0, 1}};
-  job.topology.nodes = {{"localhost", {"none", 1, 0}, {0}, 0}};
+  job.topology.nodes.resize(1);
+  job.topology.nodes[0].name = "localhost";
+  job.topology.nodes[0].link = {"none", 1, 0};
+  job.topology.nodes[0].devices = {0};
   job.topology.ranks = {{0, 0, 0}};
   job.plan.source = "(one rank, no --plan)";
   job.plan.global_batch = o.global_batch;
@@ -71,6 +76,15 @@ Job load_job(const TrainOptions& o, int world_size) {
   }
   for (const std::string& p : o.train_shards) job.train.push_back(load_token_shard(p, job.model.vocab_size));
   for (const std::string& p : o.val_shards) job.val.push_back(load_token_shard(p, job.model.vocab_size));
+  if (o.checkpoint_every < 0)
+    fail_input("--checkpoint-every", "value", "0 (no checkpoints) or a positive step count", std::to_string(o.checkpoint_every));
+  job.resume.seed = o.seed;
+  if (!o.resume_path.empty()) {
+    job.resume = CheckpointReader(o.resume_path, job.model).header();
+    if (job.resume.step >= o.steps)
+      fail_input("--steps", "value", strprintf("more than the %d steps %s has taken", job.resume.step, o.resume_path.c_str()),
+                 std::to_string(o.steps));
+  }
   return job;
 }
 
@@ -126,6 +140,27 @@ void save_parameters(PipelineRuntime& runtime, const GptConfig& model, const std
   out.write(reinterpret_cast<const char*>(full.data()), static_cast<std::streamsize>(full.size() * sizeof(float)));
 }
 
+// Collective: OUTPUT_DIR/checkpoints/step_N.h5.
+void save_checkpoint(PipelineRuntime& runtime, const TrainOptions& o, const CheckpointHeader& header, int rank,
+                     std::ostream& log) {
+  const std::string dir = o.output_dir + "/checkpoints";
+  const std::string path = strprintf("%s/step_%d.h5", dir.c_str(), header.step);
+  std::string error;
+  try {
+    if (rank == 0) std::filesystem::create_directories(dir);
+  } catch (const std::filesystem::filesystem_error& e) {
+    error = strprintf("%s: checkpoint: expected a directory that can be created, got %s", dir.c_str(), e.what());
+  }
+  agree_on_errors(error);
+  try {
+    runtime.save_checkpoint(path, header);
+  } catch (const InputError& e) {
+    error = e.what();
+  }
+  agree_on_errors(error);
+  if (rank == 0) log << "checkpoint " << path << '\n';
+}
+
 }  // namespace
 
 double train(const TrainOptions& o, kernels::Backend& backend, std::ostream& log) {
@@ -147,10 +182,20 @@ double train(const TrainOptions& o, kernels::Backend& backend, std::ostream& log
   Job& job = *loaded;
 
   const ParallelContext ctx = build_parallel_context(job.topology, job.plan, job.model);
-  SampleStream train_data(std::move(job.train), o.seq_len, o.seed, true);
+  // A resumed run keeps the checkpoint's seed, so that its data order continues.
+  const uint64_t seed = job.resume.seed;
+  SampleStream train_data(std::move(job.train), o.seq_len, seed, true);
   const bool validate = !job.val.empty();
-  SampleStream val_data(std::move(job.val), o.seq_len, o.seed, false);
-  PipelineRuntime runtime(job.model, job.plan, ctx, o.seq_len, o.grad_sync, o.adamw, backend, o.seed);
+  SampleStream val_data(std::move(job.val), o.seq_len, seed, false);
+  PipelineRuntime runtime(job.model, job.plan, ctx, o.seq_len, o.grad_sync, o.adamw, backend, seed);
+  if (!o.resume_path.empty()) {
+    try {
+      runtime.load_checkpoint(o.resume_path);
+    } catch (const InputError& e) {
+      error = e.what();
+    }
+    agree_on_errors(error);
+  }
   std::optional<MetricsWriter> metrics;
   if (rank == 0) metrics.emplace(o.output_dir + "/metrics.jsonl");
   LrSchedule schedule = o.lr;
@@ -167,7 +212,9 @@ double train(const TrainOptions& o, kernels::Backend& backend, std::ostream& log
   StepTrace trace(!o.trace_path.empty());
   const double tokens_per_step = static_cast<double>(job.plan.global_batch) * o.seq_len;
   double loss = 0.0;
-  for (int step = 0; step < o.steps; step++) {
+  if (rank == 0 && job.resume.step > 0)
+    log << strprintf("resumed from %s after step %d\n", o.resume_path.c_str(), job.resume.step);
+  for (int step = job.resume.step; step < o.steps; step++) {
     if (step == o.fail_at_step && rank == o.fail_rank)
       throw std::runtime_error(strprintf("injected failure at step %d (--fail-at)", step + 1));
     const float lr = schedule.at(step);
@@ -195,6 +242,8 @@ double train(const TrainOptions& o, kernels::Backend& backend, std::ostream& log
                       {"tokens_per_s", tokens_per_step / ms * 1e3}, {"pipelines", report.pipelines}, {"ranks", ranks}});
     }
     const bool last = step + 1 == o.steps;
+    if (o.checkpoint_every > 0 && (last || (step + 1) % o.checkpoint_every == 0))
+      save_checkpoint(runtime, o, {step + 1, job.plan.global_batch, seed}, rank, log);
     if (validate && (last || (o.eval_every > 0 && (step + 1) % o.eval_every == 0))) {
       const double val_loss = runtime.evaluate(val_data, o.eval_samples);
       if (rank == 0) {

@@ -34,6 +34,8 @@ struct TrainOptions {
   std::string output_dir = "out";
   std::string trace_path;                // Chrome trace JSON, empty: none
   std::string save_params_path;          // whole model after the last step, raw float32
+  int checkpoint_every = 0;              // HDF5 checkpoint every N steps and after the last; 0: none
+  std::string resume_path;               // continue from this checkpoint (any plan of the same model)
   int fail_at_step = -1;                 // fault injection for tests: this rank throws at this step
   int fail_rank = -1;
 };

@@ -11,4 +11,4 @@ mpirun -np 4 build/app/eth_train \
   --topology inputs/topologies/workstation-4cpu.yaml --plan inputs/plans/demo-4cpu-hetero.yaml \
   --train-data inputs/data/kjv_train.bin --val-data inputs/data/kjv_val.bin \
   --seq-len 128 --steps 40 --lr 3e-3 --min-lr 3e-4 --warmup 10 --eval-every 20 \
-  --output-dir out/demo --trace out/demo/trace.json "$@"
+  --output-dir out/demo --trace out/demo/trace.json --checkpoint-every 20 "$@"

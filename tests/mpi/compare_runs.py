@@ -1,5 +1,6 @@
-"""Compares two eth_train runs: per-step losses (metrics.jsonl) and final parameters
-(--save-params, the one-stage layout of lib/param_layout.hpp).
+"""Compares two eth_train runs: per-step losses (metrics.jsonl; the run's steps, which may start
+later when it resumed from a checkpoint) and final parameters (--save-params, the one-stage
+layout of lib/param_layout.hpp).
 
     compare_runs.py MODEL_YAML REF_DIR REF_PARAMS RUN_DIR RUN_PARAMS [TOLERANCE]
 
@@ -31,7 +32,8 @@ def tensors(m):
 
 
 def losses(run_dir):
-    return [r["loss"] for r in map(json.loads, open(f"{run_dir}/metrics.jsonl")) if "loss" in r]
+    """{step: loss}"""
+    return {r["step"]: r["loss"] for r in map(json.loads, open(f"{run_dir}/metrics.jsonl")) if "loss" in r}
 
 
 def main():
@@ -39,9 +41,10 @@ def main():
     ref_dir, ref_params, run_dir, run_params = sys.argv[2:6]
     tol = float(sys.argv[6]) if len(sys.argv) > 6 else 1e-5
     a, b = losses(ref_dir), losses(run_dir)
-    if len(a) != len(b) or not a:
-        sys.exit(f"FAIL: {len(a)} reference steps, {len(b)} run steps")
-    loss_diff = max(abs(x - y) / abs(x) for x, y in zip(a, b))
+    # A resumed run logs only the steps after its checkpoint: those are compared.
+    if not b or not set(b) <= set(a) or max(b) != max(a):
+        sys.exit(f"FAIL: reference steps {sorted(a)}, run steps {sorted(b)}")
+    loss_diff = max(abs(a[s] - b[s]) / abs(a[s]) for s in b)
     p = np.fromfile(ref_params, dtype=np.float32).astype(np.float64)
     q = np.fromfile(run_params, dtype=np.float32).astype(np.float64)
     if p.size != q.size or p.size != sum(s for _, s in tensors(model)):
@@ -54,7 +57,7 @@ def main():
         if rel > worst:
             worst, worst_name = rel, name
         at += size
-    print(f"losses over {len(a)} steps: max relative difference {loss_diff:.3e} (tolerance {tol:g})")
+    print(f"losses over {len(b)} steps: max relative difference {loss_diff:.3e} (tolerance {tol:g})")
     print(f"parameters: relative difference {param_diff:.3e} (tolerance {tol:g}); "
           f"worst tensor {worst_name} {worst:.3e} (not a criterion, see the header)")
     if not (loss_diff <= tol and param_diff <= tol):

@@ -5,25 +5,11 @@
 #   equivalence.sh BUILD_DIR SOURCE_DIR RANKS TOPOLOGY PLAN
 set -euo pipefail
 build=$1 src=$2 ranks=$3 topology=$4 plan=$5
-source "$src/scripts/env.sh"
-export OMP_NUM_THREADS=1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$src/tests/mpi/mpi_test_env.sh"
 model="$src/inputs/models/tiny-4l.yaml"
-py=/usr/bin/python3
 batch=$($py -c "import yaml, sys; print(yaml.safe_load(open(sys.argv[1]))['global_batch'])" "$plan")
-$py - "$work/data.bin" <<'PY'
-import sys, numpy as np
-h = np.zeros(256, dtype=np.int32); h[0], h[1], h[2] = 20240520, 1, 20000
-tokens = np.random.default_rng(7).integers(0, 97, 20000).astype(np.uint16)
-open(sys.argv[1], "wb").write(h.tobytes() + tokens.tobytes())
-PY
+write_tiny_shard "$work/data.bin" 7
 common=(--model "$model" --train-data "$work/data.bin" --seq-len 16 --steps 5 --lr 1e-2 --warmup 1 --seed 42)
-run() {  # run NAME RANKS ARGS...
-  local name=$1 np=$2; shift 2
-  timeout 300 mpirun -np "$np" "$build/app/eth_train" "${common[@]}" --output-dir "$work/$name" \
-    --save-params "$work/$name.bin" "$@" > "$work/$name.log" 2>&1 || { cat "$work/$name.log"; exit 1; }
-}
 run reference 1 --batch "$batch" --micro-batch "$batch"
 half=$batch; for d in 2 3 5; do [ $((batch % d)) -eq 0 ] && { half=$((batch / d)); break; }; done
 run control 1 --batch "$batch" --micro-batch "$half"

@@ -4,17 +4,9 @@
 #   rank_failure.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
 build=$1 src=$2
-source "$src/scripts/env.sh"
-export OMP_NUM_THREADS=1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0 passes=0
-check() { if [ "$2" -eq 0 ]; then passes=$((passes + 1)); echo "ok: $1"; else failures=$((failures + 1)); echo "FAIL: $1: $3"; fi; }
-/usr/bin/python3 - "$work/data.bin" <<'PY'
-import sys, numpy as np
-h = np.zeros(256, dtype=np.int32); h[0], h[1], h[2] = 20240520, 1, 20000
-open(sys.argv[1], "wb").write(h.tobytes() + np.random.default_rng(3).integers(0, 97, 20000).astype(np.uint16).tobytes())
-PY
+source "$src/tests/mpi/mpi_test_env.sh"
+source "$src/tests/cli/cli_checks.sh"
+write_tiny_shard "$work/data.bin" 3
 common=(--model "$src/inputs/models/tiny-4l.yaml" --train-data "$work/data.bin" --seq-len 16 --output-dir "$work/out")
 
 start=$(date +%s)
@@ -33,5 +25,4 @@ rc=$?
 grep -qE "eth_train: error: step [0-9]+: loss .*not finite; the step was not applied" "$work/log"
 check "the message names the step" $? "$(tail -3 "$work/log")"
 
-echo "$passes passed, $failures failed"
-[ "$failures" -eq 0 ]
+finish

@@ -1,0 +1,170 @@
+#include "lib/checkpoint.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+#include "lib/input_error.hpp"
+#include "lib/strprintf.hpp"
+
+namespace eth {
+namespace {
+
+// Every HDF5 call whose failure is not a user's mistake goes through this: it names the call.
+#define H5_CHECK(call) ::eth::h5_check((call), #call, __FILE__, __LINE__)
+template <typename T>
+T h5_check(T result, const char* call, const char* file, int line) {
+  if (result < 0) throw std::runtime_error(strprintf("%s:%d: HDF5 call failed: %s", file, line, call));
+  return result;
+}
+
+constexpr char kFormat[] = "eth-checkpoint";
+constexpr int kVersion = 1;
+
+// HDF5 prints its error stack by default; failures here are reported through exceptions.
+void silence_hdf5() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+
+const char* group_path(CheckpointGroup g) {
+  switch (g) {
+    case CheckpointGroup::params: return "params";
+    case CheckpointGroup::adam_m: return "adam_m";
+    case CheckpointGroup::adam_v: return "adam_v";
+  }
+  return "";
+}
+
+// The integers a checkpoint records about the model, by attribute name.
+std::vector<std::pair<const char*, int>> model_dimensions(const GptConfig& m) {
+  return {{"vocab_size", m.vocab_size},   {"padded_vocab_size", m.padded_vocab_size}, {"max_seq_len", m.max_seq_len},
+          {"num_layers", m.num_layers},   {"num_heads", m.num_heads},                 {"channels", m.channels}};
+}
+
+void write_attribute(hid_t file, const char* name, hid_t type, const void* value) {
+  const hid_t space = H5_CHECK(H5Screate(H5S_SCALAR));
+  const hid_t attr = H5_CHECK(H5Acreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT));
+  H5_CHECK(H5Awrite(attr, type, value));
+  H5_CHECK(H5Aclose(attr));
+  H5_CHECK(H5Sclose(space));
+}
+
+// Reads a scalar attribute, or fails naming the file and attribute.
+template <typename T>
+T read_attribute(hid_t file, const std::string& path, const char* name, hid_t type) {
+  if (H5Aexists(file, name) <= 0) fail_input(path, name, "an attribute of an ETH checkpoint", "none");
+  T value{};
+  const hid_t attr = H5_CHECK(H5Aopen(file, name, H5P_DEFAULT));
+  const herr_t read = H5Aread(attr, type, &value);
+  H5_CHECK(H5Aclose(attr));
+  if (read < 0) fail_input(path, name, "a scalar attribute", "another kind");
+  return value;
+}
+
+std::string read_string_attribute(hid_t file, const std::string& path, const char* name) {
+  if (H5Aexists(file, name) <= 0) fail_input(path, name, "an attribute of an ETH checkpoint", "none");
+  const hid_t attr = H5_CHECK(H5Aopen(file, name, H5P_DEFAULT));
+  const hid_t type = H5_CHECK(H5Aget_type(attr));
+  const bool is_string = H5Tget_class(type) == H5T_STRING && H5Tis_variable_str(type) == 0;
+  std::string value(is_string ? H5Tget_size(type) : 0, '\0');
+  const herr_t read = is_string ? H5Aread(attr, type, value.data()) : -1;
+  H5_CHECK(H5Tclose(type));
+  H5_CHECK(H5Aclose(attr));
+  if (read < 0) fail_input(path, name, "a fixed-length string attribute", "another kind");
+  return value.substr(0, value.find('\0'));
+}
+
+std::string dataset_path(CheckpointGroup group, const std::string& tensor) {
+  return std::string(group_path(group)) + "/" + tensor;
+}
+
+}  // namespace
+
+CheckpointWriter::CheckpointWriter(const std::string& path, const GptConfig& model, const CheckpointHeader& header,
+                                   MPI_Comm comm) {
+  silence_hdf5();
+  const hid_t access = H5_CHECK(H5Pcreate(H5P_FILE_ACCESS));
+  H5_CHECK(H5Pset_fapl_mpio(access, comm, MPI_INFO_NULL));
+  file_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access);
+  H5_CHECK(H5Pclose(access));
+  if (file_ < 0) fail_input(path, "checkpoint", "a path where an HDF5 file can be created", "one that cannot");
+  // Metadata is collective: every rank writes the same attributes and creates every dataset.
+  const hid_t string_type = H5_CHECK(H5Tcopy(H5T_C_S1));
+  H5_CHECK(H5Tset_size(string_type, sizeof kFormat));
+  write_attribute(file_, "format", string_type, kFormat);
+  H5_CHECK(H5Tclose(string_type));
+  write_attribute(file_, "version", H5T_NATIVE_INT, &kVersion);
+  write_attribute(file_, "step", H5T_NATIVE_INT, &header.step);
+  write_attribute(file_, "global_batch", H5T_NATIVE_INT, &header.global_batch);
+  write_attribute(file_, "seed", H5T_NATIVE_UINT64, &header.seed);
+  for (const auto& [name, value] : model_dimensions(model)) write_attribute(file_, name, H5T_NATIVE_INT, &value);
+  const ParamLayout whole(model, {0, model.num_layers});
+  for (CheckpointGroup g : {CheckpointGroup::params, CheckpointGroup::adam_m, CheckpointGroup::adam_v}) {
+    H5_CHECK(H5Gclose(H5_CHECK(H5Gcreate2(file_, group_path(g), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT))));
+    for (const ParamTensor& t : whole.tensors()) {
+      const std::vector<hsize_t> dims(t.shape.begin(), t.shape.end());
+      const hid_t space = H5_CHECK(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
+      const std::string name = dataset_path(g, t.name);
+      datasets_[name] = H5_CHECK(H5Dcreate2(file_, name.c_str(), H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+      H5_CHECK(H5Sclose(space));
+    }
+  }
+}
+
+CheckpointWriter::~CheckpointWriter() {
+  for (const auto& [name, set] : datasets_) H5Dclose(set);  // every rank, in one order
+  if (file_ >= 0) H5Fclose(file_);
+}
+
+void CheckpointWriter::write(CheckpointGroup group, const ParamTensor& t, const float* host) {
+  H5_CHECK(H5Dwrite(datasets_.at(dataset_path(group, t.name)), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, host));
+}
+
+CheckpointReader::CheckpointReader(const std::string& path, const GptConfig& model) : path_(path) {
+  silence_hdf5();
+  if (H5Fis_hdf5(path.c_str()) <= 0)
+    fail_input(path, "checkpoint", "an HDF5 file written by eth_train --checkpoint-every", "a missing or non-HDF5 file");
+  file_ = H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  try {
+    const std::string format = read_string_attribute(file_, path, "format");
+    if (format != kFormat) fail_input(path, "format", std::string("'") + kFormat + "'", "'" + format + "'");
+    const int version = read_attribute<int>(file_, path, "version", H5T_NATIVE_INT);
+    if (version != kVersion) fail_input(path, "version", std::to_string(kVersion), std::to_string(version));
+    for (const auto& [name, value] : model_dimensions(model)) {
+      const int stored = read_attribute<int>(file_, path, name, H5T_NATIVE_INT);
+      if (stored != value)
+        fail_input(path, name, strprintf("%d, as in the model of --model (%s)", value, model.name.c_str()), std::to_string(stored));
+    }
+    header_.step = read_attribute<int>(file_, path, "step", H5T_NATIVE_INT);
+    header_.global_batch = read_attribute<int>(file_, path, "global_batch", H5T_NATIVE_INT);
+    header_.seed = read_attribute<uint64_t>(file_, path, "seed", H5T_NATIVE_UINT64);
+  } catch (...) {
+    H5Fclose(file_);
+    throw;
+  }
+}
+
+CheckpointReader::~CheckpointReader() {
+  if (file_ >= 0) H5Fclose(file_);
+}
+
+void CheckpointReader::read(CheckpointGroup group, const ParamTensor& t, float* host) {
+  const std::string name = dataset_path(group, t.name);
+  if (H5Lexists(file_, group_path(group), H5P_DEFAULT) <= 0 || H5Lexists(file_, name.c_str(), H5P_DEFAULT) <= 0)
+    fail_input(path_, name, "a dataset of every tensor of the model", "none");
+  const hid_t set = H5_CHECK(H5Dopen2(file_, name.c_str(), H5P_DEFAULT));
+  const hid_t space = H5_CHECK(H5Dget_space(set));
+  std::vector<hsize_t> dims(static_cast<size_t>(H5_CHECK(H5Sget_simple_extent_ndims(space))));
+  H5_CHECK(H5Sget_simple_extent_dims(space, dims.data(), nullptr));
+  H5_CHECK(H5Sclose(space));
+  const bool same_shape = std::equal(dims.begin(), dims.end(), t.shape.begin(), t.shape.end());
+  const herr_t read = same_shape ? H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, host) : 0;
+  H5_CHECK(H5Dclose(set));
+  if (!same_shape) {
+    std::string want, got;
+    for (size_t d : t.shape) want += strprintf("%s%zu", want.empty() ? "" : " x ", d);
+    for (hsize_t d : dims) got += strprintf("%s%llu", got.empty() ? "" : " x ", static_cast<unsigned long long>(d));
+    fail_input(path_, name, "shape " + want, got);
+  }
+  if (read < 0) fail_input(path_, name, "float32 values", "a dataset that cannot be read");
+}
+
+}  // namespace eth

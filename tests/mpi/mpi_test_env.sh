@@ -1,0 +1,28 @@
+# Sourced by the MPI shell tests after they set `build` and `src`: Open MPI's environment, one
+# OpenMP thread per rank, a scratch directory ($work) removed on exit, token data for the tiny
+# models, and a wrapper that runs eth_train.
+source "$src/scripts/env.sh"
+export OMP_NUM_THREADS=1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+py=/usr/bin/python3
+
+# write_tiny_shard PATH SEED: an llm.c shard of 20000 random tokens below 97, the tiny models'
+# vocabulary.
+write_tiny_shard() {
+  $py - "$1" "$2" <<'PY'
+import sys, numpy as np
+h = np.zeros(256, dtype=np.int32); h[0], h[1], h[2] = 20240520, 1, 20000
+tokens = np.random.default_rng(int(sys.argv[2])).integers(0, 97, 20000).astype(np.uint16)
+open(sys.argv[1], "wb").write(h.tobytes() + tokens.tobytes())
+PY
+}
+
+# run NAME RANKS ARGS...: eth_train with the caller's "${common[@]}" and ARGS, metrics in
+# $work/NAME, final parameters in $work/NAME.bin; on failure prints its log and exits.
+run() {
+  local name=$1 np=$2
+  shift 2
+  timeout 300 mpirun -np "$np" "$build/app/eth_train" "${common[@]}" --output-dir "$work/$name" \
+    --save-params "$work/$name.bin" "$@" > "$work/$name.log" 2>&1 || { cat "$work/$name.log"; exit 1; }
+}
