@@ -1,6 +1,7 @@
 #include "kernels/device_info.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -27,17 +28,24 @@ std::string proc_field(const char* file, const std::string& key) {
   return "";
 }
 
+// Appends rather than `" " + s`: GCC 12 warns falsely (-Wrestrict) on that form.
 bool has_cpu_flag(const std::string& flags, const char* flag) {
-  return (" " + flags + " ").find(" " + std::string(flag) + " ") != std::string::npos;
+  std::string haystack(" "), needle(" ");
+  haystack.append(flags).push_back(' ');
+  needle.append(flag).push_back(' ');
+  return haystack.find(needle) != std::string::npos;
 }
+
+// "16384 kB" -> 16384; "" -> 0.
+double leading_number(const std::string& text) { return text.empty() ? 0.0 : std::strtod(text.c_str(), nullptr); }
 
 DeviceInfo describe_cpu_share(int local_ranks) {
   DeviceInfo d;
   d.name = proc_field("/proc/cpuinfo", "model name");
   if (d.name.empty()) d.name = "cpu";
   const double cores = std::max(1u, std::thread::hardware_concurrency());
-  const double mem_kb = std::stod("0" + proc_field("/proc/meminfo", "MemTotal"));
-  const double mhz = std::stod("0" + proc_field("/proc/cpuinfo", "cpu MHz"));
+  const double mem_kb = leading_number(proc_field("/proc/meminfo", "MemTotal"));
+  const double mhz = leading_number(proc_field("/proc/cpuinfo", "cpu MHz"));
   const std::string flags = proc_field("/proc/cpuinfo", "flags");
   // fp32 FLOP per cycle per core: two FMA pipes of 8 (AVX2) or 16 (AVX-512) lanes, 2 FLOP each.
   const double flop_per_cycle = has_cpu_flag(flags, "avx512f") ? 64 : has_cpu_flag(flags, "fma") ? 32 : 8;

@@ -74,7 +74,7 @@ void StepTrace::write_chrome_trace(const std::string& path, const std::vector<st
       const auto kind = static_cast<SpanKind>(static_cast<int>(all[i]));
       const int mb = static_cast<int>(all[i + 1]);
       std::string name = name_of(kind);
-      if (mb >= 0) name += " " + std::to_string(mb);
+      if (mb >= 0) name.append(" ").append(std::to_string(mb));
       events.push_back({{"name", name}, {"cat", name_of(kind)}, {"ph", "X"}, {"pid", 0}, {"tid", r},
                         {"ts", all[i + 2] * 1e3}, {"dur", (all[i + 3] - all[i + 2]) * 1e3}});
     }

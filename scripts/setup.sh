@@ -12,6 +12,7 @@ packages=(
   libboost-program-options-dev libyaml-cpp-dev nlohmann-json3-dev
   libopenblas-openmp-dev              # OpenBLAS on OpenMP's thread pool, not its own pthreads
   libgtest-dev
+  slurm-wlm munge                     # the one-machine Slurm cluster of the Slurm tests
   python3-torch python3-numpy python3-h5py python3-yaml   # the oracle and test scripts, for /usr/bin/python3
 )
 
