@@ -390,16 +390,25 @@ class Searcher {
              "no grouping of the devices into pipelines whose every stage fits memory");
 }
 
-// Plans of the first `simulate_first` layouts that make one (a pipeline whose sample count has no
-// micro-batch at least as wide as its widest stage makes none), simulated, fastest first.
+// A funnel: plans of the first `estimate_first` layouts (by the linear model) that make one (a
+// pipeline whose sample count has no micro-batch at least as wide as its widest stage makes
+// none), ranked by the analytic model, which adds the exposed block reductions and the optimizer;
+// the best `simulate_first` of those simulated, fastest first.
 std::vector<Candidate> finish(const CostModel& cost, const PlanRequest& request, std::vector<Layout> layouts,
-                              size_t simulate_first) {
-  std::vector<Candidate> out;
-  for (size_t i = 0, made = 0; i < layouts.size() && made < simulate_first; i++) {
+                              size_t simulate_first, size_t estimate_first) {
+  std::vector<std::pair<double, size_t>> ranked;  // analytic ms, index into plans
+  std::vector<std::pair<Plan, std::string>> plans;
+  for (size_t i = 0; i < layouts.size() && plans.size() < estimate_first; i++) {
     std::optional<Plan> plan = make_plan(cost, layouts[i], request.global_batch);
     if (!plan) continue;
-    made++;
-    Candidate c = evaluate_plan(cost, std::move(*plan), layouts[i].label);
+    ranked.push_back({cost.estimate(*plan).iteration_ms, plans.size()});
+    plans.push_back({std::move(*plan), layouts[i].label});
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Candidate> out;
+  for (size_t k = 0; k < ranked.size() && k < simulate_first; k++) {
+    auto& [plan, label] = plans[ranked[k].second];
+    Candidate c = evaluate_plan(cost, std::move(plan), label);
     if (std::none_of(out.begin(), out.end(), [&](const Candidate& o) { return same_plan(o.plan, c.plan); }))
       out.push_back(std::move(c));
   }
@@ -421,10 +430,13 @@ Candidate evaluate_plan(const CostModel& cost, Plan plan, const std::string& lab
   return c;
 }
 
+// Layouts the analytic model ranks before the best few are simulated.
+constexpr size_t kEstimateFirst = 40;
+
 std::vector<Candidate> search_hpp(const CostModel& cost, const PlanRequest& request, const std::string& where) {
   Searcher searcher(cost, request);
   const size_t simulate_first = std::max<size_t>(6, static_cast<size_t>(request.top));
-  std::vector<Candidate> out = finish(cost, request, searcher.layouts(request.max_stage_width), simulate_first);
+  std::vector<Candidate> out = finish(cost, request, searcher.layouts(request.max_stage_width), simulate_first, kEstimateFirst);
   auto add = [&](std::vector<Candidate> more) {
     for (Candidate& c : more)
       if (std::none_of(out.begin(), out.end(), [&](const Candidate& o) { return same_plan(o.plan, c.plan); }))
@@ -433,9 +445,9 @@ std::vector<Candidate> search_hpp(const CostModel& cost, const PlanRequest& requ
   // Wide stages add options, and the pruning above keeps only the best few by the linear
   // model: the one-rank-per-stage space is searched on its own too, so that allowing wide
   // stages never gives a slower plan than forbidding them.
-  if (request.max_stage_width != 1) add(finish(cost, request, searcher.layouts(1), simulate_first));
+  if (request.max_stage_width != 1) add(finish(cost, request, searcher.layouts(1), simulate_first, kEstimateFirst));
   // The replicated shape is in HPP's space too (with balanced samples, or the baseline's own).
-  add(finish(cost, request, searcher.replicated_layouts(), 1 << 20));
+  add(finish(cost, request, searcher.replicated_layouts(), 1 << 20, 1 << 20));
   if (out.empty()) fail_no_plan(cost, request, where);
   std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
     return a.simulation.iteration_ms < b.simulation.iteration_ms;
@@ -446,7 +458,7 @@ std::vector<Candidate> search_hpp(const CostModel& cost, const PlanRequest& requ
 
 Candidate baseline_layer_balanced(const CostModel& cost, const PlanRequest& request, const std::string& where) {
   Searcher searcher(cost, request);
-  std::vector<Candidate> out = finish(cost, request, searcher.replicated_layouts(), 1 << 20);
+  std::vector<Candidate> out = finish(cost, request, searcher.replicated_layouts(), 1 << 20, 1 << 20);
   if (out.empty()) fail_no_plan(cost, request, where);
   return std::move(out.front());
 }
@@ -469,7 +481,7 @@ Candidate baseline_uniform(const CostModel& cost, const PlanRequest& request, co
       }
       if (fits) layouts.push_back(std::move(layout));
     }
-  std::vector<Candidate> out = finish(cost, request, std::move(layouts), 1 << 20);
+  std::vector<Candidate> out = finish(cost, request, std::move(layouts), 1 << 20, 1 << 20);
   if (out.empty()) fail_no_plan(cost, request, where);
   return std::move(out.front());
 }

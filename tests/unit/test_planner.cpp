@@ -214,6 +214,20 @@ TEST(Planner, SampleBalanceCoversTheBatch) {
   }
 }
 
+// At scale the candidates must be ranked with their gradient reductions: the linear pipeline
+// model alone ranks first the layouts whose cross-node block reductions lose to layer-balanced.
+// With the analytic ranking, wide stages inside nodes win (simulated, estimate profiles).
+TEST(Planner, BeatsLayerBalancedAtScale) {
+  const Scenario s = load_scenario("inputs/scenarios/256gpu-3types.yaml");
+  const Topology topo = load_topology(s.topology_path);
+  const GptConfig model = load_model_config(s.model_path);
+  const CostModel cost = roofline_cost(topo, model, s.seq_len);
+  const PlanRequest request{s.global_batch, s.micro_batches, 1};
+  const Candidate hpp = search_hpp(cost, request, s.source).front();
+  const Candidate balanced = baseline_layer_balanced(cost, request, s.source);
+  EXPECT_LT(hpp.simulation.iteration_ms, 0.85 * balanced.simulation.iteration_ms) << hpp.label << " vs " << balanced.label;
+}
+
 TEST(Planner, IdenticalDevicesGiveTheUniformPlan) {
   const GptConfig model = small_model(8);
   const Topology topo = one_node({{80, 10}, {80, 10}, {80, 10}, {80, 10}});
