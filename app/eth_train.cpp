@@ -66,15 +66,15 @@ int main(int argc, char** argv) {
     eth::TrainOptions options;
     if (!parse_options(argc, argv, options, mpi.rank() == 0)) return 0;
     mpi.share_cores_among_local_ranks();
+    // A bad setting or a missing GPU may differ between hosts: agreed, so every rank ends.
     eth::kernels::BackendChoice choice;
+    std::string error;
     try {
-      choice = eth::kernels::select_backend();
-    } catch (const std::invalid_argument& e) {  // a bad ETH_BACKEND or ETH_CUDA_DEVICE, the same everywhere
-      throw eth::AgreedError(e.what());
+      choice = eth::kernels::select_backend(mpi.local_rank(), mpi.local_ranks());
+    } catch (const std::invalid_argument& e) {
+      error = "rank " + std::to_string(mpi.rank()) + " on " + mpi.host() + ": " + e.what();
     }
-    if (choice.backend->name() != "cpu" && mpi.size() > 1)
-      throw eth::AgreedError("ETH_BACKEND=" + choice.backend->name() + ": expected a one-rank job (the runtime does not "
-                             "move device buffers between ranks yet), got " + std::to_string(mpi.size()) + " ranks");
+    if (const std::string agreed = eth::agreed_error(error); !agreed.empty()) throw eth::AgreedError(agreed);
     if (mpi.rank() == 0) std::cout << choice.note << '\n';
     eth::train(options, *choice.backend, std::cout);
   } catch (const eth::AgreedError& e) {

@@ -114,7 +114,8 @@ double train_step(eth::Stage& stage, eth::AdamW& optimizer, eth::kernels::Backen
   const int B = stage.micro_batch();
   stage.zero_grads();
   stage.forward(0, inputs, nullptr);
-  const double loss = stage.loss(0, targets, true) / B;
+  stage.loss(0, targets, true);
+  const double loss = stage.take_loss_sum() / B;
   stage.backward(0, nullptr);
   const double grad_norm = std::sqrt(backend.sum_of_squares(stage.grads(), stage.layout().size())) / B;
   if (!std::isfinite(loss) || !std::isfinite(grad_norm))

@@ -31,6 +31,12 @@ void TimingBackend::copy_to_device(void* dst, const void* src, size_t bytes) {
 void TimingBackend::copy_to_host(void* dst, const void* src, size_t bytes) {
   timed("copy", [&] { inner_.copy_to_host(dst, src, bytes); });
 }
+void TimingBackend::copy_to_device_async(void* dst, const void* src, size_t bytes) {
+  timed("copy", [&] { inner_.copy_to_device_async(dst, src, bytes); });
+}
+void TimingBackend::copy_to_host_async(void* dst, const void* src, size_t bytes) {
+  timed("copy", [&] { inner_.copy_to_host_async(dst, src, bytes); });
+}
 void TimingBackend::copy(void* dst, const void* src, size_t bytes) {
   timed("copy", [&] { inner_.copy(dst, src, bytes); });
 }
@@ -85,6 +91,9 @@ void TimingBackend::crossentropy_forward_backward(float* sample_losses, float* l
   timed("crossentropy_forward_backward", [&] {
     inner_.crossentropy_forward_backward(sample_losses, logits, targets, B, T, V, Vp, dlogits_scale);
   });
+}
+void TimingBackend::accumulate_sum(double* total, const float* x, size_t n) {
+  timed("accumulate_sum", [&] { inner_.accumulate_sum(total, x, n); });
 }
 double TimingBackend::sum_of_squares(const float* x, size_t n) {
   return timed("sum_of_squares", [&] { return inner_.sum_of_squares(x, n); });

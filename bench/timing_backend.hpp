@@ -24,12 +24,25 @@ class TimingBackend final : public kernels::Backend {
 
   std::string name() const override { return inner_.name() + "+timing"; }
 
+  // Memory and ordering pass through untimed, except the copies; the inner backend must be
+  // synchronous (the CPU one) for wall times per operation to mean anything.
+  bool host_addressable() const override { return inner_.host_addressable(); }
   void* allocate(size_t bytes) override { return inner_.allocate(bytes); }
   void release(void* ptr) override { inner_.release(ptr); }
+  void* allocate_pinned(size_t bytes) override { return inner_.allocate_pinned(bytes); }
+  void release_pinned(void* ptr) override { inner_.release_pinned(ptr); }
   void copy_to_device(void* dst, const void* src, size_t bytes) override;
   void copy_to_host(void* dst, const void* src, size_t bytes) override;
+  void copy_to_device_async(void* dst, const void* src, size_t bytes) override;
+  void copy_to_host_async(void* dst, const void* src, size_t bytes) override;
   void copy(void* dst, const void* src, size_t bytes) override;
   void fill_zero(float* x, size_t n) override;
+  void synchronize() override { inner_.synchronize(); }
+  void* create_event() override { return inner_.create_event(); }
+  void destroy_event(void* event) override { inner_.destroy_event(event); }
+  void record_event(void* event) override { inner_.record_event(event); }
+  bool event_done(void* event) override { return inner_.event_done(event); }
+  void wait_event(void* event) override { inner_.wait_event(event); }
 
   void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
                        int T, int C) override;
@@ -52,6 +65,7 @@ class TimingBackend final : public kernels::Backend {
   void residual_forward(float* out, const float* a, const float* b, size_t n) override;
   void crossentropy_forward_backward(float* sample_losses, float* logits, const int32_t* targets, int B,
                                      int T, int V, int Vp, float dlogits_scale) override;
+  void accumulate_sum(double* total, const float* x, size_t n) override;
   double sum_of_squares(const float* x, size_t n) override;
   void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
                     const kernels::AdamWParams& hp) override;

@@ -9,7 +9,10 @@
 //   N  rows = B * T                      OC output channels of a matmul
 //
 // Conventions:
-//   - All buffers are float32 and live where the backend computes (host memory for the CPU).
+//   - Every operation is enqueued on the compute stream (kernels/device.hpp: the execution
+//     model, memory and events); only sum_of_squares waits for its result.
+//   - All buffers are float32 (one double accumulator excepted) and live where the backend
+//     computes (host memory for the CPU).
 //   - Parameter gradients ACCUMULATE (+=); they are zeroed once per optimizer step.
 //   - Activation gradients are OVERWRITTEN (=), except layernorm_backward's dinp, which
 //     accumulates so that the residual stream's gradient needs no separate add.
@@ -19,6 +22,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+
+#include "kernels/device.hpp"
 
 namespace eth::kernels {
 
@@ -32,19 +37,8 @@ struct AdamWParams {
   int step;            // 1-based, for bias correction
 };
 
-class Backend {
+class Backend : public Device {
  public:
-  virtual ~Backend() = default;
-  virtual std::string name() const = 0;
-
-  // ---- memory --------------------------------------------------------------------------
-  virtual void* allocate(size_t bytes) = 0;
-  virtual void release(void* ptr) = 0;
-  virtual void copy_to_device(void* dst, const void* host_src, size_t bytes) = 0;
-  virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
-  virtual void copy(void* dst, const void* src, size_t bytes) = 0;  // device to device
-  virtual void fill_zero(float* x, size_t n) = 0;
-
   // ---- GPT-2 forward and backward --------------------------------------------------------
   virtual void encoder_forward(float* out,           // (B, T, C)
                                const int32_t* tokens,  // (B, T)
@@ -114,13 +108,23 @@ class Backend {
                                              int B, int T, int V, int Vp,
                                              float dlogits_scale) = 0;
 
+  // *total += the sum of x, in double, in index order: per-sample losses summed on the device,
+  // so that the host reads one number per step.
+  virtual void accumulate_sum(double* total,   // (1)
+                              const float* x,  // (n)
+                              size_t n) = 0;
+
   // ---- optimizer -------------------------------------------------------------------------
+  // Waits for queued work and returns the sum of x^2, accumulated in double.
   virtual double sum_of_squares(const float* x, size_t n) = 0;
   virtual void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
                             const AdamWParams& hp) = 0;
 };
 
-// The CPU backend: OpenBLAS sgemm and OpenMP loops.
+// The CPU backend: OpenBLAS sgemm and OpenMP loops, each operation run before the call returns.
 std::unique_ptr<Backend> make_cpu_backend();
+// The CPU backend in asynchronous mode: operations queued and run in order on a worker thread,
+// so that a missing event wait in the caller shows up on the CPU as a wrong result.
+std::unique_ptr<Backend> make_async_cpu_backend();
 
 }  // namespace eth::kernels

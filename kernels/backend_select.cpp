@@ -1,7 +1,9 @@
 #include "kernels/backend_select.hpp"
 
 #include <cstdlib>
+#include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #ifdef ETH_HAVE_CUDA
 #include "kernels/cuda/cuda_backend.hpp"
@@ -11,50 +13,67 @@
 namespace eth::kernels {
 namespace {
 
-// ETH_BACKEND: unset or "cpu" for the CPU backend, "cuda" to ask for the CUDA backend.
-bool cuda_requested() {
-  const char* env = std::getenv("ETH_BACKEND");
-  if (env == nullptr || std::string(env).empty() || std::string(env) == "cpu") return false;
-  if (std::string(env) == "cuda") return true;
-  throw std::invalid_argument(std::string("ETH_BACKEND: expected cpu or cuda, got '") + env + "'");
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? "" : value;
 }
 
-#ifdef ETH_HAVE_CUDA
-// ETH_CUDA_DEVICE, default 0, until devices are chosen by node-local rank.
-int cuda_device(int gpus) {
-  const char* env = std::getenv("ETH_CUDA_DEVICE");
-  if (env == nullptr || std::string(env).empty()) return 0;
-  char* end = nullptr;
-  const long device = std::strtol(env, &end, 10);
-  if (*end != '\0' || device < 0 || device >= gpus)
-    throw std::invalid_argument(std::string("ETH_CUDA_DEVICE: expected a device number in [0, ") +
-                                std::to_string(gpus) + "), got '" + env + "'");
-  return static_cast<int>(device);
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> parts;
+  std::stringstream in(s);
+  for (std::string part; std::getline(in, part, ',');) parts.push_back(part);
+  return parts;
 }
-#endif
 
 }  // namespace
 
-// The CUDA backend is opt-in (ETH_BACKEND=cuda) for now: the pipeline runtime hands stage buffers
-// straight to MPI and to host code, which is right for CPU memory only; with device memory it
-// needs CUDA-aware MPI or staging through the host, which it does not do yet.
-BackendChoice select_backend() {
-  const bool want_cuda = cuda_requested();
+int cuda_device_for(const char* setting, int local_rank, int local_ranks, int gpus) {
+  const std::string list = setting == nullptr ? "" : setting;
+  const std::string where = "local rank " + std::to_string(local_rank) + " of " + std::to_string(local_ranks);
+  if (list.empty()) {
+    if (local_ranks > gpus)
+      throw std::invalid_argument(where + ": expected a GPU of its own, but this host has " + std::to_string(gpus) +
+                                  " for " + std::to_string(local_ranks) +
+                                  " ranks (ETH_CUDA_DEVICES=0 lets them share GPU 0; ETH_BACKEND=cpu runs without)");
+    return local_rank;
+  }
+  const std::vector<std::string> entries = split_commas(list);
+  if (entries.size() != 1 && static_cast<int>(entries.size()) != local_ranks)
+    throw std::invalid_argument("ETH_CUDA_DEVICES: expected one GPU number or one per local rank (" +
+                                std::to_string(local_ranks) + "), got '" + list + "'");
+  const std::string& entry = entries.size() == 1 ? entries[0] : entries[static_cast<size_t>(local_rank)];
+  char* end = nullptr;
+  const long device = std::strtol(entry.c_str(), &end, 10);
+  if (entry.empty() || *end != '\0' || device < 0 || device >= gpus)
+    throw std::invalid_argument("ETH_CUDA_DEVICES: " + where + ": expected a GPU number in [0, " +
+                                std::to_string(gpus) + "), got '" + entry + "'");
+  return static_cast<int>(device);
+}
+
+BackendChoice select_backend(int local_rank, int local_ranks) {
+  const std::string wanted = env_or_empty("ETH_BACKEND");
+  if (wanted == "cpu") return {make_cpu_backend(), "running on the CPU backend (ETH_BACKEND=cpu)"};
+  if (wanted == "cpu-async")
+    return {make_async_cpu_backend(), "running on the CPU backend in asynchronous mode (ETH_BACKEND=cpu-async)"};
+  if (!wanted.empty() && wanted != "auto" && wanted != "cuda")
+    throw std::invalid_argument("ETH_BACKEND: expected auto, cuda, cpu or cpu-async, got '" + wanted + "'");
 #ifdef ETH_HAVE_CUDA
   std::string why;
   const int gpus = usable_cuda_devices(&why);
-  if (gpus == 0) return {make_cpu_backend(), "no usable GPU (" + why + "): running on the CPU backend"};
-  if (!want_cuda) {
-    return {make_cpu_backend(), std::to_string(gpus) +
-                                    " GPU(s) found; running on the CPU backend (the CUDA backend is opt-in, "
-                                    "ETH_BACKEND=cuda, until the runtime moves device buffers through MPI)"};
+  if (gpus == 0) {
+    if (wanted == "cuda") throw std::invalid_argument("ETH_BACKEND=cuda: expected a usable GPU, found none (" + why + ")");
+    return {make_cpu_backend(), "no usable GPU (" + why + "): running on the CPU backend"};
   }
-  const int device = cuda_device(gpus);
-  return {make_cuda_backend(device), "running on the CUDA backend, device " + std::to_string(device) + " of " +
-                                         std::to_string(gpus)};
+  const int device = cuda_device_for(std::getenv("ETH_CUDA_DEVICES"), local_rank, local_ranks, gpus);
+  const CudaDeviceProps props = cuda_device_props(device);
+  return {make_cuda_backend(device), "running on the CUDA backend: local rank " + std::to_string(local_rank) +
+                                         " on GPU " + std::to_string(device) + " of " + std::to_string(gpus) +
+                                         " (" + props.name + ")"};
 #else
-  return {make_cpu_backend(), want_cuda ? "ETH_BACKEND=cuda, but built without CUDA: running on the CPU backend"
-                                        : "built without CUDA: running on the CPU backend"};
+  (void)local_rank;
+  (void)local_ranks;
+  if (wanted == "cuda") throw std::invalid_argument("ETH_BACKEND=cuda: expected a build with CUDA, got a CPU-only build");
+  return {make_cpu_backend(), "built without CUDA: running on the CPU backend"};
 #endif
 }
 

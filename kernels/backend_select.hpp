@@ -1,4 +1,11 @@
 // Chooses the backend a process computes with, once, at start-up.
+//
+//   ETH_BACKEND       unset or "auto": the CUDA backend when a GPU is usable, else the CPU one;
+//                     "cuda": the CUDA backend, an error without a GPU; "cpu": the CPU backend;
+//                     "cpu-async": the CPU backend in asynchronous mode (kernels/device.hpp)
+//   ETH_CUDA_DEVICES  the GPU of each rank on a host, by its local rank: a comma list with one
+//                     entry per local rank ("0,1,0,1"), or one entry for all ("0": every rank
+//                     on GPU 0, sharing it). Unset: local rank i takes GPU i, one GPU each.
 #pragma once
 
 #include <memory>
@@ -13,6 +20,13 @@ struct BackendChoice {
   std::string note;  // one line for the log: what was chosen and why
 };
 
-BackendChoice select_backend();
+// For the rank that is `local_rank` of `local_ranks` ranks of its job on this host. Throws
+// std::invalid_argument, with one line saying what was expected, for a bad setting, a GPU asked
+// for and missing, or fewer GPUs than local ranks that need one of their own.
+BackendChoice select_backend(int local_rank = 0, int local_ranks = 1);
+
+// The GPU of local rank `local_rank` under ETH_CUDA_DEVICES (see above), given `gpus` GPUs.
+// Pure apart from reading the variable; throws std::invalid_argument as select_backend.
+int cuda_device_for(const char* setting, int local_rank, int local_ranks, int gpus);
 
 }  // namespace eth::kernels

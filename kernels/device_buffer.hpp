@@ -1,27 +1,34 @@
-// An owning, move-only array in a backend's memory.
+// An owning, move-only array in a device's memory, or in its pinned host memory.
 #pragma once
 
 #include <cstddef>
 #include <utility>
 
-#include "kernels/backend.hpp"
+#include "kernels/device.hpp"
 
 namespace eth::kernels {
+
+enum class Memory { device, pinned };
 
 template <typename T>
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  DeviceBuffer(Backend& backend, size_t count)
-      : backend_(&backend), data_(static_cast<T*>(backend.allocate(count * sizeof(T)))), count_(count) {}
+  DeviceBuffer(Device& device, size_t count, Memory where = Memory::device)
+      : device_(&device),
+        data_(static_cast<T*>(where == Memory::device ? device.allocate(count * sizeof(T))
+                                                      : device.allocate_pinned(count * sizeof(T)))),
+        count_(count),
+        where_(where) {}
   ~DeviceBuffer() { reset(); }
   DeviceBuffer(DeviceBuffer&& other) noexcept { *this = std::move(other); }
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
     if (this != &other) {
       reset();
-      backend_ = std::exchange(other.backend_, nullptr);
+      device_ = std::exchange(other.device_, nullptr);
       data_ = std::exchange(other.data_, nullptr);
       count_ = std::exchange(other.count_, 0);
+      where_ = other.where_;
     }
     return *this;
   }
@@ -34,13 +41,17 @@ class DeviceBuffer {
 
  private:
   void reset() {
-    if (data_ != nullptr) backend_->release(data_);
+    if (data_ != nullptr) {
+      if (where_ == Memory::device) device_->release(data_);
+      else device_->release_pinned(data_);
+    }
     data_ = nullptr;
     count_ = 0;
   }
-  Backend* backend_ = nullptr;
+  Device* device_ = nullptr;
   T* data_ = nullptr;
   size_t count_ = 0;
+  Memory where_ = Memory::device;
 };
 
 }  // namespace eth::kernels

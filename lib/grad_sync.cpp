@@ -4,7 +4,9 @@
 
 namespace eth {
 
-GradSync::GradSync(const ParallelContext& ctx, const ParamLayout& layout, GradSyncMode mode) : mode_(mode) {
+GradSync::GradSync(const ParallelContext& ctx, const ParamLayout& layout, GradSyncMode mode, kernels::Device& device,
+                   float* grads)
+    : mode_(mode), grads_(grads) {
   const int L = ctx.blocks.back().unit_end - 2;
   const LayerRange mine = stage_units(layout.layers(), L);
   // Backward finishes units from the top down, so slices are listed top down.
@@ -28,38 +30,67 @@ GradSync::GradSync(const ParallelContext& ctx, const ParamLayout& layout, GradSy
     slices_.push_back({&ctx.tied, first ? layout.wte() : layout.head_wte(), layout.wte_size(), first ? 0 : L + 1,
                        ctx.tied.members().front() == ctx.world_rank});
   }
-  started_.assign(slices_.size(), false);
+  const bool direct = mpi_reads_device_buffers(device);
+  for (const Slice& s : slices_) {
+    // A slice reduced by nobody else needs no mirror.
+    wires_.emplace_back(device, grads + s.offset, s.size, direct || s.group->size() == 1);
+    final_.emplace_back(device);
+  }
+  state_.assign(slices_.size(), State::idle);
   pending_.resize(slices_.size());
 }
 
-void GradSync::start(Slice& slice, float* grads, size_t index) {
-  started_[index] = true;
+void GradSync::arm(size_t index) {
+  wires_[index].stage_out();
+  final_[index].record();
+  state_[index] = State::armed;
+}
+
+void GradSync::start(size_t index) {
+  const Slice& slice = slices_[index];
+  state_[index] = State::reducing;
   if (mode_ == GradSyncMode::block) {
-    pending_[index] = slice.group->start_allreduce_sum(grads + slice.offset, slice.size);
+    pending_[index] = slice.group->start_allreduce_sum(wires_[index].wire(), slice.size);
   } else {
-    slice.group->allreduce_sum(grads + slice.offset, slice.size);  // the baseline: one at a time
+    final_[index].wait();
+    slice.group->allreduce_sum(wires_[index].wire(), slice.size);  // the baseline: one at a time
   }
 }
 
-void GradSync::unit_done(int unit, float* grads) {
+void GradSync::unit_done(int unit) {
   if (mode_ != GradSyncMode::block) return;
+  for (size_t i = 0; i < slices_.size(); i++)
+    if (state_[i] == State::idle && slices_[i].start_unit == unit) arm(i);
+  poll();
+}
+
+void GradSync::poll() {
   for (size_t i = 0; i < slices_.size(); i++) {
-    if (!started_[i] && slices_[i].start_unit == unit) start(slices_[i], grads, i);
-    pending_[i].test();  // MPI progresses only inside MPI calls
+    if (state_[i] == State::armed && final_[i].done()) start(i);
+    if (state_[i] == State::reducing) pending_[i].test();  // MPI progresses only inside MPI calls
   }
 }
 
-void GradSync::finish(float* grads) {
+void GradSync::finish() {
   for (size_t i = 0; i < slices_.size(); i++)
-    if (!started_[i]) start(slices_[i], grads, i);
-  for (PendingReduce& p : pending_) p.wait();
-  started_.assign(slices_.size(), false);
+    if (state_[i] == State::idle) arm(i);
+  for (size_t i = 0; i < slices_.size(); i++) {
+    if (state_[i] == State::armed) {
+      final_[i].wait();
+      start(i);
+    }
+  }
+  for (size_t i = 0; i < slices_.size(); i++) {
+    pending_[i].wait();
+    wires_[i].stage_in();
+  }
+  state_.assign(slices_.size(), State::idle);
 }
 
-double GradSync::owned_sum_of_squares(kernels::Backend& backend, const float* grads) const {
+double GradSync::owned_sum_of_squares(kernels::Backend& backend) const {
   double sum = 0.0;
   for (const Slice& s : slices_)
-    if (s.counted_here) sum += backend.sum_of_squares(grads + s.offset, s.size);
+    if (s.counted_here) sum += backend.sum_of_squares(grads_ + s.offset, s.size);
   return sum;
 }
 

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "mpi_topology/mpi_session.hpp"
+#include "mpi_topology/host_messages.hpp"
 
 namespace eth {
 namespace {
@@ -33,7 +33,7 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
       slots_(activation_slots(ctx.role.stage, ctx.stages, pipe_.micro_batches)),
       stage_(model, pipe_.stages[ctx.role.stage].layers, ctx.role.samples, seq_len, slots_, backend),
       optimizer_(stage_.layout(), adamw, backend),
-      sync_(ctx, stage_.layout(), sync),
+      sync_(ctx, stage_.layout(), sync, backend, stage_.grads()),
       actions_(one_f_one_b(pipe_, ctx.role.stage)),
       whole_(model, {0, model.num_layers}) {
   // Every rank can see every stage's layout: the owner of a tensor is the lowest rank holding it.
@@ -49,10 +49,25 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
   init_gpt2_parameters(model, stage_.layout(), seed, host.data());
   backend.copy_to_device(stage_.params(), host.data(), host.size() * sizeof(float));
   const size_t BT = static_cast<size_t>(ctx.role.samples) * T_;
+  const size_t rows = BT * C_;  // one micro-batch of this rank's activations
   inputs_.resize(BT);
   targets_.resize(BT);
-  dout_ = kernels::DeviceBuffer<float>(backend, BT * C_);
-  grad_send_ = kernels::DeviceBuffer<float>(backend, BT * C_ * slots_);
+  dout_ = kernels::DeviceBuffer<float>(backend, rows);
+  grad_send_ = kernels::DeviceBuffer<float>(backend, rows * slots_);
+  const bool direct = mpi_reads_device_buffers(backend);
+  for (int slot = 0; slot < slots_; slot++) {
+    if (!ctx.first_stage()) {
+      input_wires_.emplace_back(backend, stage_.input_buffer(slot), rows, direct);
+      grad_send_wires_.emplace_back(backend, grad_send_.data() + rows * slot, rows, direct);
+      grad_final_.emplace_back(backend);
+    }
+    if (!ctx.last_stage()) {
+      output_wires_.emplace_back(backend, stage_.output(slot), rows, direct);
+      output_final_.emplace_back(backend);
+    }
+  }
+  if (!ctx.last_stage()) dout_wire_ = WireBuffer(backend, dout_.data(), rows, direct);
+  for (int i = 0; i < pipe_.micro_batches; i++) backward_done_.emplace_back(backend);
   activation_sends_.resize(static_cast<size_t>(slots_));
   grad_sends_.resize(static_cast<size_t>(slots_));
 }
@@ -64,9 +79,12 @@ void PipelineRuntime::fetch(SampleStream& data, uint64_t first, std::vector<int3
                 targets.data() + static_cast<size_t>(b) * T_);
 }
 
-void PipelineRuntime::wait_all(std::vector<MPI_Request>& requests) {
-  MPI_CHECK(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
-  requests.clear();
+void PipelineRuntime::send_rows(const RowExchange& exchange, WireBuffer& wire, kernels::Event& ready, int tag,
+                                std::vector<MPI_Request>& requests) {
+  wire.stage_out();
+  ready.record();
+  ready.wait();  // MPI reads the rows from the host's side of the stream
+  exchange.post_sends(ctx_.world_rank, wire.wire(), static_cast<size_t>(T_) * C_, tag, MPI_COMM_WORLD, requests);
 }
 
 StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTrace& trace) {
@@ -76,24 +94,26 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
   // This rank's first sample of micro-batch i is base + i * micro_batch.
   const uint64_t base = static_cast<uint64_t>(step) * plan_.global_batch + plan_.first_sample(ctx_.role.pipeline) +
                         ctx_.role.sample_offset;
-  float* grads = stage_.grads();
   trace.begin_step();
   stage_.zero_grads();
-  double loss_sum = 0.0;
   StepResult result;
-  // Receives are posted as early as their buffers allow, so that transfers overlap compute:
-  // micro-batch i's activations go into slot i mod slots once micro-batch i - slots has been
-  // backwarded; its gradient into dout once micro-batch i - 1 has.
+  // Receives are posted as early as the schedule's buffer rule allows, so that transfers
+  // overlap compute: once the backward that frees the buffer has completed on the device.
   std::vector<std::vector<MPI_Request>> receives(actions_.size());
   std::vector<bool> posted(actions_.size(), false);
-  int backwards_done = 0;
+  int backwards_enqueued = 0;
+  auto buffer_free = [&](const Action& r) {
+    const int k = r.posted_after_backward;
+    return k < 0 || (k < backwards_enqueued && backward_done_[k].done());
+  };
   auto post_receive = [&](size_t j) {
     const Action& r = actions_[j];
     if (r.kind == ActionKind::recv_activation) {
-      ctx_.from_previous.post_recvs(rank, stage_.input_buffer(r.micro_batch % slots_), row, activation_tag(r.micro_batch),
-                                    MPI_COMM_WORLD, receives[j]);
+      ctx_.from_previous.post_recvs(rank, input_wires_[r.micro_batch % slots_].wire(), row,
+                                    activation_tag(r.micro_batch), MPI_COMM_WORLD, receives[j]);
     } else {
-      ctx_.grads_from_next.post_recvs(rank, dout_.data(), row, grad_tag(r.micro_batch), MPI_COMM_WORLD, receives[j]);
+      ctx_.grads_from_next.post_recvs(rank, dout_wire_.wire(), row, grad_tag(r.micro_batch), MPI_COMM_WORLD,
+                                      receives[j]);
     }
     posted[j] = true;
   };
@@ -101,9 +121,7 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
     for (ActionKind kind : {ActionKind::recv_activation, ActionKind::recv_grad}) {
       for (size_t j = from; j < actions_.size(); j++) {
         if (actions_[j].kind != kind) continue;
-        const int m = actions_[j].micro_batch;
-        const bool free = kind == ActionKind::recv_activation ? m < backwards_done + slots_ : m <= backwards_done;
-        if (!posted[j] && free) post_receive(j);
+        if (!posted[j] && buffer_free(actions_[j])) post_receive(j);
         break;  // only the next receive of each kind
       }
     }
@@ -116,80 +134,90 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
     const double t0 = trace.now_ms();
     switch (a.kind) {
       case ActionKind::recv_activation:
-      case ActionKind::recv_grad:
-        if (!posted[index]) post_receive(index);
+      case ActionKind::recv_grad: {
+        if (!posted[index]) {
+          if (a.posted_after_backward >= 0) backward_done_[a.posted_after_backward].wait();
+          post_receive(index);
+        }
         wait_all(receives[index]);
+        (a.kind == ActionKind::recv_activation ? input_wires_[slot] : dout_wire_).stage_in();
         trace.add(SpanKind::comm_wait, i, t0);
         break;
+      }
       case ActionKind::forward:
+        if (a.after_send_of >= 0) wait_all(activation_sends_[slot]);  // the slot's output has left
         if (first || last) fetch(train, base + static_cast<uint64_t>(i) * pipe_.micro_batch, inputs_, targets_);
         stage_.forward(slot, inputs_.data(), first ? nullptr : stage_.input_buffer(slot));
-        if (last) loss_sum += stage_.loss(slot, targets_.data(), true);
+        if (last) stage_.loss(slot, targets_.data(), true);
         trace.add(SpanKind::forward, i, t0);
         break;
       case ActionKind::send_activation:
-        wait_all(activation_sends_[slot]);  // the slot's previous activations have left
-        ctx_.to_next.post_sends(rank, stage_.output(slot), row, activation_tag(i), MPI_COMM_WORLD,
-                                activation_sends_[slot]);
+        send_rows(ctx_.to_next, output_wires_[slot], output_final_[slot], activation_tag(i), activation_sends_[slot]);
         trace.add(SpanKind::comm_wait, i, t0);
         break;
       case ActionKind::backward: {
-        // The last backward reports finished units, so that their reductions start at once.
+        // The last backward reports finished units, so that their reductions start early.
         const bool final_backward = i == pipe_.micro_batches - 1;
         stage_.backward(slot, dout_.data(), [&](int unit) {
-          if (final_backward) sync_.unit_done(unit, grads);
+          if (final_backward) sync_.unit_done(unit);
         });
-        backwards_done++;
+        backward_done_[i].record();
+        backwards_enqueued++;
         trace.add(SpanKind::backward, i, t0);
         break;
       }
       case ActionKind::send_grad: {
-        wait_all(grad_sends_[slot]);
-        float* out = grad_send_.data() + static_cast<size_t>(slot) * stage_.micro_batch() * row;
-        backend_.copy(out, stage_.input_grad(), sizeof(float) * stage_.micro_batch() * row);
-        ctx_.grads_to_previous.post_sends(rank, out, row, grad_tag(i), MPI_COMM_WORLD, grad_sends_[slot]);
+        if (a.after_send_of >= 0) wait_all(grad_sends_[slot]);  // the slot's previous gradient has left
+        WireBuffer& wire = grad_send_wires_[slot];
+        backend_.copy(wire.buffer(), stage_.input_grad(), sizeof(float) * stage_.micro_batch() * row);
+        send_rows(ctx_.grads_to_previous, wire, grad_final_[slot], grad_tag(i), grad_sends_[slot]);
         trace.add(SpanKind::comm_wait, i, t0);
         break;
       }
       case ActionKind::reduce_grads:
-        sync_.finish(grads);
+        sync_.finish();
         for (auto& r : activation_sends_) wait_all(r);
         for (auto& r : grad_sends_) wait_all(r);
         trace.add(SpanKind::reduce, -1, t0);
         break;
       case ActionKind::optimizer_step: {
-        // Every rank learns the global loss (from the last stages) and norm (each block once).
-        double sums[2] = {last ? loss_sum : 0.0, sync_.owned_sum_of_squares(backend_, grads)};
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+        // Every rank learns the global loss (from the last stages) and norm (each block once):
+        // the step's one read of device results.
+        double sums[2] = {last ? stage_.take_loss_sum() : 0.0, sync_.owned_sum_of_squares(backend_)};
+        world_sum(sums, 2);
         result.loss = sums[0] / plan_.global_batch;
         result.grad_norm = std::sqrt(sums[1]) / plan_.global_batch;
         result.applied = std::isfinite(result.loss) && std::isfinite(result.grad_norm);
         if (result.applied) {
           const double scale = clip_factor(result.grad_norm, optimizer_.config().max_grad_norm) / plan_.global_batch;
-          optimizer_.step(stage_.params(), grads, lr, static_cast<float>(scale));
+          optimizer_.step(stage_.params(), stage_.grads(), lr, static_cast<float>(scale));
         }
         trace.add(SpanKind::optimizer, -1, t0);
         break;
       }
     }
     post_ready_receives(index + 1);
+    sync_.poll();
   }
   trace.end_step();
   return result;
 }
 
-void PipelineRuntime::forward_only(int tag, const int32_t* inputs, const int32_t* targets, double& loss_sum) {
+void PipelineRuntime::forward_only(int tag, const int32_t* inputs, const int32_t* targets) {
   const size_t row = static_cast<size_t>(T_) * C_;
   std::vector<MPI_Request> requests;
+  // Evaluation is not timed: wait for the previous forward, which read slot 0's input.
+  backend_.synchronize();
   if (!ctx_.first_stage()) {
-    ctx_.from_previous.post_recvs(ctx_.world_rank, stage_.input_buffer(0), row, tag, MPI_COMM_WORLD, requests);
+    ctx_.from_previous.post_recvs(ctx_.world_rank, input_wires_[0].wire(), row, tag, MPI_COMM_WORLD, requests);
     wait_all(requests);
+    input_wires_[0].stage_in();
   }
   stage_.forward(0, inputs, ctx_.first_stage() ? nullptr : stage_.input_buffer(0));
   if (ctx_.last_stage()) {
-    loss_sum += stage_.loss(0, targets, false);
+    stage_.loss(0, targets, false);
   } else {
-    ctx_.to_next.post_sends(ctx_.world_rank, stage_.output(0), row, tag, MPI_COMM_WORLD, requests);
+    send_rows(ctx_.to_next, output_wires_[0], output_final_[0], tag, requests);
     wait_all(requests);
   }
 }
@@ -211,13 +239,12 @@ double PipelineRuntime::evaluate(SampleStream& val, int samples) {
     first += static_cast<uint64_t>(batches) * pipe.micro_batch;
   }
   total = static_cast<double>(first);
-  double loss_sum = 0.0;
   for (int i = 0; i < mine; i++) {
     fetch(val, mine_first + static_cast<uint64_t>(i) * pipe_.micro_batch + ctx_.role.sample_offset, inputs_, targets_);
-    forward_only(activation_tag(i), inputs_.data(), targets_.data(), loss_sum);
+    forward_only(activation_tag(i), inputs_.data(), targets_.data());
   }
-  double sum = ctx_.last_stage() ? loss_sum : 0.0;
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+  double sum = ctx_.last_stage() ? stage_.take_loss_sum() : 0.0;
+  world_sum(&sum, 1);
   return sum / total;
 }
 
@@ -230,10 +257,9 @@ void PipelineRuntime::gather_parameters(float* full) {
       host.resize(t.size);
       backend_.copy_to_host(host.data(), stage_.params() + find_tensor(stage_.layout(), t.name)->offset, t.size * sizeof(float));
       if (owner == 0) std::copy(host.begin(), host.end(), full + t.offset);
-      else MPI_CHECK(MPI_Send(host.data(), static_cast<int>(t.size), MPI_FLOAT, 0, tag, MPI_COMM_WORLD));
+      else send_floats(host.data(), t.size, 0, tag);
     } else if (ctx_.world_rank == 0) {
-      MPI_CHECK(MPI_Recv(full + t.offset, static_cast<int>(t.size), MPI_FLOAT, owner, tag, MPI_COMM_WORLD,
-                         MPI_STATUS_IGNORE));
+      recv_floats(full + t.offset, t.size, owner, tag);
     }
   }
 }

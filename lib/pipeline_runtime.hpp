@@ -7,6 +7,13 @@
 // everywhere; after aggregation every owner of a parameter holds the same full-batch sum, and
 // the optimizer applies 1/global_batch. A step therefore equals one device's step on the whole
 // global batch, up to float rounding.
+//
+// Execution: stage work is only enqueued on the backend's stream (kernels/device.hpp). A send
+// or a reduction starts after an event recorded once its data is final; a receive is posted
+// once the backward that frees its buffer has completed; a slot is overwritten once its last
+// send has completed (the schedule's buffer rules, lib/schedule.hpp). Device buffers reach MPI
+// directly or through pinned mirrors (mpi_topology/wire_buffer.hpp). The host waits for the
+// device only there, and once per step to read the loss and the gradient norm.
 #pragma once
 
 #include <cstdint>
@@ -58,8 +65,10 @@ class PipelineRuntime {
 
  private:
   void fetch(SampleStream& data, uint64_t first, std::vector<int32_t>& inputs, std::vector<int32_t>& targets);
-  void wait_all(std::vector<MPI_Request>& requests);
-  void forward_only(int micro_batch_tag, const int32_t* inputs, const int32_t* targets, double& loss_sum);
+  void forward_only(int micro_batch_tag, const int32_t* inputs, const int32_t* targets);
+  // Enqueues the wire copy, records `ready` after it, waits for it, and posts the sends.
+  void send_rows(const RowExchange& exchange, WireBuffer& wire, kernels::Event& ready, int tag,
+                 std::vector<MPI_Request>& requests);
   float* state_buffer(CheckpointGroup group);  // parameters or a moment, (stage layout size)
 
   const GptConfig& model_;
@@ -79,6 +88,11 @@ class PipelineRuntime {
   std::vector<int32_t> inputs_, targets_;                  // (B, T) host, this rank's samples
   kernels::DeviceBuffer<float> dout_;                      // (B, T, C) gradient from the next stage
   kernels::DeviceBuffer<float> grad_send_;                 // (slots, B, T, C) gradients in flight back
+  // The same buffers as MPI sees them (wire_buffer.hpp), per slot where there are several.
+  std::vector<WireBuffer> input_wires_, output_wires_, grad_send_wires_;
+  WireBuffer dout_wire_;
+  std::vector<kernels::Event> backward_done_;              // per micro-batch
+  std::vector<kernels::Event> output_final_, grad_final_;  // per slot: staged, ready to send
   std::vector<std::vector<MPI_Request>> activation_sends_; // per slot
   std::vector<std::vector<MPI_Request>> grad_sends_;       // per slot
 };

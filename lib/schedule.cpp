@@ -10,16 +10,18 @@ std::vector<Action> one_f_one_b(const PlanPipeline& pipeline, int stage) {
   const int S = static_cast<int>(pipeline.stages.size());
   const int m = pipeline.micro_batches;
   const bool first = stage == 0, last = stage == S - 1;
+  const int slots = activation_slots(stage, S, m);
+  auto earlier = [](int i) { return i >= 0 ? i : -1; };
   std::vector<Action> actions;
   auto forward = [&](int i) {
-    if (!first) actions.push_back({ActionKind::recv_activation, i});
-    actions.push_back({ActionKind::forward, i});
+    if (!first) actions.push_back({ActionKind::recv_activation, i, earlier(i - slots)});
+    actions.push_back({ActionKind::forward, i, -1, last ? -1 : earlier(i - slots)});
     if (!last) actions.push_back({ActionKind::send_activation, i});
   };
   auto backward = [&](int i) {
-    if (!last) actions.push_back({ActionKind::recv_grad, i});
+    if (!last) actions.push_back({ActionKind::recv_grad, i, earlier(i - 1)});
     actions.push_back({ActionKind::backward, i});
-    if (!first) actions.push_back({ActionKind::send_grad, i});
+    if (!first) actions.push_back({ActionKind::send_grad, i, -1, earlier(i - slots)});
   };
   const int warmup = std::min(S - stage - 1, m);
   for (int i = 0; i < warmup; i++) forward(i);

@@ -6,6 +6,14 @@
 // steady pairs (forward of micro-batch w + i, backward of i), then w cool-down backwards. It
 // keeps at most min(S - s, m) micro-batches' activations (activation_slots), micro-batch i in
 // slot i mod activation_slots.
+//
+// The list also carries the rules for the buffers that transfers use, so that the runtime obeys
+// them, the simulator charges them and tests check them in one place:
+//   - micro-batch i's activations are received into its slot, whose previous user is
+//     micro-batch i - slots: the receive may be posted once that backward has completed;
+//   - its gradient is received into the one gradient buffer, read by backward i - 1;
+//   - a forward writes its slot's output, which the activation send of micro-batch i - slots
+//     reads: that send must have completed first; likewise a gradient send's slot.
 #pragma once
 
 #include <string>
@@ -29,6 +37,12 @@ enum class ActionKind {
 struct Action {
   ActionKind kind;
   int micro_batch = -1;  // -1 for reduce_grads and optimizer_step
+  // Receives: the micro-batch whose backward must have completed before the receive may be
+  // posted (its buffer is free then); -1: free from the step's start.
+  int posted_after_backward = -1;
+  // forward and send_grad: the micro-batch whose send from the same slot must have completed
+  // before this action overwrites the slot; -1: none.
+  int after_send_of = -1;
 };
 
 // Micro-batches in flight at stage s of S with m micro-batches: min(S - s, m).

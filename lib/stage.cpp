@@ -1,5 +1,6 @@
 #include "lib/stage.hpp"
 
+#include <algorithm>
 #include <cassert>
 
 namespace eth {
@@ -66,12 +67,20 @@ Stage::Stage(const GptConfig& config, LayerRange layers, int B, int T, int slots
   params_ = kernels::DeviceBuffer<float>(backend, layout_.size());
   grads_ = kernels::DeviceBuffer<float>(backend, layout_.size());
   activations_ = kernels::DeviceBuffer<float>(backend, slot_.size * static_cast<size_t>(slots));
-  if (layout_.has_embedding()) tokens_ = kernels::DeviceBuffer<int32_t>(backend, BT * slots);
+  if (layout_.has_embedding()) {
+    tokens_ = kernels::DeviceBuffer<int32_t>(backend, BT * slots);
+    tokens_upload_ = kernels::DeviceBuffer<int32_t>(backend, BT * slots, kernels::Memory::pinned);
+    for (int i = 0; i < slots; i++) tokens_uploaded_.emplace_back(backend);
+  }
   if (layout_.has_head()) {
     targets_ = kernels::DeviceBuffer<int32_t>(backend, BT);
+    targets_upload_ = kernels::DeviceBuffer<int32_t>(backend, BT, kernels::Memory::pinned);
+    targets_uploaded_ = kernels::Event(backend);
     logits_ = kernels::DeviceBuffer<float>(backend, BT * Vp);
     sample_losses_ = kernels::DeviceBuffer<float>(backend, static_cast<size_t>(B));
-    host_sample_losses_.resize(static_cast<size_t>(B));
+    loss_sum_ = kernels::DeviceBuffer<double>(backend, 1);
+    const double zero = 0.0;
+    backend.copy_to_device(loss_sum_.data(), &zero, sizeof(double));
   }
   branch_ = kernels::DeviceBuffer<float>(backend, BT * C);
   dresidual_ = kernels::DeviceBuffer<float>(backend, BT * C);
@@ -109,7 +118,11 @@ void Stage::forward(int slot, const int32_t* host_tokens, const float* input) {
 
   if (layout_.has_embedding()) {
     int32_t* tokens = tokens_.data() + static_cast<size_t>(N) * slot;
-    backend_.copy_to_device(tokens, host_tokens, sizeof(int32_t) * N);
+    int32_t* upload = tokens_upload_.data() + static_cast<size_t>(N) * slot;
+    tokens_uploaded_[slot].wait();  // the slot's previous upload has read the pinned buffer
+    std::copy(host_tokens, host_tokens + N, upload);
+    backend_.copy_to_device_async(tokens, upload, sizeof(int32_t) * N);
+    tokens_uploaded_[slot].record();
     backend_.encoder_forward(s + slot_.input, tokens, p + layout_.wte(), p + layout_.wpe(), B, T, C);
   } else if (input != s + slot_.input) {
     backend_.copy(s + slot_.input, input, sizeof(float) * BTC);
@@ -142,20 +155,29 @@ void Stage::forward(int slot, const int32_t* host_tokens, const float* input) {
   }
 }
 
-double Stage::loss(int slot, const int32_t* host_targets, bool with_grad) {
+void Stage::loss(int slot, const int32_t* host_targets, bool with_grad) {
   assert(layout_.has_head());
   const int B = B_, T = T_, C = config_.channels;
   const int N = B * T;
   float* s = slot_base(slot);
-  backend_.copy_to_device(targets_.data(), host_targets, sizeof(int32_t) * N);
+  targets_uploaded_.wait();  // the previous upload has read the pinned buffer
+  std::copy(host_targets, host_targets + N, targets_upload_.data());
+  backend_.copy_to_device_async(targets_.data(), targets_upload_.data(), sizeof(int32_t) * N);
+  targets_uploaded_.record();
   backend_.matmul_forward(logits_.data(), s + slot_.lnf, params_.data() + layout_.head_wte(), nullptr,
                           N, C, config_.padded_vocab_size);
   backend_.crossentropy_forward_backward(sample_losses_.data(), logits_.data(), targets_.data(), B, T,
                                          config_.vocab_size, config_.padded_vocab_size,
                                          with_grad ? 1.0f : 0.0f);
-  backend_.copy_to_host(host_sample_losses_.data(), sample_losses_.data(), sizeof(float) * B);
+  backend_.accumulate_sum(loss_sum_.data(), sample_losses_.data(), static_cast<size_t>(B));
+}
+
+double Stage::take_loss_sum() {
+  assert(layout_.has_head());
   double sum = 0.0;
-  for (float l : host_sample_losses_) sum += l;
+  const double zero = 0.0;
+  backend_.copy_to_host(&sum, loss_sum_.data(), sizeof(double));
+  backend_.copy_to_device(loss_sum_.data(), &zero, sizeof(double));
   return sum;
 }
 

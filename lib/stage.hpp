@@ -4,7 +4,7 @@
 //
 //   first stage:   forward(slot, tokens, nullptr)            -> output(slot)   (B, T, C)
 //   middle stage:  forward(slot, nullptr, input)             -> output(slot)
-//   last stage:    forward(slot, ...) then loss(slot, targets, true)
+//   last stage:    forward(slot, ...) then loss(slot, targets, true); take_loss_sum() once per step
 //   backward:      backward(slot, doutput)  (doutput is ignored on the last stage, which starts
 //                  from the dlogits its loss() just left)  -> input_grad()    (B, T, C)
 //
@@ -14,10 +14,15 @@
 //
 // Parameter gradients accumulate over micro-batches as sums over samples; the caller scales by
 // 1/global_batch (see the optimizer), so any split of the batch computes the same step.
+//
+// Every call only enqueues work on the backend's stream (kernels/device.hpp): tokens and targets
+// go up through pinned buffers, one per slot, each rewritten only after its last upload ran;
+// losses are summed on the device. take_loss_sum() is the one place the host waits.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "kernels/backend.hpp"
@@ -46,9 +51,13 @@ class Stage {
   // which then uses it in place.
   float* input_buffer(int slot) { return slot_base(slot) + slot_.input; }  // (B, T, C)
   const float* output(int slot) const;  // (B, T, C): the last layer's residual stream
+  float* output(int slot) { return const_cast<float*>(std::as_const(*this).output(slot)); }
 
-  // Last stage only. Returns the sum over the B samples of each sample's mean token loss.
-  double loss(int slot, const int32_t* host_targets /* (B, T) */, bool with_grad);
+  // Last stage only. Adds the sum over the B samples of each sample's mean token loss to the
+  // device's loss sum; with_grad leaves dlogits for backward(slot).
+  void loss(int slot, const int32_t* host_targets /* (B, T) */, bool with_grad);
+  // The loss sum since the last call (waits for the stream), and resets it to zero.
+  double take_loss_sum();
   const float* logits() const { return logits_.data(); }  // (B, T, Vp), after loss(.., false)
 
   // on_unit_done(u), when given, is called as soon as the gradients of model unit u (see
@@ -105,7 +114,13 @@ class Stage {
   kernels::DeviceBuffer<int32_t> targets_;      // (B, T) last stage
   kernels::DeviceBuffer<float> logits_;         // (B, T, Vp) last stage; becomes dlogits
   kernels::DeviceBuffer<float> sample_losses_;  // (B)
-  std::vector<float> host_sample_losses_;       // (B)
+  kernels::DeviceBuffer<double> loss_sum_;      // (1) last stage
+
+  // Pinned upload buffers, and per buffer the event after its last upload.
+  kernels::DeviceBuffer<int32_t> tokens_upload_;   // (slots, B, T) first stage
+  kernels::DeviceBuffer<int32_t> targets_upload_;  // (B, T) last stage
+  std::vector<kernels::Event> tokens_uploaded_;    // (slots)
+  kernels::Event targets_uploaded_;
 
   // Scratch, shared by all slots: forward branch outputs and backward activation gradients.
   kernels::DeviceBuffer<float> branch_;         // (B, T, C)

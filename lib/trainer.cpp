@@ -90,17 +90,8 @@ Job load_job(const TrainOptions& o, int world_size) {
 
 // Collective: if any rank failed, the lowest failing rank's message becomes every rank's error.
 void agree_on_errors(const std::string& error) {
-  int rank = 0;
-  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  int first_failed = error.empty() ? INT32_MAX : rank;
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-  if (first_failed == INT32_MAX) return;
-  int length = static_cast<int>(error.size());
-  MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, first_failed, MPI_COMM_WORLD));
-  std::string message = error;
-  message.resize(static_cast<size_t>(length));
-  MPI_CHECK(MPI_Bcast(message.data(), length, MPI_CHAR, first_failed, MPI_COMM_WORLD));
-  throw AgreedError(message);
+  const std::string agreed = agreed_error(error);
+  if (!agreed.empty()) throw AgreedError(agreed);
 }
 
 // Per-step timing of every rank, gathered on rank 0 for the log line and metrics.

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -25,7 +26,26 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   MPI_Comm local;
   MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
   MPI_CHECK(MPI_Comm_size(local, &local_ranks_));
+  MPI_CHECK(MPI_Comm_rank(local, &local_rank_));
   MPI_CHECK(MPI_Comm_free(&local));
+  char name[MPI_MAX_PROCESSOR_NAME];
+  int length = 0;
+  MPI_CHECK(MPI_Get_processor_name(name, &length));
+  host_.assign(name, static_cast<size_t>(length));
+}
+
+std::string agreed_error(const std::string& mine) {
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  int first_failed = mine.empty() ? INT32_MAX : rank;
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  if (first_failed == INT32_MAX) return "";
+  int length = static_cast<int>(mine.size());
+  MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, first_failed, MPI_COMM_WORLD));
+  std::string message = mine;
+  message.resize(static_cast<size_t>(length));
+  MPI_CHECK(MPI_Bcast(message.data(), length, MPI_CHAR, first_failed, MPI_COMM_WORLD));
+  return message;
 }
 
 void MpiSession::share_cores_among_local_ranks() const {

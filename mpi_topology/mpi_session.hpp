@@ -13,6 +13,11 @@ namespace eth {
 #define MPI_CHECK(call) ::eth::mpi_check((call), #call, __FILE__, __LINE__)
 void mpi_check(int code, const char* call, const char* file, int line);
 
+// Collective over MPI_COMM_WORLD: "" when `mine` is "" on every rank, else the message of the
+// lowest rank whose `mine` is not "", on every rank. Lets a mistake one rank found end every
+// rank together, with one message and no hang.
+std::string agreed_error(const std::string& mine);
+
 class MpiSession {
  public:
   MpiSession(int* argc, char*** argv);
@@ -23,6 +28,8 @@ class MpiSession {
   int rank() const { return rank_; }
   int size() const { return size_; }
   int local_ranks() const { return local_ranks_; }  // ranks of this job on this host
+  int local_rank() const { return local_rank_; }    // this rank's place among them
+  const std::string& host() const { return host_; }
 
   // Unless OMP_NUM_THREADS says otherwise, gives each rank its share of the host's cores:
   // ranks' OpenMP pools spinning against each other on shared cores cost far more than idle ones.
@@ -32,6 +39,8 @@ class MpiSession {
   int rank_ = 0;
   int size_ = 1;
   int local_ranks_ = 1;
+  int local_rank_ = 0;
+  std::string host_;
 };
 
 }  // namespace eth

@@ -137,8 +137,9 @@ int main(int argc, char** argv) {
         const auto start = std::chrono::steady_clock::now();
         stage.zero_grads();
         stage.forward(0, tokens.data() + at, nullptr);
-        const double loss = stage.loss(0, targets.data() + at, true) / B;
+        stage.loss(0, targets.data() + at, true);
         stage.backward(0, nullptr);
+        const double loss = stage.take_loss_sum() / B;  // a read of the device, as eth_train's once per step
         const double norm = std::sqrt(backend->sum_of_squares(stage.grads(), P)) / B;
         adamw.step(stage.params(), stage.grads(), 3e-4f,
                    static_cast<float>(eth::clip_factor(norm, adamw_config.max_grad_norm) / B));

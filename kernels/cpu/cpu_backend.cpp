@@ -12,7 +12,9 @@ namespace {
 class CpuBackend final : public Backend {
  public:
   std::string name() const override { return "cpu"; }
+  bool host_addressable() const override { return true; }
 
+  // Each operation has run when its call returns: every event is always done.
   void* allocate(size_t bytes) override {
     // 64-byte alignment for AVX loads; std::aligned_alloc needs a multiple of the alignment.
     void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
@@ -20,10 +22,21 @@ class CpuBackend final : public Backend {
     return p;
   }
   void release(void* ptr) override { std::free(ptr); }
+  void* allocate_pinned(size_t bytes) override { return allocate(bytes); }
+  void release_pinned(void* ptr) override { std::free(ptr); }
   void copy_to_device(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void copy_to_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy_to_device_async(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy_to_host_async(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void copy(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void fill_zero(float* x, size_t n) override { std::memset(x, 0, n * sizeof(float)); }
+
+  void synchronize() override {}
+  void* create_event() override { return nullptr; }
+  void destroy_event(void*) override {}
+  void record_event(void*) override {}
+  bool event_done(void*) override { return true; }
+  void wait_event(void*) override {}
 
   void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
                        int B, int T, int C) override {
@@ -68,6 +81,11 @@ class CpuBackend final : public Backend {
   void crossentropy_forward_backward(float* sample_losses, float* logits, const int32_t* targets,
                                      int B, int T, int V, int Vp, float dlogits_scale) override {
     cpu::crossentropy_forward_backward(sample_losses, logits, targets, B, T, V, Vp, dlogits_scale);
+  }
+  void accumulate_sum(double* total, const float* x, size_t n) override {
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) sum += x[i];
+    *total += sum;
   }
   double sum_of_squares(const float* x, size_t n) override { return cpu::sum_of_squares(x, n); }
   void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,

@@ -34,6 +34,9 @@ class CudaBackend final : public Backend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   std::string name() const override { return options_.tf32 ? "cuda-tf32" : "cuda"; }
+  bool host_addressable() const override { return false; }
+  int cuda_device() const override { return device_; }
+  void* native_stream() const override { return stream_; }
 
   // ---- memory --------------------------------------------------------------------------
   void* allocate(size_t bytes) override {
@@ -47,18 +50,33 @@ class CudaBackend final : public Backend {
     if (ptr == nullptr) return;
     cudaError_t err = cudaStreamSynchronize(stream_);
     if (err == cudaSuccess) err = cudaFree(ptr);
-    if (err != cudaSuccess)
-      std::fprintf(stderr, "CUDA error at %s:%d: releasing device memory: %s\n", __FILE__, __LINE__,
-                   cudaGetErrorString(err));
+    report_release_error(err);
+  }
+  void* allocate_pinned(size_t bytes) override {
+    void* p = nullptr;
+    if (bytes == 0) return nullptr;
+    CUDA_CHECK(cudaMallocHost(&p, bytes));
+    return p;
+  }
+  void release_pinned(void* ptr) override {
+    if (ptr == nullptr) return;
+    cudaError_t err = cudaStreamSynchronize(stream_);
+    if (err == cudaSuccess) err = cudaFreeHost(ptr);
+    report_release_error(err);
   }
   void copy_to_device(void* dst, const void* host_src, size_t bytes) override {
-    // Synchronous, so the caller may reuse host_src at once (it is pageable memory anyway).
+    // From pageable memory the call returns once the bytes are staged, so host_src is reusable.
     CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
-    CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override {
     CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
     CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  void copy_to_device_async(void* dst, const void* pinned_src, size_t bytes) override {
+    CUDA_CHECK(cudaMemcpyAsync(dst, pinned_src, bytes, cudaMemcpyHostToDevice, stream_));
+  }
+  void copy_to_host_async(void* pinned_dst, const void* src, size_t bytes) override {
+    CUDA_CHECK(cudaMemcpyAsync(pinned_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
   }
   void copy(void* dst, const void* src, size_t bytes) override {
     // cudaMemcpyDefault: unified addressing tells device from host memory, should a caller pass one.
@@ -67,6 +85,23 @@ class CudaBackend final : public Backend {
   void fill_zero(float* x, size_t n) override {
     CUDA_CHECK(cudaMemsetAsync(x, 0, n * sizeof(float), stream_));
   }
+
+  // ---- ordering ------------------------------------------------------------------------
+  void synchronize() override { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  void* create_event() override {
+    cudaEvent_t event = nullptr;
+    CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    return event;
+  }
+  void destroy_event(void* event) override { cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
+  void record_event(void* event) override { CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event), stream_)); }
+  bool event_done(void* event) override {
+    const cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(event));
+    if (err == cudaErrorNotReady) return false;
+    CUDA_CHECK(err);
+    return true;
+  }
+  void wait_event(void* event) override { CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event))); }
 
   // ---- GPT-2 forward and backward --------------------------------------------------------
   void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
@@ -115,6 +150,10 @@ class CudaBackend final : public Backend {
                                         dlogits_scale);
   }
 
+  void accumulate_sum(double* total, const float* x, size_t n) override {
+    cuda::accumulate_sum(stream_, total, x, n);
+  }
+
   // ---- optimizer -------------------------------------------------------------------------
   double sum_of_squares(const float* x, size_t n) override {
     return cuda::sum_of_squares(stream_, *scratch_, x, n);
@@ -129,6 +168,11 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  static void report_release_error(cudaError_t err) {
+    if (err != cudaSuccess)
+      std::fprintf(stderr, "CUDA error at %s:%d: releasing memory: %s\n", __FILE__, __LINE__, cudaGetErrorString(err));
+  }
+
   int device_;
   CudaBackendOptions options_;
   cudaStream_t stream_ = nullptr;

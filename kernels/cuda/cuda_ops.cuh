@@ -51,6 +51,7 @@ void crossentropy_forward_backward(cudaStream_t stream, Scratch& scratch, float*
 
 // optimizer.cu
 double sum_of_squares(cudaStream_t stream, Scratch& scratch, const float* x, size_t n);  // synchronises
+void accumulate_sum(cudaStream_t stream, double* total, const float* x, size_t n);
 void adamw_update(cudaStream_t stream, float* params, const float* grads, float* m, float* v, size_t n,
                   float lr, float beta1, float beta2, float eps, float weight_decay, float grad_scale,
                   float correction1, float correction2);

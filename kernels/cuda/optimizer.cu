@@ -1,6 +1,7 @@
-// The optimizer's two ops: the sum of squares behind the global gradient norm, in double and
-// deterministic (a fixed grid of partial sums, then one block adding them in a fixed order), and
-// the AdamW update, elementwise with the CPU twin's formula term for term.
+// The optimizer's ops and the step's one other reduction: the sum of squares behind the global
+// gradient norm, in double and deterministic (a fixed grid of partial sums, then one block adding
+// them in a fixed order); the AdamW update, elementwise with the CPU twin's formula term for
+// term; and the device-side sum of per-sample losses.
 #include "kernels/cuda/cuda_ops.cuh"
 
 namespace eth::kernels::cuda {
@@ -28,6 +29,16 @@ __global__ void sum_partials_kernel(double* result, const double* partials, int 
   for (int i = threadIdx.x; i < count; i += blockDim.x) s += partials[i];
   s = block_sum(s, shared);
   if (threadIdx.x == 0) *result = s;
+}
+
+// One block: each thread sums a strided share in double, then the block adds the shares in a
+// fixed order and thread 0 adds the result to *total.
+__global__ void accumulate_sum_kernel(double* total, const float* x, size_t n) {
+  __shared__ double shared[kWarp];
+  double s = 0.0;
+  for (size_t i = threadIdx.x; i < n; i += blockDim.x) s += x[i];
+  s = block_sum(s, shared);
+  if (threadIdx.x == 0) *total += s;
 }
 
 __global__ void adamw_kernel(float* params, const float* grads, float* m, float* v, size_t n, float lr, float beta1,
@@ -59,6 +70,11 @@ double sum_of_squares(cudaStream_t stream, Scratch& scratch, const float* x, siz
   CUDA_CHECK(cudaMemcpyAsync(&host, result, sizeof(double), cudaMemcpyDeviceToHost, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
   return host;
+}
+
+void accumulate_sum(cudaStream_t stream, double* total, const float* x, size_t n) {
+  accumulate_sum_kernel<<<1, kSumThreads, 0, stream>>>(total, x, n);
+  CUDA_CHECK_LAUNCH();
 }
 
 void adamw_update(cudaStream_t stream, float* params, const float* grads, float* m, float* v, size_t n,

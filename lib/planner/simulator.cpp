@@ -18,6 +18,8 @@ struct StageRun {
   ComputeMs compute;                // per micro-batch: the slowest rank's
   std::vector<double> act_arrival;  // per micro-batch: its activations arrive here (from s-1)
   std::vector<double> grad_arrival; // per micro-batch: its gradient arrives here (from s+1)
+  std::vector<double> backward_end; // per micro-batch: its backward has completed here
+  std::vector<double> sent;         // per micro-batch: its outgoing send (activation or gradient) has completed
   double last_backward_start = 0;
 };
 
@@ -58,8 +60,15 @@ Simulation simulate(const CostModel& cost, const Plan& plan) {
       }
       run.act_arrival.assign(m, kNever);
       run.grad_arrival.assign(m, kNever);
+      run.backward_end.assign(m, 0);
+      run.sent.assign(m, 0);
       if (s + 1 < S) link_ms[s] = cost.boundary_ms(pipe.stages[s], pipe.stages[s + 1], pipe.micro_batch);
     }
+    // A transfer lands no earlier than a link time after its receive was posted, which the
+    // schedule's buffer rule allows only once a backward has freed the buffer.
+    auto landed = [&](const StageRun& run, const Action& a, double arrival, double link) {
+      return a.posted_after_backward < 0 ? arrival : std::max(arrival, run.backward_end[a.posted_after_backward] + link);
+    };
     // Advance every stage as far as its receives allow, until all are done.
     for (bool progress = true; progress;) {
       progress = false;
@@ -70,23 +79,28 @@ Simulation simulate(const CostModel& cost, const Plan& plan) {
           const int i = a.micro_batch;
           if (a.kind == ActionKind::recv_activation) {
             if (run.act_arrival[i] == kNever) break;
-            run.clock = std::max(run.clock, run.act_arrival[i]);
+            run.clock = std::max(run.clock, landed(run, a, run.act_arrival[i], link_ms[s - 1]));
           } else if (a.kind == ActionKind::recv_grad) {
             if (run.grad_arrival[i] == kNever) break;
-            run.clock = std::max(run.clock, run.grad_arrival[i]);
+            run.clock = std::max(run.clock, landed(run, a, run.grad_arrival[i], link_ms[s]));
           } else if (a.kind == ActionKind::forward) {
+            if (a.after_send_of >= 0) run.clock = std::max(run.clock, run.sent[a.after_send_of]);
             run.clock += run.compute.forward;
           } else if (a.kind == ActionKind::backward) {
             run.last_backward_start = run.clock;
             run.clock += run.compute.backward;
+            run.backward_end[i] = run.clock;
           } else if (a.kind == ActionKind::send_activation) {
             const double start = std::max(run.clock, fwd_link_free[s]);
             fwd_link_free[s] = start + link_ms[s];
             runs[s + 1].act_arrival[i] = fwd_link_free[s];
+            run.sent[i] = fwd_link_free[s];
           } else if (a.kind == ActionKind::send_grad) {
+            if (a.after_send_of >= 0) run.clock = std::max(run.clock, run.sent[a.after_send_of]);
             const double start = std::max(run.clock, bwd_link_free[s - 1]);
             bwd_link_free[s - 1] = start + link_ms[s - 1];
             runs[s - 1].grad_arrival[i] = bwd_link_free[s - 1];
+            run.sent[i] = bwd_link_free[s - 1];
           } else {
             continue;  // reduce_grads and optimizer_step: replayed below for all pipelines at once
           }

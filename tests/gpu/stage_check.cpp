@@ -84,11 +84,13 @@ StepResult run_step(const GptConfig& config, LayerRange layers, kernels::Backend
   StepResult r;
   forward(0);
   stage.loss(0, targets.data(), false);
+  stage.take_loss_sum();
   r.eval_logits = to_host(backend, stage.logits(), BT * static_cast<size_t>(config.padded_vocab_size));
   stage.zero_grads();
   for (int mb = 0; mb < kMicroBatches; mb++) {
     forward(mb);
-    r.losses.push_back(stage.loss(0, targets.data() + BT * mb, true));
+    stage.loss(0, targets.data() + BT * mb, true);
+    r.losses.push_back(stage.take_loss_sum());
     stage.backward(0, nullptr);
   }
   r.grads = to_host(backend, stage.grads(), P);

@@ -127,7 +127,8 @@ void dump(const fs::path& dir, const std::string& model_path) {
 
   // Logits of an evaluation forward of step 1's first micro-batch: loss(.., false) leaves them.
   stage.forward(0, micro_batch(tokens, 0, 0), nullptr);
-  const double eval_loss = stage.loss(0, micro_batch(targets, 0, 0), false) / B;
+  stage.loss(0, micro_batch(targets, 0, 0), false);
+  const double eval_loss = stage.take_loss_sum() / B;
   write_raw(dir / "logits.f32", to_host(*backend, stage.logits(), BT * Vp));
 
   // Training, step by step as train_single_rank() runs it.
@@ -135,13 +136,12 @@ void dump(const fs::path& dir, const std::string& model_path) {
   json step_log = json::array();
   for (int step = 0; step < kSteps; step++) {
     stage.zero_grads();
-    double loss_sum = 0.0;
     for (int mb = 0; mb < kMicroBatches; mb++) {
       stage.forward(0, micro_batch(tokens, step, mb), nullptr);
-      loss_sum += stage.loss(0, micro_batch(targets, step, mb), true);
+      stage.loss(0, micro_batch(targets, step, mb), true);
       stage.backward(0, nullptr);
     }
-    const double loss = loss_sum / kGlobalBatch;
+    const double loss = stage.take_loss_sum() / kGlobalBatch;
     // Gradients are sums over samples: the mean gradient's norm is theirs over the batch.
     const double grad_norm = std::sqrt(backend->sum_of_squares(stage.grads(), P)) / kGlobalBatch;
     const double clip = eth::clip_factor(grad_norm, kAdamW.max_grad_norm);

@@ -98,5 +98,70 @@ TEST(Schedule, PipelinesRunToCompletionWithinTheirSlots) {
   }
 }
 
+// The buffer rules carried by the list: each receive is posted only after the backward that
+// frees its buffer (and that backward comes earlier in the same list), and each forward or
+// gradient send overwrites a slot only after the previous send from that slot.
+TEST(Schedule, BufferRulesFreeEachBufferBeforeItsReuse) {
+  for (int S = 1; S <= 6; S++) {
+    for (int m = 1; m <= 9; m++) {
+      const PlanPipeline p = pipeline(S, m);
+      for (int s = 0; s < S; s++) {
+        SCOPED_TRACE("S=" + std::to_string(S) + " m=" + std::to_string(m) + " stage=" + std::to_string(s));
+        const int slots = activation_slots(s, S, m);
+        std::set<int> backwards_done, activations_sent, grads_sent;
+        std::map<int, int> slot_holder;    // slot -> micro-batch whose activations it holds
+        std::map<int, int> last_act_send;  // slot -> last micro-batch sent from it
+        std::map<int, int> last_grad_send;
+        int grad_buffer_holder = -1;       // the micro-batch whose gradient the one buffer holds
+        for (const Action& a : one_f_one_b(p, s)) {
+          const int i = a.micro_batch, slot = i < 0 ? -1 : i % slots;
+          const int k = a.posted_after_backward;
+          switch (a.kind) {
+            case ActionKind::recv_activation:
+              EXPECT_TRUE(k < 0 || backwards_done.count(k)) << "recv " << i << " after backward " << k;
+              // Once backward k has completed, the slot holds nothing that is still needed.
+              if (slot_holder.count(slot)) EXPECT_EQ(slot_holder[slot], k) << "recv " << i;
+              else EXPECT_EQ(k, -1) << "recv " << i;
+              slot_holder[slot] = i;
+              break;
+            case ActionKind::recv_grad:
+              EXPECT_TRUE(k < 0 || backwards_done.count(k)) << "recv grad " << i;
+              EXPECT_EQ(k, grad_buffer_holder) << "recv grad " << i;
+              grad_buffer_holder = i;
+              break;
+            case ActionKind::forward:
+              if (s == 0) slot_holder[slot] = i;
+              if (s + 1 < S) {
+                const int previous = last_act_send.count(slot) ? last_act_send[slot] : -1;
+                EXPECT_EQ(a.after_send_of, previous) << "forward " << i;
+                EXPECT_TRUE(a.after_send_of < 0 || activations_sent.count(a.after_send_of));
+              } else {
+                EXPECT_EQ(a.after_send_of, -1);
+              }
+              break;
+            case ActionKind::send_activation:
+              activations_sent.insert(i);
+              last_act_send[slot] = i;
+              break;
+            case ActionKind::backward:
+              EXPECT_EQ(slot_holder[slot], i);
+              backwards_done.insert(i);
+              break;
+            case ActionKind::send_grad: {
+              const int previous = last_grad_send.count(slot) ? last_grad_send[slot] : -1;
+              EXPECT_EQ(a.after_send_of, previous) << "send grad " << i;
+              grads_sent.insert(i);
+              last_grad_send[slot] = i;
+              break;
+            }
+            default:
+              break;
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace eth::test

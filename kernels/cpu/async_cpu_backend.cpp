@@ -1,0 +1,205 @@
+// The CPU backend in asynchronous mode (ETH_BACKEND=cpu-async): each call is queued and run,
+// in call order, on one worker thread, exactly as a CUDA stream runs kernels. The host thread
+// runs ahead until it waits on an event, so a caller that reads or overwrites a buffer without
+// the event the execution model asks for (kernels/device.hpp) computes a wrong result on the
+// CPU, where CI sees it, instead of only on a GPU.
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "kernels/backend.hpp"
+
+namespace eth::kernels {
+namespace {
+
+class AsyncCpuBackend final : public Backend {
+ public:
+  AsyncCpuBackend() : cpu_(make_cpu_backend()), worker_([this] { run(); }) {}
+
+  ~AsyncCpuBackend() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    queued_cv_.notify_all();
+    worker_.join();
+  }
+
+  AsyncCpuBackend(const AsyncCpuBackend&) = delete;
+  AsyncCpuBackend& operator=(const AsyncCpuBackend&) = delete;
+
+  std::string name() const override { return "cpu-async"; }
+  bool host_addressable() const override { return true; }
+
+  // ---- memory --------------------------------------------------------------------------
+  void* allocate(size_t bytes) override { return cpu_->allocate(bytes); }
+  void release(void* ptr) override {
+    synchronize();
+    cpu_->release(ptr);
+  }
+  void* allocate_pinned(size_t bytes) override { return cpu_->allocate_pinned(bytes); }
+  void release_pinned(void* ptr) override {
+    synchronize();
+    cpu_->release_pinned(ptr);
+  }
+  void copy_to_device(void* dst, const void* host_src, size_t bytes) override {
+    // The caller may reuse host_src at once: take the bytes now.
+    auto bytes_now = std::make_shared<std::vector<char>>(static_cast<const char*>(host_src),
+                                                         static_cast<const char*>(host_src) + bytes);
+    enqueue([dst, bytes_now] { std::memcpy(dst, bytes_now->data(), bytes_now->size()); });
+  }
+  void copy_to_host(void* host_dst, const void* src, size_t bytes) override {
+    synchronize();
+    std::memcpy(host_dst, src, bytes);
+  }
+  void copy_to_device_async(void* dst, const void* pinned_src, size_t bytes) override {
+    enqueue([=] { std::memcpy(dst, pinned_src, bytes); });
+  }
+  void copy_to_host_async(void* pinned_dst, const void* src, size_t bytes) override {
+    enqueue([=] { std::memcpy(pinned_dst, src, bytes); });
+  }
+  void copy(void* dst, const void* src, size_t bytes) override {
+    enqueue([=] { std::memcpy(dst, src, bytes); });
+  }
+  void fill_zero(float* x, size_t n) override {
+    enqueue([=] { cpu_->fill_zero(x, n); });
+  }
+
+  // ---- ordering ------------------------------------------------------------------------
+  // An event is the count of operations enqueued when it was recorded; it is done once the
+  // worker has completed that many.
+  void synchronize() override { wait_for(enqueued_); }
+  void* create_event() override { return new uint64_t{0}; }
+  void destroy_event(void* event) override { delete static_cast<uint64_t*>(event); }
+  void record_event(void* event) override { *static_cast<uint64_t*>(event) = enqueued_; }
+  bool event_done(void* event) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    rethrow_worker_error();
+    return completed_ >= *static_cast<uint64_t*>(event);
+  }
+  void wait_event(void* event) override { wait_for(*static_cast<uint64_t*>(event)); }
+
+  // ---- GPT-2 forward and backward --------------------------------------------------------
+  void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+                       int C) override {
+    enqueue([=] { cpu_->encoder_forward(out, tokens, wte, wpe, B, T, C); });
+  }
+  void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T,
+                        int C) override {
+    enqueue([=] { cpu_->encoder_backward(dwte, dwpe, dout, tokens, B, T, C); });
+  }
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                         const float* bias, int N, int C) override {
+    enqueue([=] { cpu_->layernorm_forward(out, mean, rstd, inp, weight, bias, N, C); });
+  }
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                          const float* weight, const float* mean, const float* rstd, int N, int C) override {
+    enqueue([=] { cpu_->layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C); });
+  }
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+                      int OC) override {
+    enqueue([=] { cpu_->matmul_forward(out, inp, weight, bias, N, C, OC); });
+  }
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                       const float* weight, int N, int C, int OC) override {
+    enqueue([=] { cpu_->matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC); });
+  }
+  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) override {
+    enqueue([=] { cpu_->attention_forward(out, att, qkv, B, T, C, NH); });
+  }
+  void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv, const float* att, int B,
+                          int T, int C, int NH) override {
+    enqueue([=] { cpu_->attention_backward(dqkv, datt, dout, qkv, att, B, T, C, NH); });
+  }
+  void gelu_forward(float* out, const float* inp, size_t n) override {
+    enqueue([=] { cpu_->gelu_forward(out, inp, n); });
+  }
+  void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {
+    enqueue([=] { cpu_->gelu_backward(dinp, inp, dout, n); });
+  }
+  void residual_forward(float* out, const float* a, const float* b, size_t n) override {
+    enqueue([=] { cpu_->residual_forward(out, a, b, n); });
+  }
+  void crossentropy_forward_backward(float* sample_losses, float* logits, const int32_t* targets, int B, int T,
+                                     int V, int Vp, float dlogits_scale) override {
+    enqueue([=] { cpu_->crossentropy_forward_backward(sample_losses, logits, targets, B, T, V, Vp, dlogits_scale); });
+  }
+  void accumulate_sum(double* total, const float* x, size_t n) override {
+    enqueue([=] { cpu_->accumulate_sum(total, x, n); });
+  }
+
+  // ---- optimizer -------------------------------------------------------------------------
+  double sum_of_squares(const float* x, size_t n) override {
+    double result = 0.0;
+    enqueue([this, &result, x, n] { result = cpu_->sum_of_squares(x, n); });
+    synchronize();
+    return result;
+  }
+  void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
+                    const AdamWParams& hp) override {
+    enqueue([=] { cpu_->adamw_update(params, grads, m, v, n, hp); });
+  }
+
+ private:
+  void enqueue(std::function<void()> op) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(std::move(op));
+    }
+    enqueued_++;  // host thread only
+    queued_cv_.notify_one();
+  }
+
+  void wait_for(uint64_t count) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    completed_cv_.wait(lock, [&] { return completed_ >= count || error_ != nullptr; });
+    rethrow_worker_error();
+  }
+
+  void rethrow_worker_error() {
+    if (error_ != nullptr) std::rethrow_exception(error_);
+  }
+
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      queued_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and everything queued has run
+      std::function<void()> op = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      std::exception_ptr error;
+      try {
+        op();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      lock.lock();
+      if (error != nullptr && error_ == nullptr) error_ = error;
+      completed_++;
+      completed_cv_.notify_all();
+    }
+  }
+
+  std::unique_ptr<Backend> cpu_;
+  uint64_t enqueued_ = 0;  // written by the host thread only
+  std::mutex mutex_;
+  std::condition_variable queued_cv_, completed_cv_;
+  std::deque<std::function<void()>> queue_;  // guarded by mutex_
+  uint64_t completed_ = 0;                   // guarded by mutex_
+  std::exception_ptr error_;                 // the worker's first failure, guarded by mutex_
+  bool stopping_ = false;                    // guarded by mutex_
+  std::thread worker_;                       // last: starts once everything above exists
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_async_cpu_backend() { return std::make_unique<AsyncCpuBackend>(); }
+
+}  // namespace eth::kernels
