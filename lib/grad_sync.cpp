@@ -4,9 +4,9 @@
 
 namespace eth {
 
-GradSync::GradSync(const ParallelContext& ctx, const ParamLayout& layout, GradSyncMode mode, kernels::Device& device,
-                   float* grads)
-    : mode_(mode), grads_(grads) {
+GradSync::GradSync(const ParallelContext& ctx, const ParamLayout& layout, GradSyncMode mode,
+                   std::unique_ptr<SumReducer> reducer, float* grads)
+    : mode_(mode), grads_(grads), reducer_(std::move(reducer)) {
   const int L = ctx.blocks.back().unit_end - 2;
   const LayerRange mine = stage_units(layout.layers(), L);
   // Backward finishes units from the top down, so slices are listed top down.
@@ -25,66 +25,42 @@ GradSync::GradSync(const ParallelContext& ctx, const ParamLayout& layout, GradSy
     }
   }
   if (ctx.tied.is_member()) {
-    // The first stage's wte is final with unit 0; a last stage's head copy with unit L+1.
+    // The first stage's wte is final with unit 0; a last stage's head copy with unit L+1. Last
+    // in the order on every rank, so that NCCL's in-order streams see one order everywhere.
     const bool first = layout.has_embedding();
     slices_.push_back({&ctx.tied, first ? layout.wte() : layout.head_wte(), layout.wte_size(), first ? 0 : L + 1,
                        ctx.tied.members().front() == ctx.world_rank});
   }
-  const bool direct = mpi_reads_device_buffers(device);
-  for (const Slice& s : slices_) {
-    // A slice reduced by nobody else needs no mirror.
-    wires_.emplace_back(device, grads + s.offset, s.size, direct || s.group->size() == 1);
-    final_.emplace_back(device);
-  }
-  state_.assign(slices_.size(), State::idle);
-  pending_.resize(slices_.size());
+  for (const Slice& s : slices_) reducer_->add_slice(*s.group, grads + s.offset, s.size);
+  reached_.assign(slices_.size(), false);
 }
 
-void GradSync::arm(size_t index) {
-  wires_[index].stage_out();
-  final_[index].record();
-  state_[index] = State::armed;
-}
-
-void GradSync::start(size_t index) {
-  const Slice& slice = slices_[index];
-  state_[index] = State::reducing;
-  if (mode_ == GradSyncMode::block) {
-    pending_[index] = slice.group->start_allreduce_sum(wires_[index].wire(), slice.size);
-  } else {
-    final_[index].wait();
-    slice.group->allreduce_sum(wires_[index].wire(), slice.size);  // the baseline: one at a time
-  }
+void GradSync::start_reached() {
+  for (; next_start_ < slices_.size() && reached_[next_start_]; next_start_++)
+    reducer_->start(static_cast<int>(next_start_));
 }
 
 void GradSync::unit_done(int unit) {
   if (mode_ != GradSyncMode::block) return;
   for (size_t i = 0; i < slices_.size(); i++)
-    if (state_[i] == State::idle && slices_[i].start_unit == unit) arm(i);
-  poll();
-}
-
-void GradSync::poll() {
-  for (size_t i = 0; i < slices_.size(); i++) {
-    if (state_[i] == State::armed && final_[i].done()) start(i);
-    if (state_[i] == State::reducing) pending_[i].test();  // MPI progresses only inside MPI calls
-  }
+    if (slices_[i].start_unit == unit) reached_[i] = true;
+  start_reached();
+  reducer_->poll();
 }
 
 void GradSync::finish() {
-  for (size_t i = 0; i < slices_.size(); i++)
-    if (state_[i] == State::idle) arm(i);
-  for (size_t i = 0; i < slices_.size(); i++) {
-    if (state_[i] == State::armed) {
-      final_[i].wait();
-      start(i);
+  if (mode_ == GradSyncMode::block) {
+    reached_.assign(slices_.size(), true);
+    start_reached();
+    reducer_->finish();
+  } else {
+    for (size_t i = 0; i < slices_.size(); i++) {  // the baseline: one sum at a time
+      reducer_->start(static_cast<int>(i));
+      reducer_->finish();
     }
   }
-  for (size_t i = 0; i < slices_.size(); i++) {
-    pending_[i].wait();
-    wires_[i].stage_in();
-  }
-  state_.assign(slices_.size(), State::idle);
+  reached_.assign(slices_.size(), false);
+  next_start_ = 0;
 }
 
 double GradSync::owned_sum_of_squares(kernels::Backend& backend) const {

@@ -2,20 +2,21 @@
 // owners (block mode), or every model unit reduced separately after backward (per-layer mode,
 // the baseline), plus the tied word embedding among the first and last stages.
 //
-// In block mode a block's reduction is armed as soon as its lowest unit's gradient work has been
-// enqueued in the step's last backward (Stage::backward reports each unit): an event is recorded
-// after it (and, when MPI cannot read device memory, after a copy to a pinned mirror), and the
-// MPI reduction starts once poll() sees the event done, overlapping the remaining backward.
-// finish() starts the rest, waits, and enqueues the copies back. Sums only: the optimizer
-// applies 1/global_batch.
+// In block mode a block's sum starts as soon as its lowest unit's gradient work has been
+// enqueued in the step's last backward (Stage::backward reports each unit): the reducer
+// (mpi_topology/sum_reducer.hpp, MPI or NCCL) begins once that work has completed on the device,
+// overlapping the remaining backward. Slices are listed, and started, in one global order:
+// blocks from the top of the model down, the tied embedding last. finish() waits for the rest.
+// Sums only: the optimizer applies 1/global_batch.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "kernels/backend.hpp"
 #include "lib/parallel_context.hpp"
 #include "lib/param_layout.hpp"
-#include "mpi_topology/wire_buffer.hpp"
+#include "mpi_topology/sum_reducer.hpp"
 
 namespace eth {
 
@@ -23,16 +24,15 @@ enum class GradSyncMode { block, per_layer };
 
 class GradSync {
  public:
-  // grads: the stage's flat gradient buffer (layout.size()), in `device` memory.
-  GradSync(const ParallelContext& ctx, const ParamLayout& layout, GradSyncMode mode, kernels::Device& device,
-           float* grads);
+  // grads: the stage's flat gradient buffer (layout.size()), in the reducer's device memory.
+  GradSync(const ParallelContext& ctx, const ParamLayout& layout, GradSyncMode mode,
+           std::unique_ptr<SumReducer> reducer, float* grads);
 
   // Called (block mode) from the last backward once `unit`'s gradient work is enqueued.
   void unit_done(int unit);
-  // Starts what the device has finished; never blocks. Called between pieces of other work.
-  void poll();
-  // Starts what has not started and waits for every reduction of this step; the reduced
-  // gradients are then in the gradient buffer for all work enqueued after this call.
+  void poll() { reducer_->poll(); }  // never blocks; between pieces of other work
+  // Starts what has not started and waits for every sum of this step; work enqueued afterwards
+  // sees the summed gradients.
   void finish();
 
   // This rank's share of the squared global gradient norm: each block and the tied embedding
@@ -40,6 +40,7 @@ class GradSync {
   double owned_sum_of_squares(kernels::Backend& backend) const;
 
   int collectives_per_step() const;  // on this rank
+  std::string path() const { return reducer_->path(); }
 
  private:
   struct Slice {
@@ -48,17 +49,14 @@ class GradSync {
     int start_unit;       // the unit whose completion makes the slice final
     bool counted_here;    // this rank counts it in the norm
   };
-  enum class State { idle, armed, reducing };
-  void arm(size_t index);
-  void start(size_t index);
+  void start_reached();  // starts the reached slices that every earlier one allows
 
   GradSyncMode mode_;
   float* grads_;
-  std::vector<Slice> slices_;          // in the order reductions start
-  std::vector<WireBuffer> wires_;      // per slice: its gradients as MPI sees them
-  std::vector<kernels::Event> final_;  // per slice: its gradients (and mirror) are final
-  std::vector<State> state_;
-  std::vector<PendingReduce> pending_;
+  std::unique_ptr<SumReducer> reducer_;
+  std::vector<Slice> slices_;  // in the global order
+  std::vector<bool> reached_;  // this step: the slice's unit is done
+  size_t next_start_ = 0;
 };
 
 }  // namespace eth

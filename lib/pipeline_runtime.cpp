@@ -22,7 +22,7 @@ int grad_tag(int micro_batch) { return 2 * micro_batch + 1; }
 
 PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const ParallelContext& ctx, int seq_len,
                                  GradSyncMode sync, const AdamWConfig& adamw, kernels::Backend& backend,
-                                 uint64_t seed)
+                                 std::unique_ptr<SumReducer> reducer, uint64_t seed)
     : model_(model),
       plan_(plan),
       ctx_(ctx),
@@ -33,7 +33,7 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
       slots_(activation_slots(ctx.role.stage, ctx.stages, pipe_.micro_batches)),
       stage_(model, pipe_.stages[ctx.role.stage].layers, ctx.role.samples, seq_len, slots_, backend),
       optimizer_(stage_.layout(), adamw, backend),
-      sync_(ctx, stage_.layout(), sync, backend, stage_.grads()),
+      sync_(ctx, stage_.layout(), sync, std::move(reducer), stage_.grads()),
       actions_(one_f_one_b(pipe_, ctx.role.stage)),
       whole_(model, {0, model.num_layers}) {
   // Every rank can see every stage's layout: the owner of a tensor is the lowest rank holding it.

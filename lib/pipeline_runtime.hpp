@@ -17,6 +17,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "kernels/backend.hpp"
@@ -29,6 +31,7 @@
 #include "lib/stage.hpp"
 #include "lib/step_trace.hpp"
 #include "lib/token_data.hpp"
+#include "mpi_topology/wire_buffer.hpp"
 
 namespace eth {
 
@@ -41,7 +44,8 @@ struct StepResult {
 class PipelineRuntime {
  public:
   PipelineRuntime(const GptConfig& model, const Plan& plan, const ParallelContext& ctx, int seq_len,
-                  GradSyncMode sync, const AdamWConfig& adamw, kernels::Backend& backend, uint64_t seed);
+                  GradSyncMode sync, const AdamWConfig& adamw, kernels::Backend& backend,
+                  std::unique_ptr<SumReducer> reducer, uint64_t seed);
 
   StepResult step(int step, SampleStream& train, float lr, StepTrace& trace);
 
@@ -61,6 +65,7 @@ class PipelineRuntime {
   CheckpointHeader load_checkpoint(const std::string& path);
 
   int collectives_per_step() const { return sync_.collectives_per_step(); }
+  std::string reduction_path() const { return sync_.path(); }
   const Stage& stage() const { return stage_; }
 
  private:

@@ -178,7 +178,16 @@ double train(const TrainOptions& o, kernels::Backend& backend, std::ostream& log
   SampleStream train_data(std::move(job.train), o.seq_len, seed, true);
   const bool validate = !job.val.empty();
   SampleStream val_data(std::move(job.val), o.seq_len, seed, false);
-  PipelineRuntime runtime(job.model, job.plan, ctx, o.seq_len, o.grad_sync, o.adamw, backend, seed);
+  ReducerChoice reducer = choose_sum_reducer(backend);
+  if (!reducer.error.empty()) {
+    char host[MPI_MAX_PROCESSOR_NAME];
+    int length = 0;
+    MPI_CHECK(MPI_Get_processor_name(host, &length));
+    error = strprintf("rank %d on %.*s: %s", rank, length, host, reducer.error.c_str());
+  }
+  agree_on_errors(error);
+  PipelineRuntime runtime(job.model, job.plan, ctx, o.seq_len, o.grad_sync, o.adamw, backend,
+                          std::move(reducer.reducer), seed);
   if (!o.resume_path.empty()) {
     try {
       runtime.load_checkpoint(o.resume_path);
@@ -196,8 +205,9 @@ double train(const TrainOptions& o, kernels::Backend& backend, std::ostream& log
     log << strprintf("model %s: %d layers, %d heads, %d channels; %d rank(s) in %zu pipeline(s); global batch %d x %d tokens\n",
                      job.model.name.c_str(), job.model.num_layers, job.model.num_heads, job.model.channels, world,
                      job.plan.pipelines.size(), job.plan.global_batch, o.seq_len);
-    log << strprintf("gradient sync: %s, %d collective(s) per step on rank 0\n",
-                     o.grad_sync == GradSyncMode::block ? "block-wise" : "per-layer", runtime.collectives_per_step());
+    log << strprintf("gradient sync: %s, %d collective(s) per step on rank 0; %s\n",
+                     o.grad_sync == GradSyncMode::block ? "block-wise" : "per-layer", runtime.collectives_per_step(),
+                     runtime.reduction_path().c_str());
   }
   MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
   StepTrace trace(!o.trace_path.empty());

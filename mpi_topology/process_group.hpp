@@ -65,6 +65,8 @@ class ProcessGroup {
   int rank() const { return rank_; }          // index of this rank among the members
   MPI_Comm comm() const { return comm_; }
   int nodes() const { return nodes_; }        // distinct nodes among the members
+  MPI_Comm node_comm() const { return node_comm_; }      // members on this rank's node
+  MPI_Comm leader_comm() const { return leader_comm_; }  // node leaders; null on non-leaders
 
   // Sums `data` over the members, in place, hierarchically. Members only. `data` must stay
   // untouched until the returned reduction completes.

@@ -27,6 +27,7 @@ class WireBuffer {
 
   float* wire() { return wire_; }
   float* buffer() { return buffer_; }
+  size_t size() const { return n_; }
   void stage_out();
   void stage_in();
 

@@ -1,0 +1,76 @@
+// The MPI implementation of SumReducer: per slice, the data as MPI sees it (wire_buffer.hpp),
+// an event after the work that makes it final (and the copy to the mirror), and the
+// hierarchical non-blocking sum, started by poll() once the event is done.
+#include <vector>
+
+#include "mpi_topology/sum_reducer.hpp"
+#include "mpi_topology/wire_buffer.hpp"
+
+namespace eth {
+namespace {
+
+class MpiReducer final : public SumReducer {
+ public:
+  explicit MpiReducer(kernels::Device& device) : device_(device), direct_(mpi_reads_device_buffers(device)) {}
+
+  int add_slice(const ProcessGroup& group, float* data, size_t n) override {
+    // A slice summed over nobody else needs no mirror.
+    slices_.push_back({&group, WireBuffer(device_, data, n, direct_ || group.size() == 1), kernels::Event(device_),
+                       State::idle, {}});
+    return static_cast<int>(slices_.size()) - 1;
+  }
+
+  void start(int index) override {
+    Slice& s = slices_[static_cast<size_t>(index)];
+    s.wire.stage_out();
+    s.final.record();
+    s.state = State::armed;
+  }
+
+  void poll() override {
+    for (Slice& s : slices_) {
+      if (s.state == State::armed && s.final.done()) begin_sum(s);
+      if (s.state == State::summing) s.pending.test();  // MPI progresses only inside MPI calls
+    }
+  }
+
+  void finish() override {
+    for (Slice& s : slices_) {
+      if (s.state == State::idle) continue;
+      if (s.state == State::armed) {
+        s.final.wait();
+        begin_sum(s);
+      }
+      s.pending.wait();
+      s.wire.stage_in();
+      s.state = State::idle;
+    }
+  }
+
+  std::string path() const override { return mpi_buffer_path(device_); }
+
+ private:
+  enum class State { idle, armed, summing };
+  struct Slice {
+    const ProcessGroup* group;
+    WireBuffer wire;
+    kernels::Event final;  // the slice (and its mirror) is final
+    State state;
+    PendingReduce pending;
+  };
+
+  void begin_sum(Slice& s) {
+    s.pending = s.group->start_allreduce_sum(s.wire.wire(), s.wire.size());
+    s.state = State::summing;
+  }
+
+  kernels::Device& device_;
+  bool direct_;
+  std::vector<Slice> slices_;
+};
+
+}  // namespace
+
+std::unique_ptr<SumReducer> make_mpi_reducer(kernels::Device& device) { return std::make_unique<MpiReducer>(device); }
+
+}  // namespace eth

@@ -1,0 +1,52 @@
+// Sums of slices of one device buffer over process groups: the gradient reductions. One
+// interface, two implementations chosen once per job (lib/ never asks which):
+//   - MPI: the hierarchical sum of process_group.hpp on the buffer itself, or on a pinned mirror
+//     when MPI cannot read device memory; started once the slice's data is final on the device.
+//   - NCCL (CUDA builds, each rank of a node on its own GPU): the node-local reduce and
+//     broadcast on NCCL communicators and streams of their own, ordered after the compute
+//     stream by events; across nodes MPI among node leaders on a pinned mirror.
+//
+// Slices are registered once, in the same global order on every rank (a deadlock-free order
+// for NCCL's in-order streams), and each step started in that order.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "kernels/device.hpp"
+#include "mpi_topology/process_group.hpp"
+
+namespace eth {
+
+class SumReducer {
+ public:
+  virtual ~SumReducer() = default;
+  // Registers data[0, n) (device memory) to be summed over `group` (this rank a member).
+  // Returns the slice's index. Collective over the group's members (NCCL set-up).
+  virtual int add_slice(const ProcessGroup& group, float* data, size_t n) = 0;
+  // The work producing the slice has been enqueued on the compute stream: start its sum once
+  // that work completes. In registration order.
+  virtual void start(int slice) = 0;
+  virtual void poll() = 0;  // advances started sums; never blocks
+  // Waits for every started sum; work enqueued on the compute stream afterwards sees the sums.
+  virtual void finish() = 0;
+  virtual std::string path() const = 0;  // one line for the log
+};
+
+std::unique_ptr<SumReducer> make_mpi_reducer(kernels::Device& device);
+
+// Collective over MPI_COMM_WORLD, once per job: NCCL when every rank of every host computes on
+// a GPU of its own and ETH_NCCL is not 0, else MPI, the same on every rank. `error` (this rank's,
+// for the caller to agree on) when NCCL was chosen but cannot be used here.
+struct ReducerChoice {
+  std::unique_ptr<SumReducer> reducer;
+  std::string error;
+};
+ReducerChoice choose_sum_reducer(kernels::Device& device);
+
+// NCCL for the node-local phases. Returns "" and sets *reducer, or returns why NCCL cannot be
+// used here (no CUDA device, libnccl.so.2 not loadable, a CPU-only build).
+std::string make_nccl_reducer(kernels::Device& device, std::unique_ptr<SumReducer>* reducer);
+
+}  // namespace eth
