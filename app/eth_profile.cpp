@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
   try {
     if (!eth::parse_command_line(argc, argv, desc, mpi.rank() == 0)) return 0;
     mpi.share_cores_among_local_ranks();
+    o.local_rank = mpi.local_rank();
+    o.local_ranks = mpi.local_ranks();
     eth::planner::run_profile_tool(o, MPI_COMM_WORLD, std::cout);
   } catch (const eth::InputError& e) {
     if (mpi.rank() == 0) std::cerr << "eth_profile: error: " << e.what() << '\n';

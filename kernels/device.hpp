@@ -32,6 +32,9 @@ class Device {
   virtual bool host_addressable() const = 0;
   // The CUDA device this computes on, or -1.
   virtual int cuda_device() const { return -1; }
+  // Device memory free for allocation now, in bytes; 0 when not limited apart from the host's
+  // (the CPU backends).
+  virtual size_t free_memory_bytes() const { return 0; }
   // The compute stream as its native handle (cudaStream_t), or nullptr: for a communication
   // library that orders its own stream after this one's events.
   virtual void* native_stream() const { return nullptr; }

@@ -6,6 +6,7 @@
 #include <string>
 #include <thread>
 
+#include "kernels/backend_select.hpp"
 #include "kernels/gpu_peaks.hpp"
 #ifdef ETH_HAVE_CUDA
 #include "kernels/cuda/cuda_probe.hpp"
@@ -62,7 +63,8 @@ DeviceInfo describe_device(int local_rank, int local_ranks) {
 #ifdef ETH_HAVE_CUDA
   std::string why;
   if (usable_cuda_devices(&why) > 0) {
-    CudaDeviceProps props = cuda_device_props(local_rank);
+    // The GPU eth_train gives this rank (backend_select.hpp).
+    CudaDeviceProps props = cuda_device_props(cuda_device_for(std::getenv("ETH_CUDA_DEVICES"), local_rank, local_ranks, usable_cuda_devices(&why)));
     DeviceInfo d;
     d.gpu = true;
     d.name = props.name;

@@ -15,8 +15,9 @@ struct DeviceInfo {
   double memory_bandwidth_gbs = 0;  // CPUs: a 20 GB/s placeholder split among the ranks
 };
 
-// The device of node-local rank `local_rank` of `local_ranks` on this host: GPU local_rank
-// when a GPU is usable, otherwise this rank's share of the CPU.
+// The device of node-local rank `local_rank` of `local_ranks` on this host: the GPU that
+// select_backend gives it (ETH_CUDA_DEVICES, else GPU local_rank) when a GPU is usable,
+// otherwise this rank's share of the CPU. Throws std::invalid_argument as select_backend does.
 DeviceInfo describe_device(int local_rank, int local_ranks);
 
 }  // namespace eth::kernels

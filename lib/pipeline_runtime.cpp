@@ -72,6 +72,18 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
   grad_sends_.resize(static_cast<size_t>(slots_));
 }
 
+size_t PipelineRuntime::device_bytes(const GptConfig& model, const Plan& plan, const RankRole& role, int seq_len) {
+  const PlanPipeline& pipe = plan.pipelines[role.pipeline];
+  const LayerRange layers = pipe.stages[role.stage].layers;
+  const int stages = static_cast<int>(pipe.stages.size());
+  const size_t slots = static_cast<size_t>(activation_slots(role.stage, stages, pipe.micro_batches));
+  const Stage::ActivationFootprint acts = Stage::activation_footprint(model, layers, role.samples, seq_len);
+  const size_t rows = static_cast<size_t>(role.samples) * seq_len * model.channels;  // one micro-batch's
+  const size_t floats = 4 * ParamLayout(model, layers).size() + acts.per_slot * slots + acts.scratch +
+                        rows * (slots + 1);  // dout and the gradient send slots
+  return floats * sizeof(float);
+}
+
 void PipelineRuntime::fetch(SampleStream& data, uint64_t first, std::vector<int32_t>& inputs,
                             std::vector<int32_t>& targets) {
   for (int b = 0; b < ctx_.role.samples; b++)

@@ -49,6 +49,11 @@ class PipelineRuntime {
 
   StepResult step(int step, SampleStream& train, float lr, StepTrace& trace);
 
+  // Bytes of device memory a runtime allocates for `role` (of a pipeline of `stages` stages):
+  // parameters, gradients, both AdamW moments, the activations of its in-flight micro-batches,
+  // the stage's scratch and the transfer buffers. For checking a plan against a device.
+  static size_t device_bytes(const GptConfig& model, const Plan& plan, const RankRole& role, int seq_len);
+
   // Mean per-sample validation loss over the first `samples` windows of `val`, shared among
   // the pipelines in proportion to their batch share (every rank gets the result).
   double evaluate(SampleStream& val, int samples);

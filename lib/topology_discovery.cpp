@@ -43,10 +43,17 @@ Topology discover_topology(const DiscoveryOptions& options) {
   MPI_CHECK(MPI_Comm_size(local, &local_size));
   MPI_CHECK(MPI_Comm_free(&local));
 
-  const kernels::DeviceInfo dev = kernels::describe_device(local_rank, local_size);
   Report mine{};
   char host[kNameLen] = {};
   gethostname(host, kNameLen - 1);
+  kernels::DeviceInfo dev;
+  std::string error;
+  try {
+    dev = kernels::describe_device(local_rank, local_size);
+  } catch (const std::invalid_argument& e) {  // ETH_CUDA_DEVICES names no GPU, or too few GPUs
+    error = strprintf("rank %d on %s: %s", rank, host, e.what());
+  }
+  if (const std::string agreed = agreed_error(error); !agreed.empty()) throw InputError(agreed);
   copy_name(mine.host, host);
   copy_name(mine.device, dev.name);
   mine.gpu = dev.gpu;

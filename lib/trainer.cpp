@@ -178,13 +178,20 @@ double train(const TrainOptions& o, kernels::Backend& backend, std::ostream& log
   SampleStream train_data(std::move(job.train), o.seq_len, seed, true);
   const bool validate = !job.val.empty();
   SampleStream val_data(std::move(job.val), o.seq_len, seed, false);
-  ReducerChoice reducer = choose_sum_reducer(backend);
-  if (!reducer.error.empty()) {
-    char host[MPI_MAX_PROCESSOR_NAME];
-    int length = 0;
-    MPI_CHECK(MPI_Get_processor_name(host, &length));
-    error = strprintf("rank %d on %.*s: %s", rank, length, host, reducer.error.c_str());
-  }
+  // A plan that does not fit this rank's device: one line naming rank, host and device.
+  const size_t free_bytes = backend.free_memory_bytes();
+  const size_t needed = PipelineRuntime::device_bytes(job.model, job.plan, ctx.role, o.seq_len);
+  char host[MPI_MAX_PROCESSOR_NAME];
+  int host_length = 0;
+  MPI_CHECK(MPI_Get_processor_name(host, &host_length));
+  if (free_bytes > 0 && needed > free_bytes)
+    error = strprintf("rank %d on %.*s, %s: %s puts %.2f GiB of stage state on this device (pipeline %d, stage %d), "
+                      "expected at most the %.2f GiB free",
+                      rank, host_length, host, backend.name().c_str(), o.plan_path.empty() ? "the one-rank job" : o.plan_path.c_str(),
+                      needed / 1073741824.0, ctx.role.pipeline, ctx.role.stage, free_bytes / 1073741824.0);
+  agree_on_errors(error);
+  ReducerChoice reducer = choose_sum_reducer(backend, ctx.node_of_rank);
+  if (!reducer.error.empty()) error = strprintf("rank %d on %.*s: %s", rank, host_length, host, reducer.error.c_str());
   agree_on_errors(error);
   PipelineRuntime runtime(job.model, job.plan, ctx, o.seq_len, o.grad_sync, o.adamw, backend,
                           std::move(reducer.reducer), seed);

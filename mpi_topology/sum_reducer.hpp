@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kernels/device.hpp"
 #include "mpi_topology/process_group.hpp"
@@ -36,14 +37,15 @@ class SumReducer {
 
 std::unique_ptr<SumReducer> make_mpi_reducer(kernels::Device& device);
 
-// Collective over MPI_COMM_WORLD, once per job: NCCL when every rank of every host computes on
-// a GPU of its own and ETH_NCCL is not 0, else MPI, the same on every rank. `error` (this rank's,
-// for the caller to agree on) when NCCL was chosen but cannot be used here.
+// Collective over MPI_COMM_WORLD, once per job: NCCL when every rank of each node (node_of_rank,
+// by world rank, as the topology declares them) computes on a GPU of its own and ETH_NCCL is not
+// 0, else MPI, the same on every rank. `error` (this rank's, for the caller to agree on) when
+// NCCL was chosen but cannot be used here.
 struct ReducerChoice {
   std::unique_ptr<SumReducer> reducer;
   std::string error;
 };
-ReducerChoice choose_sum_reducer(kernels::Device& device);
+ReducerChoice choose_sum_reducer(kernels::Device& device, const std::vector<int>& node_of_rank);
 
 // NCCL for the node-local phases. Returns "" and sets *reducer, or returns why NCCL cannot be
 // used here (no CUDA device, libnccl.so.2 not loadable, a CPU-only build).

@@ -68,7 +68,7 @@ class AsyncCpuBackend final : public Backend {
     enqueue([=] { std::memcpy(dst, src, bytes); });
   }
   void fill_zero(float* x, size_t n) override {
-    enqueue([=] { cpu_->fill_zero(x, n); });
+    enqueue([=, this] { cpu_->fill_zero(x, n); });
   }
 
   // ---- ordering ------------------------------------------------------------------------
@@ -88,50 +88,50 @@ class AsyncCpuBackend final : public Backend {
   // ---- GPT-2 forward and backward --------------------------------------------------------
   void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
                        int C) override {
-    enqueue([=] { cpu_->encoder_forward(out, tokens, wte, wpe, B, T, C); });
+    enqueue([=, this] { cpu_->encoder_forward(out, tokens, wte, wpe, B, T, C); });
   }
   void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T,
                         int C) override {
-    enqueue([=] { cpu_->encoder_backward(dwte, dwpe, dout, tokens, B, T, C); });
+    enqueue([=, this] { cpu_->encoder_backward(dwte, dwpe, dout, tokens, B, T, C); });
   }
   void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                          const float* bias, int N, int C) override {
-    enqueue([=] { cpu_->layernorm_forward(out, mean, rstd, inp, weight, bias, N, C); });
+    enqueue([=, this] { cpu_->layernorm_forward(out, mean, rstd, inp, weight, bias, N, C); });
   }
   void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                           const float* weight, const float* mean, const float* rstd, int N, int C) override {
-    enqueue([=] { cpu_->layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C); });
+    enqueue([=, this] { cpu_->layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C); });
   }
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
                       int OC) override {
-    enqueue([=] { cpu_->matmul_forward(out, inp, weight, bias, N, C, OC); });
+    enqueue([=, this] { cpu_->matmul_forward(out, inp, weight, bias, N, C, OC); });
   }
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                        const float* weight, int N, int C, int OC) override {
-    enqueue([=] { cpu_->matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC); });
+    enqueue([=, this] { cpu_->matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC); });
   }
   void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) override {
-    enqueue([=] { cpu_->attention_forward(out, att, qkv, B, T, C, NH); });
+    enqueue([=, this] { cpu_->attention_forward(out, att, qkv, B, T, C, NH); });
   }
   void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv, const float* att, int B,
                           int T, int C, int NH) override {
-    enqueue([=] { cpu_->attention_backward(dqkv, datt, dout, qkv, att, B, T, C, NH); });
+    enqueue([=, this] { cpu_->attention_backward(dqkv, datt, dout, qkv, att, B, T, C, NH); });
   }
   void gelu_forward(float* out, const float* inp, size_t n) override {
-    enqueue([=] { cpu_->gelu_forward(out, inp, n); });
+    enqueue([=, this] { cpu_->gelu_forward(out, inp, n); });
   }
   void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {
-    enqueue([=] { cpu_->gelu_backward(dinp, inp, dout, n); });
+    enqueue([=, this] { cpu_->gelu_backward(dinp, inp, dout, n); });
   }
   void residual_forward(float* out, const float* a, const float* b, size_t n) override {
-    enqueue([=] { cpu_->residual_forward(out, a, b, n); });
+    enqueue([=, this] { cpu_->residual_forward(out, a, b, n); });
   }
   void crossentropy_forward_backward(float* sample_losses, float* logits, const int32_t* targets, int B, int T,
                                      int V, int Vp, float dlogits_scale) override {
-    enqueue([=] { cpu_->crossentropy_forward_backward(sample_losses, logits, targets, B, T, V, Vp, dlogits_scale); });
+    enqueue([=, this] { cpu_->crossentropy_forward_backward(sample_losses, logits, targets, B, T, V, Vp, dlogits_scale); });
   }
   void accumulate_sum(double* total, const float* x, size_t n) override {
-    enqueue([=] { cpu_->accumulate_sum(total, x, n); });
+    enqueue([=, this] { cpu_->accumulate_sum(total, x, n); });
   }
 
   // ---- optimizer -------------------------------------------------------------------------
@@ -143,7 +143,7 @@ class AsyncCpuBackend final : public Backend {
   }
   void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
                     const AdamWParams& hp) override {
-    enqueue([=] { cpu_->adamw_update(params, grads, m, v, n, hp); });
+    enqueue([=, this] { cpu_->adamw_update(params, grads, m, v, n, hp); });
   }
 
  private:

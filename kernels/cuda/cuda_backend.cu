@@ -37,6 +37,11 @@ class CudaBackend final : public Backend {
   bool host_addressable() const override { return false; }
   int cuda_device() const override { return device_; }
   void* native_stream() const override { return stream_; }
+  size_t free_memory_bytes() const override {
+    size_t free = 0, total = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    return free;
+  }
 
   // ---- memory --------------------------------------------------------------------------
   void* allocate(size_t bytes) override {

@@ -13,17 +13,22 @@
 namespace eth::planner {
 namespace {
 
-// Times runs that every rank of `ranks` starts together.
+// Times runs that every rank of `ranks` starts together. Backend work is only enqueued
+// (kernels/device.hpp): a run is timed from an idle device until its work has completed.
 class LockstepTimer {
  public:
-  explicit LockstepTimer(MPI_Comm ranks) : ranks_(ranks) {}
+  LockstepTimer(MPI_Comm ranks, kernels::Device& device) : ranks_(ranks), device_(device) {}
 
-  // Starts one timed run: waits for every rank first.
+  // Starts one timed run: waits for the device and every rank first.
   void start() {
+    device_.synchronize();
     MPI_CHECK(MPI_Barrier(ranks_));
     t0_ = std::chrono::steady_clock::now();
   }
-  double stop_ms() const { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count(); }
+  double stop_ms() const {
+    device_.synchronize();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+  }
 
   // The mean over ranks of each rank's median.
   double mean_of_medians(std::vector<double> ms) const {
@@ -48,6 +53,7 @@ class LockstepTimer {
 
  private:
   MPI_Comm ranks_;
+  kernels::Device& device_;
   std::chrono::steady_clock::time_point t0_;
 };
 
@@ -91,7 +97,7 @@ ComputeMs time_stage(kernels::Backend& backend, LockstepTimer& timer, const GptC
 
 Profile measure_profile(kernels::Backend& backend, const GptConfig& model, const std::string& device_type,
                         const MeasureOptions& options, MPI_Comm ranks) {
-  LockstepTimer timer(ranks);
+  LockstepTimer timer(ranks, backend);
   GptConfig three = model;
   three.num_layers = 3;
   // The roofline supplies activation and parameter bytes (exact counts); times are measured.

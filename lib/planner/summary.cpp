@@ -6,6 +6,7 @@
 #include <map>
 
 #include "kernels/backend.hpp"
+#include "kernels/backend_select.hpp"
 #include "lib/input_error.hpp"
 #include "lib/planner/measure.hpp"
 #include "lib/strprintf.hpp"
@@ -172,7 +173,17 @@ void run_profile_tool(const ProfileToolOptions& o, MPI_Comm ranks, std::ostream&
     }
     return;
   }
-  std::unique_ptr<kernels::Backend> backend = kernels::make_cpu_backend();
+  // The backend eth_train would use on this rank: the GPU of its local rank, or the CPU.
+  kernels::BackendChoice choice;
+  std::string error;
+  try {
+    choice = kernels::select_backend(o.local_rank, o.local_ranks);
+  } catch (const std::invalid_argument& e) {
+    error = strprintf("rank %d: %s", rank, e.what());
+  }
+  if (const std::string agreed = agreed_error(error); !agreed.empty()) throw InputError(agreed);
+  if (rank == 0) out << choice.note << '\n';
+  kernels::Backend* backend = choice.backend.get();
   const Profile p = measure_profile(*backend, model, o.device_type, {o.micro_batches, o.seq_len, o.repetitions}, ranks);
   if (rank != 0) return;
   const std::string path = o.out.empty() ? (fs::path(o.out_dir) / name(o.device_type)).string() : o.out;

@@ -52,6 +52,7 @@ struct ProfileToolOptions {
   int repetitions = 5;
   std::string estimate_topology;        // set: write roofline estimates for its device types
   std::string out_dir = "inputs/profiles";
+  int local_rank = 0, local_ranks = 1;  // this rank among the job's ranks on its host: its GPU
 };
 // Every rank of `ranks` measures in lockstep (measure.hpp); rank 0 writes the profile and `out`.
 void run_profile_tool(const ProfileToolOptions& options, MPI_Comm ranks, std::ostream& out);

@@ -3,9 +3,11 @@
 # models, and a wrapper that runs eth_train.
 source "$src/scripts/env.sh"
 export OMP_NUM_THREADS=1
+# The CPU backend unless the caller chose another (bench/gpu/run.sh runs these on the GPU).
+export ETH_BACKEND=${ETH_BACKEND:-cpu}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-py=/usr/bin/python3
+py=${PYTHON:-/usr/bin/python3}  # Debian's, with numpy and yaml; a GPU machine names its own
 
 # write_tiny_shard PATH SEED: an llm.c shard of 20000 random tokens below 97, the tiny models'
 # vocabulary.

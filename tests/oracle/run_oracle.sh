@@ -6,8 +6,9 @@ if [ $# -ne 3 ]; then
   echo "usage: run_oracle.sh ORACLE_DUMP MODEL_YAML OUT_DIR" >&2
   exit 2
 fi
-# Debian's interpreter, where python3-torch installs; not whichever python3 is first on PATH.
-python=/usr/bin/python3
+# Debian's interpreter, where python3-torch installs, not whichever python3 is first on PATH;
+# PYTHON names another (a GPU machine's own, with torch).
+python=${PYTHON:-/usr/bin/python3}
 if [ ! -x "$python" ]; then
   echo "run_oracle.sh: error: $python not found: install Debian's python3, python3-numpy and python3-torch" >&2
   exit 1
