@@ -1,64 +1,83 @@
 #!/bin/bash
-# One prepared GPU run, under 8 minutes on one H100/H200: build the standalone GPU project
-# (bench/gpu/CMakeLists.txt: no MPI, YAML, HDF5 or GoogleTest needed), run the GPU checks (every
-# op and a whole stage step of the CUDA backend against the CPU backend), then the training-step
-# benchmark of ETH and of PyTorch for GPT-2 124M and 350M, fp32 (TF32 off) and TF32, and print a
-# table last. Writes bench/results/gpu_step.json.
+# One prepared GPU run of the whole ETH (MPI, HDF5, CUDA backend), well under 9 minutes on one
+# H100/H200. Build and pack here first, then run it on the GPU machine carrying the bundle:
 #
-#   bench/gpu/run.sh            environment: BUILD (default build-gpu), PYTHON (python3 with
-#                               torch), CUDA_ARCH (default: the GPU's own, e.g. 90), STEPS (8)
+#   bash bench/gpu/make_bundle.sh        # here: build-device/ -> .device-bundle/ (binaries + .debs)
+#   bash bench/gpu/run.sh                # there (device tool: carry [".device-bundle"])
+#
+# Parts, each under its own timeout; the script exits non-zero when any part fails:
+#   1. kernel checks: every op and a whole stage step of the CUDA backend against the CPU twin
+#   2. the float64 PyTorch oracle on the CUDA backend (3 clipped AdamW steps of tiny)
+#   3. equivalence against one rank of a 2-rank (two stages) and a 4-rank (split stage beside a
+#      one-rank pipeline) plan, every rank on the one GPU: the MPI path through pinned buffers
+#   4. the NCCL path: 2 ranks declared as two one-rank nodes (node-local NCCL, MPI leaders)
+#   5. tokens/s of one rank of ETH against PyTorch on the same GPU, GPT-2 124M and 350M, T 1024
+# Logs and JSON go to $OUT (set by the device tool) or bench/results/gpu/: run.log (everything)
+# and gpu_step.json (the benchmark table).
+#
+# Environment: GPU_BACKEND (default cuda; cpu-async runs parts 2-4 as a dry run of the plumbing
+# on a machine without a GPU), STEPS (timed benchmark steps, default 8), PYTHON (default python3).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=${BUILD:-$root/build-gpu}
-python=${PYTHON:-python3}
+cd "$root"
+backend=${GPU_BACKEND:-cuda}
 steps=${STEPS:-8}
-logs=$build/logs
+out=${OUT:-$root/bench/results/gpu}
+mkdir -p "$out"
+exec > >(tee "$out/run.log") 2>&1
 start=$SECONDS
-elapsed() { echo "[$((SECONDS - start)) s]"; }
+# shellcheck source=bench/gpu/device_env.sh
+source "$root/bench/gpu/device_env.sh" || exit 1
+export PYTHON=${PYTHON:-python3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=()
 
-if [ -z "${CUDA_ARCH:-}" ]; then
-  # "9.0" -> "90"; several GPUs: the first one's.
-  CUDA_ARCH=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
-  CUDA_ARCH=${CUDA_ARCH:-80;90}
+# part NAME SECONDS COMMAND...: runs it under a timeout; its output goes to the log and stays
+# in $tmp/part.log until the next part.
+part() {
+  local name=$1 limit=$2
+  shift 2
+  echo "== $name [$((SECONDS - start)) s]"
+  timeout "$limit" "$@" >"$tmp/part.log" 2>&1
+  local rc=$?
+  cat "$tmp/part.log"
+  if [ "$rc" -eq 0 ]; then echo "-- $name: ok"; else echo "-- $name: FAILED (exit $rc)"; failed+=("$name"); fi
+  return "$rc"
+}
+# equivalence NAME RANKS TOPOLOGY PLAN: the plan on RANKS ranks sharing GPU 0 against one rank.
+equivalence() {
+  part "$1" 150 env ETH_BACKEND="$backend" ETH_CUDA_DEVICES=0 \
+    bash tests/mpi/equivalence.sh "$ETH_BUILD" "$root" "$2" "$3" "$4"
+}
+
+nvidia-smi -L 2>/dev/null || echo "(no nvidia-smi)"
+if [ "$backend" = cuda ]; then
+  part "kernel checks: CUDA backend against the CPU twin" 180 "$ETH_BUILD/tests/gpu/gpu_checks"
 fi
-nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-generator=()
-command -v ninja >/dev/null && generator=(-G Ninja)
-
-echo "== configure and build ($build, CUDA architectures $CUDA_ARCH) $(elapsed)"
-mkdir -p "$logs"
-if ! cmake -S "$root/bench/gpu" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-       -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH" -DCMAKE_CUDA_COMPILER="$nvcc" >"$logs/configure.log" 2>&1 ||
-   ! cmake --build "$build" -j "$(nproc)" >"$logs/build.log" 2>&1; then
-  tail -40 "$logs/configure.log" "$logs/build.log" 2>/dev/null
-  echo "run.sh: error: the build failed (logs in $logs)" >&2
-  exit 1
+part "float64 PyTorch oracle on the $backend backend" 150 env ETH_BACKEND="$backend" \
+  sh tests/oracle/run_oracle.sh "$ETH_BUILD/tests/oracle/oracle_dump" inputs/models/tiny.yaml "$tmp/oracle"
+equivalence "2 ranks, two stages, one GPU (MPI path)" 2 tests/gpu/plans/gpu-1node-2.yaml tests/gpu/plans/two-stages-2.yaml
+equivalence "4 ranks, split stage beside a one-rank pipeline, one GPU (MPI path)" 4 \
+  tests/mpi/plans/cpu-2nodes-4.yaml tests/mpi/plans/split-stage-4.yaml
+equivalence "2 one-rank nodes, two pipelines (NCCL path)" 2 tests/gpu/plans/gpu-2nodes-2.yaml \
+  tests/gpu/plans/two-pipelines-2.yaml
+if [ "$backend" = cuda ] && ! grep -q "NCCL inside each node" "$tmp/part.log"; then
+  echo "-- the NCCL part did not run on NCCL: FAILED"
+  failed+=("NCCL path chosen")
 fi
 
-echo "== GPU checks: CUDA backend against the CPU backend $(elapsed)"
-timeout 180 "$build/gpu_checks" 2>&1 | tee "$logs/gpu_checks.log"
-checks_status=${PIPESTATUS[0]}
-if [ "$checks_status" -eq 77 ]; then
-  echo "run.sh: no usable GPU here: built only; nothing checked or measured"
-  exit 77
+if [ "$backend" = cuda ]; then
+  results=()
+  for model in gpt2-124m gpt2-350m; do
+    part "ETH $model, one rank, $steps steps" 150 "$ETH_BUILD/bench/bench_gpu_step" --model "$model" --steps "$steps"
+    cp "$tmp/part.log" "$tmp/eth_$model.jsonl"
+    part "PyTorch $model, $steps steps" 150 "$PYTHON" bench/gpu/torch_gpu_step.py --model "$model" --steps "$steps"
+    cp "$tmp/part.log" "$tmp/torch_$model.jsonl"
+    results+=("$tmp/eth_$model.jsonl" "$tmp/torch_$model.jsonl")
+  done
+  "$PYTHON" bench/gpu/summarize_gpu_step.py --checks "$out/run.log" --out "$out/gpu_step.json" "${results[@]}"
 fi
 
-echo "== training-step benchmark: ETH and PyTorch, $steps timed steps each $(elapsed)"
-results=()
-for model in gpt2-124m gpt2-350m; do
-  out=$logs/eth_$model.jsonl
-  timeout 150 "$build/bench_gpu_step" --model "$model" --steps "$steps" | tee "$out" ||
-    echo "run.sh: bench_gpu_step --model $model failed (status $?)"
-  results+=("$out")
-  out=$logs/torch_$model.jsonl
-  timeout 150 "$python" "$root/bench/gpu/torch_gpu_step.py" --model "$model" --steps "$steps" | tee "$out" ||
-    echo "run.sh: torch_gpu_step.py --model $model failed (status $?)"
-  results+=("$out")
-done
-
-echo "== summary $(elapsed)"
-mkdir -p "$root/bench/results"
-"$python" "$root/bench/gpu/summarize_gpu_step.py" --checks "$logs/gpu_checks.log" \
-  --out "$root/bench/results/gpu_step.json" "${results[@]}"
-echo "$(elapsed) total; gpu_checks exit status $checks_status (0 passed, 1 failed, 77 no GPU)"
-exit "$checks_status"
+echo "== $((SECONDS - start)) s in all; ${#failed[@]} part(s) failed${failed[*]:+: ${failed[*]}}"
+[ ${#failed[@]} -eq 0 ]

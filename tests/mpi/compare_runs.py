@@ -1,10 +1,11 @@
-"""Compares two eth_train runs: per-step losses (metrics.jsonl; the run's steps, which may start
-later when it resumed from a checkpoint) and final parameters (--save-params, the one-stage
-layout of lib/param_layout.hpp).
+"""Compares two eth_train runs: per-step losses and gradient norms (metrics.jsonl; the run's
+steps, which may start later when it resumed from a checkpoint) and final parameters
+(--save-params, the one-stage layout of lib/param_layout.hpp).
 
     compare_runs.py MODEL_YAML REF_DIR REF_PARAMS RUN_DIR RUN_PARAMS [TOLERANCE]
 
-Checks max relative loss difference and ||run - ref|| / ||ref|| over all parameters against the
+Checks max relative loss difference, max relative grad_norm difference (the global norm before
+clipping; the worst step is printed) and ||run - ref|| / ||ref|| over all parameters against the
 tolerance (default 1e-5, for fp32: the two runs add the same per-sample gradients in different
 orders, so they differ by float rounding only, ~1e-7 per step, amplified a little by AdamW).
 Prints the worst tensor too. Its relative difference is not a criterion: the key bias has an
@@ -31,9 +32,14 @@ def tensors(m):
     return out + [("lnf_w", C), ("lnf_b", C)]
 
 
+def per_step(run_dir, key):
+    """{step: value of key} over the per-step records (those with a loss)"""
+    return {r["step"]: r[key] for r in map(json.loads, open(f"{run_dir}/metrics.jsonl")) if "loss" in r}
+
+
 def losses(run_dir):
     """{step: loss}"""
-    return {r["step"]: r["loss"] for r in map(json.loads, open(f"{run_dir}/metrics.jsonl")) if "loss" in r}
+    return per_step(run_dir, "loss")
 
 
 def main():
@@ -45,6 +51,8 @@ def main():
     if not b or not set(b) <= set(a) or max(b) != max(a):
         sys.exit(f"FAIL: reference steps {sorted(a)}, run steps {sorted(b)}")
     loss_diff = max(abs(a[s] - b[s]) / abs(a[s]) for s in b)
+    ga, gb = per_step(ref_dir, "grad_norm"), per_step(run_dir, "grad_norm")
+    norm_diff, norm_step = max((abs(ga[s] - gb[s]) / max(abs(ga[s]), 1e-30), s) for s in gb)
     p = np.fromfile(ref_params, dtype=np.float32).astype(np.float64)
     q = np.fromfile(run_params, dtype=np.float32).astype(np.float64)
     if p.size != q.size or p.size != sum(s for _, s in tensors(model)):
@@ -58,9 +66,11 @@ def main():
             worst, worst_name = rel, name
         at += size
     print(f"losses over {len(b)} steps: max relative difference {loss_diff:.3e} (tolerance {tol:g})")
+    print(f"grad norms over {len(gb)} steps: max relative difference {norm_diff:.3e} (tolerance {tol:g}) at step "
+          f"{norm_step}: {ga[norm_step]:.9g} vs {gb[norm_step]:.9g}")
     print(f"parameters: relative difference {param_diff:.3e} (tolerance {tol:g}); "
           f"worst tensor {worst_name} {worst:.3e} (not a criterion, see the header)")
-    if not (loss_diff <= tol and param_diff <= tol):
+    if not (loss_diff <= tol and norm_diff <= tol and param_diff <= tol):
         sys.exit("FAIL: the runs differ beyond float rounding")
 
 

@@ -8,9 +8,9 @@ if [ $# -ne 3 ]; then
 fi
 # Debian's interpreter, where python3-torch installs, not whichever python3 is first on PATH;
 # PYTHON names another (a GPU machine's own, with torch).
-python=${PYTHON:-/usr/bin/python3}
-if [ ! -x "$python" ]; then
-  echo "run_oracle.sh: error: $python not found: install Debian's python3, python3-numpy and python3-torch" >&2
+python=$(command -v "${PYTHON:-/usr/bin/python3}") || python=""
+if [ -z "$python" ]; then
+  echo "run_oracle.sh: error: ${PYTHON:-/usr/bin/python3} not found: install Debian's python3, python3-numpy and python3-torch" >&2
   exit 1
 fi
 rm -rf "$3"

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Property test: random valid plans train like one rank. random_plans.py writes COUNT random
+# (topology, plan) pairs for tiny-4l on 4-8 ranks (shuffled ranks over 2-4 declared nodes, 1-3
+# pipelines, stages of width 1-3 with random splits, split stages feeding split stages of another
+# width, split middle stages, random micro-batch sizes and counts). For each, 3 steps of the plan
+# must equal 3 steps of one rank with the same global batch as one micro-batch: per-step loss and
+# gradient norm and the final parameters within 1e-5 relative (compare_runs.py).
+#   random_plans.sh BUILD_DIR SOURCE_DIR [COUNT] [SEED]
+#
+# Environment:
+#   MODES (default "cpu cpu-async"): the plans run once per mode, with ETH_BACKEND set to it; the
+#     one-rank references always run with ETH_BACKEND=cpu, cached per global batch.
+#   RANDOM_PLANS_REF_SEED (default 42, the plans' seed): another value gives the references other
+#     parameters and data, so every plan must fail: a check that the test can fail.
+#   RANDOM_PLANS_LR (default 1e-3), RANDOM_PLANS_BUDGET_S (default 840: gives up, failing, after),
+#   RANDOM_PLANS_KEEP (a directory to keep the scratch files in).
+#
+# Why lr 1e-3: AdamW's first step moves a parameter by lr * g / (|g| + 1e-8), so the rare element
+# whose true gradient is within ~1e-8 of zero turns the gradient's float-rounding noise into an
+# update difference of up to ~lr. With lr 1e-2 that one element alone makes the parameter vector of
+# two ONE-rank runs with different micro-batches differ by up to 1.3e-5 relative (seen: batch 16,
+# micro-batch 16 vs 2), over the 1e-5 bound; at 1e-3 the same noise is ten times smaller, while
+# any real fault (a lost micro-batch, wrong samples or rows, a missed reduction) still moves loss,
+# norm or parameters by orders of magnitude more. Each new global batch also runs a one-rank
+# control with micro-batch 1 against its reference: the noise floor, printed at the end.
+#
+# On a failure it prints the plan, the topology, the log or comparison and the control, goes on
+# with the other plans, and exits 1 at the end.
+set -euo pipefail
+build=$1 src=$2 count=${3:-20} seed=${4:-1}
+modes=${MODES:-"cpu cpu-async"}
+budget=${RANDOM_PLANS_BUDGET_S:-840}
+lr=${RANDOM_PLANS_LR:-1e-3}
+ref_seed=${RANDOM_PLANS_REF_SEED:-42}
+source "$src/tests/mpi/mpi_test_env.sh"
+# RANDOM_PLANS_KEEP=DIR: keep the plans, logs, metrics and parameters there (for debugging).
+[ -z "${RANDOM_PLANS_KEEP:-}" ] || trap 'rm -rf "$RANDOM_PLANS_KEEP"; cp -r "$work" "$RANDOM_PLANS_KEEP"; rm -rf "$work"' EXIT
+model="$src/inputs/models/tiny-4l.yaml"
+write_tiny_shard "$work/data.bin" 7
+common=(--model "$model" --train-data "$work/data.bin" --seq-len 16 --steps 3 --lr "$lr" --warmup 1)
+$py "$src/tests/mpi/random_plans.py" "$work/plans" "$count" "$seed"
+start=$SECONDS
+
+# launch NAME RANKS BACKEND ARGS...: eth_train with "${common[@]}" and ARGS under ETH_BACKEND, metrics
+# in $work/NAME, parameters in $work/NAME.bin, log in $work/NAME.log; returns its exit status.
+launch() {
+  local name=$1 np=$2 backend=$3
+  shift 3
+  ETH_BACKEND=$backend timeout 120 mpirun -np "$np" --oversubscribe --bind-to none --mca mpi_yield_when_idle 1 \
+    -x ETH_BACKEND -x OMP_NUM_THREADS "$build/app/eth_train" "${common[@]}" --output-dir "$work/$name" \
+    --save-params "$work/$name.bin" "$@" < /dev/null > "$work/$name.log" 2>&1
+}
+
+# compare REF RUN: compare_runs.py of two launched runs into $work/RUN.cmp; returns its status.
+compare() {
+  $py "$src/tests/mpi/compare_runs.py" "$model" "$work/$1" "$work/$1.bin" "$work/$2" "$work/$2.bin" > "$work/$2.cmp" 2>&1
+}
+
+# diffs FILE: the loss, grad norm and parameter relative differences of a comparison, tab-separated
+# (nan nan nan when it stopped before printing them).
+diffs() {
+  local d
+  mapfile -t d < <(sed -n 's/.*max relative difference \([^ ]*\).*/\1/p; s/^parameters: relative difference \([^ ]*\).*/\1/p' "$1")
+  [ "${#d[@]}" -eq 3 ] || d=(nan nan nan)
+  printf '%s\t%s\t%s' "${d[@]}"
+}
+
+# show_failure I BATCH WHAT FILE: the plan, its topology, FILE (a log or a comparison), the control.
+show_failure() {
+  local i=$1 batch=$2 what=$3 file=$4
+  echo "FAIL: plan $i: $what"
+  echo "---- plan$i.yaml"; cat "$work/plans/plan$i.yaml"
+  echo "---- topo$i.yaml"; cat "$work/plans/topo$i.yaml"
+  echo "---- $(basename "$file")"; tail -n 60 "$file"
+  if [ -f "$work/ctl_b$batch.cmp" ]; then
+    echo "---- control: one rank, micro-batch 1 instead of $batch, against the same reference"
+    cat "$work/ctl_b$batch.cmp"
+  fi
+  echo "----"
+}
+
+failures=0
+: > "$work/results.tsv"
+for mode in $modes; do
+  mode_start=$SECONDS
+  while IFS=$'\t' read -r i np batch shape feats; do
+    if (( SECONDS - start > budget )); then
+      echo "FAIL: out of time (${budget} s) before plan $i of mode $mode"
+      failures=$((failures + 1))
+      break 2
+    fi
+    ref="ref_b$batch"
+    if [ ! -f "$work/$ref.bin" ]; then
+      if ! launch "$ref" 1 cpu --batch "$batch" --micro-batch "$batch" --seed "$ref_seed"; then
+        show_failure "$i" "$batch" "the one-rank reference (batch $batch) failed" "$work/$ref.log"
+        failures=$((failures + 1))
+        continue
+      fi
+      if launch "ctl_b$batch" 1 cpu --batch "$batch" --micro-batch 1 --seed 42; then
+        compare "$ref" "ctl_b$batch" || true
+        printf 'control\tb%s\tinfo\t%s\n' "$batch" "$(diffs "$work/ctl_b$batch.cmp")" >> "$work/results.tsv"
+      fi
+    fi
+    run_name="${mode}_plan$i"
+    t0=$SECONDS
+    if ! launch "$run_name" "$np" "$mode" --seed 42 --topology "$work/plans/topo$i.yaml" --plan "$work/plans/plan$i.yaml"; then
+      show_failure "$i" "$batch" "eth_train failed under ETH_BACKEND=$mode on $np ranks" "$work/$run_name.log"
+      failures=$((failures + 1))
+      printf '%s\t%s\tRUN-FAILED\tnan\tnan\tnan\n' "$mode" "$i" >> "$work/results.tsv"
+      continue
+    fi
+    secs=$((SECONDS - t0))
+    status=ok
+    if ! compare "$ref" "$run_name"; then
+      status=DIFFERS
+      show_failure "$i" "$batch" "differs from one rank under ETH_BACKEND=$mode" "$work/$run_name.cmp"
+      failures=$((failures + 1))
+    fi
+    printf '%s\t%s\t%s\t%s\n' "$mode" "$i" "$status" "$(diffs "$work/$run_name.cmp")" >> "$work/results.tsv"
+    printf '%-9s plan %s %-7s %s ranks, batch %2s, %2s s: %s\n' "$mode" "$i" "$status" "$np" "$batch" "$secs" "$shape"
+  done < "$work/plans/list.tsv"
+  echo "mode $mode: $((SECONDS - mode_start)) s (one-rank references and controls included where first needed)"
+done
+
+# Worst differences per mode, and of the one-rank controls (the noise floor).
+$py - "$work/results.tsv" <<'PY'
+import math, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+for mode in sorted(dict.fromkeys(r[0] for r in rows), key=lambda m: m == "control"):
+    mine = [r for r in rows if r[0] == mode]
+    done = [r for r in mine if not any(math.isnan(float(x)) for x in r[3:6])]
+    bad = [r[1] for r in mine if r[2] not in ("ok", "info")]
+    what = "one-rank controls (micro-batch 1 vs the reference)" if mode == "control" else f"mode {mode}"
+    print(f"{what}: {len(done)} compared" + (f", {len(bad)} failed: {' '.join(bad)}" if bad else ""))
+    for col, name in ((3, "loss"), (4, "grad norm"), (5, "parameters")):
+        if done:
+            w = max(done, key=lambda r: float(r[col]))
+            print(f"  worst {name:10s} relative difference {float(w[col]):.3e} ({'batch ' + w[1][1:] if mode == 'control' else 'plan ' + w[1]})")
+PY
+if [ "$failures" -gt 0 ]; then
+  echo "FAIL: $failures failure(s) over modes: $modes"
+  exit 1
+fi
+echo "all $count random plans equal one rank in modes: $modes ($((SECONDS - start)) s)"
