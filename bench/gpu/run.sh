@@ -11,9 +11,11 @@
 #   3. equivalence against one rank of a 2-rank (two stages) and a 4-rank (split stage beside a
 #      one-rank pipeline) plan, every rank on the one GPU: the MPI path through pinned buffers
 #   4. the NCCL path: 2 ranks declared as two one-rank nodes (node-local NCCL, MPI leaders)
-#   5. tokens/s of one rank of ETH against PyTorch on the same GPU, GPT-2 124M and 350M, T 1024
+#   5. checkpoint and resume (4 ranks on the GPU), a plan too large for the GPU refused in one
+#      line, and eth_profile measuring GPT-2 124M on the GPU
+#   6. tokens/s of one rank of ETH against PyTorch on the same GPU, GPT-2 124M and 350M, T 1024
 # Logs and JSON go to $OUT (set by the device tool) or bench/results/gpu/: run.log (everything)
-# and gpu_step.json (the benchmark table).
+# gpu_step.json (the benchmark table) and the measured profile.
 #
 # Environment: GPU_BACKEND (default cuda; cpu-async runs parts 2-4 as a dry run of the plumbing
 # on a machine without a GPU), STEPS (timed benchmark steps, default 8), PYTHON (default python3).
@@ -65,6 +67,24 @@ equivalence "2 one-rank nodes, two pipelines (NCCL path)" 2 tests/gpu/plans/gpu-
 if [ "$backend" = cuda ] && ! grep -q "NCCL inside each node" "$tmp/part.log"; then
   echo "-- the NCCL part did not run on NCCL: FAILED"
   failed+=("NCCL path chosen")
+fi
+part "checkpoint and resume through device buffers, 4 ranks on one GPU" 180 env ETH_BACKEND="$backend" \
+  ETH_CUDA_DEVICES=0 bash tests/mpi/checkpoint_resume.sh "$ETH_BUILD" "$root"
+
+# A plan whose stage state cannot fit the GPU (GPT-2 1.5B, 64 x 1024 tokens on one rank keeps
+# 64 (25 x 1024 x 1024) attention matrices per layer) is refused before it allocates, in one line.
+too_big() {
+  ! ETH_BACKEND="$backend" mpirun -np 1 "$ETH_BUILD/app/eth_train" --model inputs/models/gpt2-1558m.yaml \
+    --train-data inputs/data/kjv_train.bin --batch 64 --micro-batch 64 --seq-len 1024 --steps 1 \
+    --output-dir "$tmp/too_big" 2>"$tmp/too_big.err" && cat "$tmp/too_big.err" &&
+    [ "$(grep -c 'eth_train: error:' "$tmp/too_big.err")" -eq 1 ] && grep -q "expected at most the" "$tmp/too_big.err"
+}
+if [ "$backend" = cuda ]; then
+  part "a plan too large for the GPU is refused with one line" 120 env backend="$backend" tmp="$tmp" \
+    bash -c "$(declare -f too_big); too_big"
+  part "eth_profile on the GPU: GPT-2 124M, T 1024" 150 mpirun -np 1 "$ETH_BUILD/app/eth_profile" \
+    --model inputs/models/gpt2-124m.yaml --seq-len 1024 --micro-batches 1 2 4 8 --repetitions 3 \
+    --device-type "NVIDIA H200" --out "$out/profile-h200-gpt2-124m-T1024.yaml"
 fi
 
 if [ "$backend" = cuda ]; then

@@ -80,4 +80,14 @@ expect_one_error eth_train "a plan that does not fit the model: one line from 4 
   --topology "$work/topo.yaml" --plan "$src/tests/mpi/plans/split-stage-4.yaml" --train-data "$work/ok.bin" \
   --seq-len 16 --steps 1 --output-dir "$work/bad"
 
+# The backend: a bad setting, or a GPU asked for where none is, ends every rank with one line.
+on_two_ranks=(env OMP_NUM_THREADS=1 timeout 120 mpirun -np 2 "$build/app/eth_train" --model "$tiny"
+  --train-data "$work/ok.bin" --seq-len 16 --steps 1 --output-dir "$work/bad")
+expect_one_error eth_train "an unknown backend: one line from 2 ranks" "rank 0 on" "ETH_BACKEND" \
+  "expected auto, cuda, cpu or cpu-async, got 'gpu'" -- env ETH_BACKEND=gpu "${on_two_ranks[@]}"
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  expect_one_error eth_train "the CUDA backend asked for without a GPU: one line from 2 ranks" "rank 0 on" \
+    "ETH_BACKEND=cuda: expected a" -- env ETH_BACKEND=cuda "${on_two_ranks[@]}"
+fi
+
 finish
