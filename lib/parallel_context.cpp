@@ -32,8 +32,7 @@ ParallelContext build_parallel_context(const Topology& topology, const Plan& pla
 
   const std::vector<RankRole> roles = rank_roles(plan, ctx.world_size);
   ctx.role = roles[ctx.world_rank];
-  const PlanPipeline& pipe = plan.pipelines[ctx.role.pipeline];
-  ctx.stages = static_cast<int>(pipe.stages.size());
+  ctx.stages = ctx.role.idle() ? 0 : static_cast<int>(plan.pipelines[ctx.role.pipeline].stages.size());
   for (const RankPlace& place : topology.ranks) ctx.node_of_rank.push_back(place.node);
 
   int tag = 0;
@@ -59,7 +58,9 @@ ParallelContext build_parallel_context(const Topology& topology, const Plan& pla
   ctx.blocks = derive_grad_blocks(plan, model.num_layers);
   for (const GradBlock& b : ctx.blocks) ctx.block_groups.push_back(create(b.owners));
   ctx.tied = create(tied_embedding_group(plan));
+  if (ctx.role.idle()) return ctx;  // in the groups above as a node member only
 
+  const PlanPipeline& pipe = plan.pipelines[ctx.role.pipeline];
   const int s = ctx.role.stage;
   if (s > 0) {
     const PlanStage& prev = pipe.stages[s - 1];

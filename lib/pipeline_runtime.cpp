@@ -35,16 +35,8 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
       optimizer_(stage_.layout(), adamw, backend),
       sync_(ctx, stage_.layout(), sync, std::move(reducer), stage_.grads()),
       actions_(one_f_one_b(pipe_, ctx.role.stage)),
-      whole_(model, {0, model.num_layers}) {
-  // Every rank can see every stage's layout: the owner of a tensor is the lowest rank holding it.
-  std::vector<ParamLayout> layouts;
-  for (const RankRole& role : rank_roles(plan, ctx.world_size))
-    layouts.emplace_back(model, plan.pipelines[role.pipeline].stages[role.stage].layers);
-  for (const ParamTensor& t : whole_.tensors()) {
-    int owner = 0;
-    while (find_tensor(layouts[owner], t.name) == nullptr) owner++;
-    owners_.push_back(owner);
-  }
+      whole_(model, {0, model.num_layers}),
+      owners_(tensor_owners(model, plan, ctx.world_size)) {
   std::vector<float> host(stage_.layout().size());
   init_gpt2_parameters(model, stage_.layout(), seed, host.data());
   backend.copy_to_device(stage_.params(), host.data(), host.size() * sizeof(float));
@@ -235,45 +227,20 @@ void PipelineRuntime::forward_only(int tag, const int32_t* inputs, const int32_t
 }
 
 double PipelineRuntime::evaluate(SampleStream& val, int samples) {
-  // Pipeline p evaluates whole micro-batches of its batch share of `samples`, on consecutive
-  // windows after those of the pipelines before it.
-  uint64_t first = 0, mine_first = 0;
-  int mine = 0;
-  double total = 0;
-  for (size_t p = 0; p < plan_.pipelines.size(); p++) {
-    const PlanPipeline& pipe = plan_.pipelines[p];
-    const int share = static_cast<int>(static_cast<int64_t>(samples) * pipe.samples() / plan_.global_batch);
-    const int batches = std::max(1, share / pipe.micro_batch);
-    if (static_cast<int>(p) == ctx_.role.pipeline) {
-      mine = batches;
-      mine_first = first;
-    }
-    first += static_cast<uint64_t>(batches) * pipe.micro_batch;
-  }
-  total = static_cast<double>(first);
-  for (int i = 0; i < mine; i++) {
-    fetch(val, mine_first + static_cast<uint64_t>(i) * pipe_.micro_batch + ctx_.role.sample_offset, inputs_, targets_);
+  const EvalShare share = evaluation_share(plan_, ctx_.role.pipeline, samples);
+  for (int i = 0; i < share.micro_batches; i++) {
+    fetch(val, share.first + static_cast<uint64_t>(i) * pipe_.micro_batch + ctx_.role.sample_offset, inputs_, targets_);
     forward_only(activation_tag(i), inputs_.data(), targets_.data());
   }
   double sum = ctx_.last_stage() ? stage_.take_loss_sum() : 0.0;
   world_sum(&sum, 1);
-  return sum / total;
+  return sum / static_cast<double>(share.total);
 }
 
 void PipelineRuntime::gather_parameters(float* full) {
-  std::vector<float> host;
-  for (size_t i = 0; i < whole_.tensors().size(); i++) {
-    const ParamTensor& t = whole_.tensors()[i];
-    const int owner = owners_[i], tag = static_cast<int>(i);
-    if (owner == ctx_.world_rank) {
-      host.resize(t.size);
-      backend_.copy_to_host(host.data(), stage_.params() + find_tensor(stage_.layout(), t.name)->offset, t.size * sizeof(float));
-      if (owner == 0) std::copy(host.begin(), host.end(), full + t.offset);
-      else send_floats(host.data(), t.size, 0, tag);
-    } else if (ctx_.world_rank == 0) {
-      recv_floats(full + t.offset, t.size, owner, tag);
-    }
-  }
+  gather_whole_model(whole_, owners_, ctx_.world_rank, [&](const ParamTensor& t, float* host) {
+    backend_.copy_to_host(host, stage_.params() + find_tensor(stage_.layout(), t.name)->offset, t.size * sizeof(float));
+  }, full);
 }
 
 // The three flat buffers a checkpoint holds, by group.

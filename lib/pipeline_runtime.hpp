@@ -27,6 +27,7 @@
 #include "lib/lr_schedule.hpp"
 #include "lib/optimizer.hpp"
 #include "lib/parallel_context.hpp"
+#include "lib/rank_runtime.hpp"
 #include "lib/schedule.hpp"
 #include "lib/stage.hpp"
 #include "lib/step_trace.hpp"
@@ -35,42 +36,25 @@
 
 namespace eth {
 
-struct StepResult {
-  double loss = 0;       // mean per-sample loss of the global batch (every rank)
-  double grad_norm = 0;  // global norm of the mean gradient, before clipping (every rank)
-  bool applied = false;  // false when loss or norm was not finite: parameters unchanged
-};
-
-class PipelineRuntime {
+class PipelineRuntime final : public RankRuntime {
  public:
   PipelineRuntime(const GptConfig& model, const Plan& plan, const ParallelContext& ctx, int seq_len,
                   GradSyncMode sync, const AdamWConfig& adamw, kernels::Backend& backend,
                   std::unique_ptr<SumReducer> reducer, uint64_t seed);
 
-  StepResult step(int step, SampleStream& train, float lr, StepTrace& trace);
+  StepResult step(int step, SampleStream& train, float lr, StepTrace& trace) override;
 
   // Bytes of device memory a runtime allocates for `role` (of a pipeline of `stages` stages):
   // parameters, gradients, both AdamW moments, the activations of its in-flight micro-batches,
   // the stage's scratch and the transfer buffers. For checking a plan against a device.
   static size_t device_bytes(const GptConfig& model, const Plan& plan, const RankRole& role, int seq_len);
 
-  // Mean per-sample validation loss over the first `samples` windows of `val`, shared among
-  // the pipelines in proportion to their batch share (every rank gets the result).
-  double evaluate(SampleStream& val, int samples);
-
-  // Rank 0 receives the whole model in the one-stage layout of ParamLayout(model, {0, L})
-  // (`full` holds its size()); the lowest owner of each tensor sends it. Collective.
-  void gather_parameters(float* full);
-
-  // Collective: writes parameters and AdamW moments to an HDF5 checkpoint (lib/checkpoint.hpp),
-  // each tensor by its lowest owner. InputError when the file cannot be created.
-  void save_checkpoint(const std::string& path, const CheckpointHeader& header);
-  // This rank's stage state (parameters, moments, optimizer step) from a checkpoint of any plan;
-  // returns its header. InputError when the file is not a checkpoint of this model.
-  CheckpointHeader load_checkpoint(const std::string& path);
-
-  int collectives_per_step() const { return sync_.collectives_per_step(); }
-  std::string reduction_path() const { return sync_.path(); }
+  double evaluate(SampleStream& val, int samples) override;
+  void gather_parameters(float* full) override;
+  void save_checkpoint(const std::string& path, const CheckpointHeader& header) override;
+  CheckpointHeader load_checkpoint(const std::string& path) override;
+  int collectives_per_step() const override { return sync_.collectives_per_step(); }
+  std::string reduction_path() const override { return sync_.path(); }
   const Stage& stage() const { return stage_; }
 
  private:

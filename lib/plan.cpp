@@ -55,6 +55,7 @@ Plan load_plan(const std::string& path) {
     }
     plan.pipelines.push_back(std::move(pipe));
   }
+  if (root.has("idle")) plan.idle = root.child("idle").as_ints(0, kMax);
   if (root.has("predicted")) {
     const yaml::Field pred = root.child("predicted");
     if (pred.has("iteration_ms")) plan.predicted.iteration_ms = pred.child("iteration_ms").as_double(0);
@@ -86,6 +87,7 @@ void save_plan(const Plan& plan, const std::string& path) {
     }
     root["pipelines"].push_back(p);
   }
+  if (!plan.idle.empty()) root["idle"] = flow(YAML::Node(plan.idle));
   const PlanPrediction& pred = plan.predicted;
   if (pred.iteration_ms > 0) root["predicted"]["iteration_ms"] = pred.iteration_ms;
   if (!pred.pipeline_ms.empty()) root["predicted"]["pipeline_ms"] = flow(YAML::Node(pred.pipeline_ms));
@@ -146,9 +148,19 @@ void validate_plan(const Plan& plan, const Topology& topology, const GptConfig& 
       fail_input(file, stage_path(p, pipe.stages.size() - 1) + ".layers",
                  strprintf("to end at layer %d, the model's num_layers", model.num_layers), strprintf("end %d", next_layer));
   }
+  for (size_t i = 0; i < plan.idle.size(); i++) {
+    const int r = plan.idle[i];
+    const std::string ip = strprintf("idle[%zu]", i);
+    if (r < 0 || r >= world)
+      fail_input(file, ip, strprintf("a rank below %d, the device count of %s", world, topology.source.c_str()),
+                 std::to_string(r));
+    if (!seen[r].empty()) fail_input(file, ip, "a rank in no stage", strprintf("rank %d, already in %s", r, seen[r].c_str()));
+    seen[r] = ip;
+  }
   for (int r = 0; r < world; r++)
     if (seen[r].empty())
-      fail_input(file, "pipelines", strprintf("every rank 0..%d of %s in one stage", world - 1, topology.source.c_str()),
+      fail_input(file, "pipelines",
+                 strprintf("every rank 0..%d of %s in one stage or idle", world - 1, topology.source.c_str()),
                  strprintf("rank %d in none", r));
   if (samples != plan.global_batch)
     fail_input(file, "global_batch", strprintf("the pipelines' samples, sum of micro_batch x micro_batches = %d", samples),
@@ -179,7 +191,7 @@ std::vector<RankRole> rank_roles(const Plan& plan, int world_size) {
       }
     }
   }
-  assert(std::all_of(roles.begin(), roles.end(), [](const RankRole& r) { return r.pipeline >= 0; }));
+  for (int r : plan.idle) roles[r] = RankRole{};
   return roles;
 }
 

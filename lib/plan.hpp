@@ -40,13 +40,17 @@ struct Plan {
   std::string source;               // file it was read from, for messages
   int global_batch = 0;
   std::vector<PlanPipeline> pipelines;
+  // Ranks that do no training work (a slow device the plan is faster without): they take part
+  // in start-up, the per-step agreement and checkpoints, and hold no layers.
+  std::vector<int> idle;
   PlanPrediction predicted;
 
   int first_sample(int pipeline) const;
 };
 
-// Where one rank sits in a plan.
+// Where one rank sits in a plan; an idle rank's pipeline is -1.
 struct RankRole {
+  bool idle() const { return pipeline < 0; }
   int pipeline = -1;
   int stage = -1;
   int index_in_stage = -1;    // position among the stage's ranks
@@ -58,7 +62,7 @@ struct RankRole {
 Plan load_plan(const std::string& path);
 void save_plan(const Plan& plan, const std::string& path);
 
-// Checks the invariants against the topology and model: every rank in exactly one stage; each
+// Checks the invariants against the topology and model: every rank in exactly one stage or idle; each
 // pipeline's stages cover layers [0, L) in order; each split sums to its micro-batch; pipeline
 // samples add up to the global batch; predicted memory fits each device. Throws InputError
 // naming plan.source and the field.

@@ -122,7 +122,7 @@ StepReport gather_times(const StepTimes& mine, const Plan& plan, int world) {
   return report;
 }
 
-void save_parameters(PipelineRuntime& runtime, const GptConfig& model, const std::string& path, int rank) {
+void save_parameters(RankRuntime& runtime, const GptConfig& model, const std::string& path, int rank) {
   std::vector<float> full(rank == 0 ? ParamLayout(model, {0, model.num_layers}).size() : 0);
   runtime.gather_parameters(full.data());
   if (rank != 0) return;
@@ -132,7 +132,7 @@ void save_parameters(PipelineRuntime& runtime, const GptConfig& model, const std
 }
 
 // Collective: OUTPUT_DIR/checkpoints/step_N.h5.
-void save_checkpoint(PipelineRuntime& runtime, const TrainOptions& o, const CheckpointHeader& header, int rank,
+void save_checkpoint(RankRuntime& runtime, const TrainOptions& o, const CheckpointHeader& header, int rank,
                      std::ostream& log) {
   const std::string dir = o.output_dir + "/checkpoints";
   const std::string path = strprintf("%s/step_%d.h5", dir.c_str(), header.step);
@@ -180,7 +180,7 @@ double train(const TrainOptions& o, kernels::Backend& backend, std::ostream& log
   SampleStream val_data(std::move(job.val), o.seq_len, seed, false);
   // A plan that does not fit this rank's device: one line naming rank, host and device.
   const size_t free_bytes = backend.free_memory_bytes();
-  const size_t needed = PipelineRuntime::device_bytes(job.model, job.plan, ctx.role, o.seq_len);
+  const size_t needed = ctx.role.idle() ? 0 : PipelineRuntime::device_bytes(job.model, job.plan, ctx.role, o.seq_len);
   char host[MPI_MAX_PROCESSOR_NAME];
   int host_length = 0;
   MPI_CHECK(MPI_Get_processor_name(host, &host_length));
@@ -193,8 +193,9 @@ double train(const TrainOptions& o, kernels::Backend& backend, std::ostream& log
   ReducerChoice reducer = choose_sum_reducer(backend, ctx.node_of_rank);
   if (!reducer.error.empty()) error = strprintf("rank %d on %.*s: %s", rank, host_length, host, reducer.error.c_str());
   agree_on_errors(error);
-  PipelineRuntime runtime(job.model, job.plan, ctx, o.seq_len, o.grad_sync, o.adamw, backend,
-                          std::move(reducer.reducer), seed);
+  const std::unique_ptr<RankRuntime> owned_runtime = make_rank_runtime(
+      job.model, job.plan, ctx, o.seq_len, o.grad_sync, o.adamw, backend, std::move(reducer.reducer), seed);
+  RankRuntime& runtime = *owned_runtime;
   if (!o.resume_path.empty()) {
     try {
       runtime.load_checkpoint(o.resume_path);
@@ -263,7 +264,8 @@ double train(const TrainOptions& o, kernels::Backend& backend, std::ostream& log
   if (!o.trace_path.empty()) {
     std::vector<std::string> rows;
     for (const RankRole& role : rank_roles(job.plan, world))
-      rows.push_back(strprintf("rank %zu: pipeline %d stage %d", rows.size(), role.pipeline, role.stage));
+      rows.push_back(role.idle() ? strprintf("rank %zu: idle", rows.size())
+                                 : strprintf("rank %zu: pipeline %d stage %d", rows.size(), role.pipeline, role.stage));
     trace.write_chrome_trace(o.trace_path, rows);
   }
   if (!o.save_params_path.empty()) save_parameters(runtime, job.model, o.save_params_path, rank);

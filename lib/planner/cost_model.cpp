@@ -152,6 +152,7 @@ Estimate CostModel::estimate(const Plan& plan) const {
     for (int rank : r.owners) reduce[rank] += r.ms;
   const std::vector<RankRole> roles = rank_roles(plan, world);
   for (int r = 0; r < world; r++) {
+    if (roles[r].idle()) continue;  // an idle rank waits for nothing and updates nothing
     const double hidden = slack[r] + slowest - est.pipeline_ms[pipeline_of[r]];
     est.reduction_ms = std::max(est.reduction_ms, reduce[r] - hidden);
     const PlanStage& st = plan.pipelines[roles[r].pipeline].stages[roles[r].stage];

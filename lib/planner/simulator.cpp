@@ -152,6 +152,7 @@ Simulation simulate(const CostModel& cost, const Plan& plan) {
   }
   sim.idle_ms.assign(world, 0);
   for (int r = 0; r < world; r++) {
+    if (roles[r].idle()) continue;  // no layers, no update: an idle rank never sets the pace
     const double opt = cost.optimizer_ms(cost.topology().ranks[r].device_type, cost.param_floats(stage_of(r).layers));
     sim.busy_ms[r] += opt;
     sim.iteration_ms = std::max(sim.iteration_ms, std::max(compute_end[r], channel_free[r]) + opt);

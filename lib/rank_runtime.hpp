@@ -1,0 +1,77 @@
+// What every rank of a job does in it, whatever its role: the interface the training loop
+// (lib/trainer.cpp) drives. A rank with a stage runs lib/pipeline_runtime.hpp; a rank the plan
+// leaves idle (Plan::idle) holds no layers but takes part in every collective the others make:
+// the per-step agreement on loss and norm, evaluation, checkpoints.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.hpp"
+#include "lib/checkpoint.hpp"
+#include "lib/grad_sync.hpp"
+#include "lib/optimizer.hpp"
+#include "lib/parallel_context.hpp"
+#include "lib/param_layout.hpp"
+#include "lib/step_trace.hpp"
+#include "lib/token_data.hpp"
+
+namespace eth {
+
+struct StepResult {
+  double loss = 0;       // mean per-sample loss of the global batch (every rank)
+  double grad_norm = 0;  // global norm of the mean gradient, before clipping (every rank)
+  bool applied = false;  // false when loss or norm was not finite: parameters unchanged
+};
+
+class RankRuntime {
+ public:
+  virtual ~RankRuntime() = default;
+
+  // One optimizer step. Collective.
+  virtual StepResult step(int step, SampleStream& train, float lr, StepTrace& trace) = 0;
+  // Mean per-sample validation loss over the first `samples` windows of `val` (every rank gets
+  // the result; evaluation_share says which pipeline takes which). Collective.
+  virtual double evaluate(SampleStream& val, int samples) = 0;
+  // Rank 0 receives the whole model in the one-stage layout of ParamLayout(model, {0, L})
+  // (`full` holds its size()); the lowest owner of each tensor sends it. Collective.
+  virtual void gather_parameters(float* full) = 0;
+  // Collective: writes parameters and AdamW moments to an HDF5 checkpoint (lib/checkpoint.hpp),
+  // each tensor by its lowest owner. InputError when the file cannot be created.
+  virtual void save_checkpoint(const std::string& path, const CheckpointHeader& header) = 0;
+  // This rank's state from a checkpoint of any plan; returns its header. InputError when the
+  // file is not a checkpoint of this model.
+  virtual CheckpointHeader load_checkpoint(const std::string& path) = 0;
+
+  virtual int collectives_per_step() const = 0;   // gradient sums on this rank
+  virtual std::string reduction_path() const = 0;  // one line for the log
+};
+
+// The runtime of this rank's role in `plan`: a pipeline stage, or idle.
+std::unique_ptr<RankRuntime> make_rank_runtime(const GptConfig& model, const Plan& plan, const ParallelContext& ctx,
+                                               int seq_len, GradSyncMode sync, const AdamWConfig& adamw,
+                                               kernels::Backend& backend, std::unique_ptr<SumReducer> reducer,
+                                               uint64_t seed);
+
+// Per tensor of the one-stage layout of `model`: the lowest rank that holds it (never an idle
+// one): the rank that writes it to checkpoints and sends it to rank 0.
+std::vector<int> tensor_owners(const GptConfig& model, const Plan& plan, int world_size);
+
+// Collective: rank 0 assembles the whole model in `full` (the one-stage layout `whole`); each
+// owner hands its tensors over with read_mine(tensor, host buffer of tensor.size floats).
+void gather_whole_model(const ParamLayout& whole, const std::vector<int>& owners, int rank,
+                        const std::function<void(const ParamTensor&, float*)>& read_mine, float* full);
+
+// Validation: pipeline p evaluates whole micro-batches of its batch share of `samples`, on the
+// windows after those of the pipelines before it; `total` counts every pipeline's windows.
+struct EvalShare {
+  uint64_t first = 0;     // the pipeline's first window
+  int micro_batches = 0;  // its micro-batches
+  uint64_t total = 0;     // windows evaluated by all pipelines together
+};
+EvalShare evaluation_share(const Plan& plan, int pipeline, int samples);
+
+}  // namespace eth
