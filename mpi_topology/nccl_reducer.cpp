@@ -107,6 +107,12 @@ class NcclReducer final : public SumReducer {
   }
 
   int add_slice(const ProcessGroup& group, float* data, size_t n) override {
+    // A slice of this rank alone is already its sum: no communicator, nothing to start.
+    if (group.size() == 1) {
+      slices_.push_back({&group, data, n, {}, new_event(), new_event(), new_event(), new_event(), State::done,
+                         MPI_REQUEST_NULL});
+      return static_cast<int>(slices_.size()) - 1;
+    }
     if (!comms_.count(&group)) comms_[&group] = {node_communicator(group.node_comm()), node_communicator(group.node_comm())};
     Slice s{&group, data, n, {}, new_event(), new_event(), new_event(), new_event(), State::idle, MPI_REQUEST_NULL};
     const bool leader = group.leader_comm() != MPI_COMM_NULL;
@@ -117,6 +123,7 @@ class NcclReducer final : public SumReducer {
 
   void start(int index) override {
     Slice& s = slices_[static_cast<size_t>(index)];
+    if (s.group->size() == 1) return;
     const Comms& c = comms_.at(s.group);
     CUDA_RT_CHECK(cudaEventRecord(s.final, compute_));
     CUDA_RT_CHECK(cudaStreamWaitEvent(reduce_stream_, s.final));
@@ -179,6 +186,7 @@ class NcclReducer final : public SumReducer {
     }
     // The compute stream, not the host, waits for the results.
     for (Slice& s : slices_) {
+      if (s.group->size() == 1) continue;
       if (s.state == State::done) CUDA_RT_CHECK(cudaStreamWaitEvent(compute_, s.done));
       s.state = State::idle;
     }
