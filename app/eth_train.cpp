@@ -6,6 +6,7 @@
 #include "kernels/backend_select.hpp"
 #include "lib/command_line.hpp"
 #include "lib/input_error.hpp"
+#include "lib/planner/auto_plan.hpp"
 #include "lib/trainer.hpp"
 #include "mpi_topology/mpi_session.hpp"
 
@@ -14,13 +15,15 @@ namespace po = boost::program_options;
 namespace {
 
 // Returns false when the program should exit without training (--help).
-bool parse_options(int argc, char** argv, eth::TrainOptions& o, bool print_help) {
+bool parse_options(int argc, char** argv, eth::TrainOptions& o, eth::planner::AutoPlanRequest& auto_plan,
+                   bool print_help) {
   std::string grad_sync = "block", fail_at;
   po::options_description desc("eth_train options");
   desc.add_options()
       ("help,h", "print this help")
       ("model", po::value(&o.model_path)->required(), "model YAML (inputs/models/*.yaml)")
-      ("topology", po::value(&o.topology_path), "topology YAML (with --plan); without both: one rank")
+      ("topology", po::value(&o.topology_path),
+       "topology YAML (with --plan); without both: one rank trains alone, several discover and plan their job")
       ("plan", po::value(&o.plan_path), "plan YAML: pipelines, stages, batch split")
       ("train-data", po::value(&o.train_shards)->multitoken()->required(), "training token shards (llm.c format)")
       ("val-data", po::value(&o.val_shards)->multitoken(), "validation token shards")
@@ -43,6 +46,9 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o, bool print_help)
       ("checkpoint-every", po::value(&o.checkpoint_every)->default_value(o.checkpoint_every),
        "HDF5 checkpoint OUTPUT_DIR/checkpoints/step_N.h5 every N steps and after the last (0: none)")
       ("resume", po::value(&o.resume_path), "continue from this checkpoint, under any plan of the same model")
+      ("profiles", po::value(&auto_plan.profiles_dir)->default_value(auto_plan.profiles_dir),
+       "without --plan on several ranks: directory of profiles the planner uses")
+      ("profile", po::value(&auto_plan.profile_files)->multitoken(), "... and profile files, preferred over the directory's")
       ("fail-at", po::value(&fail_at), "STEP:RANK: that rank throws at that step (fault-handling tests)");
   try {
     if (!eth::parse_command_line(argc, argv, desc, print_help)) return false;
@@ -64,7 +70,8 @@ int main(int argc, char** argv) {
   eth::MpiSession mpi(&argc, &argv);
   try {
     eth::TrainOptions options;
-    if (!parse_options(argc, argv, options, mpi.rank() == 0)) return 0;
+    eth::planner::AutoPlanRequest auto_plan;
+    if (!parse_options(argc, argv, options, auto_plan, mpi.rank() == 0)) return 0;
     mpi.share_cores_among_local_ranks();
     // A bad setting or a missing GPU may differ between hosts: agreed, so every rank ends.
     eth::kernels::BackendChoice choice;
@@ -76,6 +83,16 @@ int main(int argc, char** argv) {
     }
     if (const std::string agreed = eth::agreed_error(error); !agreed.empty()) throw eth::AgreedError(agreed);
     if (mpi.rank() == 0) std::cout << choice.note << '\n';
+    if (mpi.size() > 1 && options.plan_path.empty() && options.topology_path.empty()) {
+      // Zero-configuration launch: the job describes itself and rank 0 plans it.
+      auto_plan.model_path = options.model_path;
+      auto_plan.global_batch = options.global_batch;
+      auto_plan.seq_len = options.seq_len;
+      auto_plan.output_dir = options.output_dir;
+      eth::planner::PlannedJob job = eth::planner::plan_this_job(auto_plan, std::cout);
+      options.topology = std::move(job.topology);
+      options.plan = std::move(job.plan);
+    }
     eth::train(options, *choice.backend, std::cout);
   } catch (const eth::AgreedError& e) {
     // Every rank raised it together: one line, every rank exits non-zero, nobody hangs.

@@ -31,10 +31,11 @@ int Plan::first_sample(int pipeline) const {
   return first;
 }
 
-Plan load_plan(const std::string& path) {
-  const yaml::Field root = yaml::load_file(path, "plan");
+namespace {
+
+Plan read_plan(const yaml::Field& root, const std::string& source) {
   Plan plan;
-  plan.source = path;
+  plan.source = source;
   plan.global_batch = root.child("global_batch").as_int(1, kMax);
   const yaml::Field pipelines = root.child("pipelines");
   for (size_t p = 0; p < pipelines.size(); p++) {
@@ -71,7 +72,21 @@ Plan load_plan(const std::string& path) {
   return plan;
 }
 
+}  // namespace
+
+Plan load_plan(const std::string& path) { return read_plan(yaml::load_file(path, "plan"), path); }
+
+Plan plan_from_yaml(const std::string& text, const std::string& source) {
+  return read_plan(yaml::load_text(text, source), source);
+}
+
 void save_plan(const Plan& plan, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) fail_input(path, "file", "a writable plan path", "a path that cannot be opened");
+  out << plan_yaml(plan);
+}
+
+std::string plan_yaml(const Plan& plan) {
   YAML::Node root;
   root["global_batch"] = plan.global_batch;
   for (const PlanPipeline& pipe : plan.pipelines) {
@@ -92,9 +107,7 @@ void save_plan(const Plan& plan, const std::string& path) {
   if (pred.iteration_ms > 0) root["predicted"]["iteration_ms"] = pred.iteration_ms;
   if (!pred.pipeline_ms.empty()) root["predicted"]["pipeline_ms"] = flow(YAML::Node(pred.pipeline_ms));
   if (!pred.memory_gb.empty()) root["predicted"]["memory_gb"] = flow(YAML::Node(pred.memory_gb));
-  std::ofstream out(path);
-  if (!out) fail_input(path, "file", "a writable plan path", "a path that cannot be opened");
-  out << "# ETH plan: pipelines, stages (ranks, layers [begin, end), per-rank sample split).\n" << yaml::emit(root) << '\n';
+  return "# ETH plan: pipelines, stages (ranks, layers [begin, end), per-rank sample split).\n" + yaml::emit(root) + '\n';
 }
 
 void validate_plan(const Plan& plan, const Topology& topology, const GptConfig& model) {

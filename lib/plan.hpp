@@ -61,6 +61,9 @@ struct RankRole {
 // Reads a plan; throws InputError naming the file and field of a malformed entry.
 Plan load_plan(const std::string& path);
 void save_plan(const Plan& plan, const std::string& path);
+// The same YAML as text, and back (plans sent between ranks); `source` names it in messages.
+std::string plan_yaml(const Plan& plan);
+Plan plan_from_yaml(const std::string& text, const std::string& source);
 
 // Checks the invariants against the topology and model: every rank in exactly one stage or idle; each
 // pipeline's stages cover layers [0, L) in order; each split sums to its micro-batch; pipeline

@@ -40,10 +40,11 @@ YAML::Node link_yaml(const Link& l) {
 
 }  // namespace
 
-Topology load_topology(const std::string& path) {
-  const yaml::Field root = yaml::load_file(path, "topology");
+namespace {
+
+Topology read_topology(const yaml::Field& root, const std::string& source) {
   Topology topo;
-  topo.source = path;
+  topo.source = source;
 
   const yaml::Field types = root.child("device_types");
   std::map<std::string, int> type_index;
@@ -89,7 +90,21 @@ Topology load_topology(const std::string& path) {
   return topo;
 }
 
+}  // namespace
+
+Topology load_topology(const std::string& path) { return read_topology(yaml::load_file(path, "topology"), path); }
+
+Topology topology_from_yaml(const std::string& text, const std::string& source) {
+  return read_topology(yaml::load_text(text, source), source);
+}
+
 void save_topology(const Topology& topo, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) fail_input(path, "file", "a writable topology path", "a path that cannot be opened");
+  out << topology_yaml(topo);
+}
+
+std::string topology_yaml(const Topology& topo) {
   YAML::Node root;
   for (const DeviceType& t : topo.device_types) {
     YAML::Node n;
@@ -119,9 +134,7 @@ void save_topology(const Topology& topo, const std::string& path) {
     }
     root["nodes"].push_back(n);
   }
-  std::ofstream out(path);
-  if (!out) fail_input(path, "file", "a writable topology path", "a path that cannot be opened");
-  out << "# ETH topology: rank r is the r-th device listed.\n" << yaml::emit(root) << '\n';
+  return "# ETH topology: rank r is the r-th device listed.\n" + yaml::emit(root) + '\n';
 }
 
 }  // namespace eth

@@ -51,5 +51,8 @@ struct Topology {
 Topology load_topology(const std::string& path);
 // Writes YAML that load_topology reads back to the same topology.
 void save_topology(const Topology& topology, const std::string& path);
+// The same YAML as text, and back (topologies sent between ranks); `source` names it in messages.
+std::string topology_yaml(const Topology& topology);
+Topology topology_from_yaml(const std::string& text, const std::string& source);
 
 }  // namespace eth

@@ -57,7 +57,11 @@ Job load_job(const TrainOptions& o, int world_size) {
   if (o.plan_path.empty() != o.topology_path.empty())
     fail_input(o.plan_path.empty() ? "--plan" : "--topology", "value", "given together with " +
                std::string(o.plan_path.empty() ? "--topology" : "--plan"), "nothing");
-  if (o.plan_path.empty()) {
+  if (o.plan) {  // planned by a zero-configuration launch
+    job.topology = *o.topology;
+    job.plan = *o.plan;
+    validate_plan(job.plan, job.topology, job.model);
+  } else if (o.plan_path.empty()) {
     if (world_size != 1)
       fail_input("--plan", "value", strprintf("a plan for the %d ranks of this job (without one, eth_train runs on 1 rank)", world_size),
                  "nothing");
@@ -187,7 +191,7 @@ double train(const TrainOptions& o, kernels::Backend& backend, std::ostream& log
   if (free_bytes > 0 && needed > free_bytes)
     error = strprintf("rank %d on %.*s, %s: %s puts %.2f GiB of stage state on this device (pipeline %d, stage %d), "
                       "expected at most the %.2f GiB free",
-                      rank, host_length, host, backend.name().c_str(), o.plan_path.empty() ? "the one-rank job" : o.plan_path.c_str(),
+                      rank, host_length, host, backend.name().c_str(), job.plan.source.c_str(),
                       needed / 1073741824.0, ctx.role.pipeline, ctx.role.stage, free_bytes / 1073741824.0);
   agree_on_errors(error);
   ReducerChoice reducer = choose_sum_reducer(backend, ctx.node_of_rank);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <ostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,10 @@ struct TrainOptions {
   std::string model_path;
   std::string topology_path;             // with plan_path; both empty: one rank, no plan
   std::string plan_path;
+  // Instead of the two files: a topology and plan already in hand (a zero-configuration launch
+  // planned them, lib/planner/auto_plan.hpp).
+  std::optional<Topology> topology;
+  std::optional<Plan> plan;
   std::vector<std::string> train_shards;
   std::vector<std::string> val_shards;   // empty: no validation
   int global_batch = 8;                  // without a plan: samples per optimizer step

@@ -21,6 +21,14 @@ Field load_file(const std::string& path, const std::string& what) {
   }
 }
 
+Field load_text(const std::string& text, const std::string& source) {
+  try {
+    return {YAML::Load(text), source, ""};
+  } catch (const YAML::Exception& e) {
+    fail_input(source, "line " + std::to_string(e.mark.line + 1), "valid YAML", e.msg);
+  }
+}
+
 std::string Field::text() const {
   if (!node) return "nothing (the field is missing)";
   if (node.IsScalar()) return "'" + node.Scalar() + "'";

@@ -34,5 +34,7 @@ std::string emit(const YAML::Node& node);
 
 // Loads a YAML document; a missing file or a syntax error names the file (and line).
 Field load_file(const std::string& path, const std::string& what);
+// The same for YAML text received in memory; `source` names it in messages.
+Field load_text(const std::string& text, const std::string& source);
 
 }  // namespace eth::yaml
