@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
       ("profiles", po::value(&o.profiles_dir)->default_value(o.profiles_dir), "directory of profile YAML files")
       ("profile", po::value(&o.profile_files)->multitoken(), "profile files, preferred over the directory's")
       ("out", po::value(&o.out)->default_value(o.out), "where the plan is written")
-      ("baseline", po::value(&o.baseline), "plan a baseline instead: uniform | layer-balanced")
+      ("baseline", po::value(&o.baseline), "plan a baseline instead: uniform | layer-balanced | metis")
       ("evaluate", po::value(&o.evaluate), "simulate this plan instead of searching")
       ("top", po::value(&o.top)->default_value(o.top), "print the K best plans (the best is written)")
       ("max-stage-width", po::value(&o.max_stage_width)->default_value(0),

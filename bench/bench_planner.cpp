@@ -1,6 +1,9 @@
 // Planner benchmark: for every scenario in inputs/scenarios, the HPP search's wall time (one
-// core) and the simulated iteration time of its plan against the uniform and layer-balanced
-// baselines. Prints a table and writes JSON (default bench/results/planner.json). Never asserts.
+// core) and the simulated iteration time of its plan against the uniform, layer-balanced and
+// Metis-style baselines, and against the best plan a randomised local search (local_search.hpp)
+// finds from HPP's plan, the baselines' and random ones. Prints a table and writes JSON (default
+// bench/results/planner.json), with a one-line description of the HPP, Metis and local-search
+// plans. Never asserts.
 #include <boost/program_options.hpp>
 
 #include <algorithm>
@@ -8,36 +11,92 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
 #include "lib/input_error.hpp"
+#include "lib/planner/local_search.hpp"
 #include "lib/planner/summary.hpp"
 #include "lib/strprintf.hpp"
 
 namespace fs = std::filesystem;
 using namespace eth::planner;
 
+namespace {
+
+// "4x [A100-80GB 0-12 | 3xT4-16GB 12-36] 8x2": identical pipelines (device types per stage,
+// layers, micro-batch x count) counted once; idle ranks by type at the end.
+std::string describe(const eth::Topology& topo, const eth::Plan& plan) {
+  auto stage_text = [&](const eth::PlanStage& st) {
+    std::map<std::string, int> count;
+    std::vector<std::string> names;  // in order of first appearance
+    for (int r : st.ranks) {
+      const std::string& name = topo.device_of(r).name;
+      if (count[name]++ == 0) names.push_back(name);
+    }
+    std::string out;
+    for (const std::string& name : names)
+      out += (out.empty() ? "" : "+") + (count[name] > 1 ? std::to_string(count[name]) + "x" : std::string()) + name;
+    if (!st.split.empty()) {
+      std::string split;
+      for (int v : st.split) split += (split.empty() ? "" : ":") + std::to_string(v);
+      if (st.split.size() <= 4) out += " (" + split + ")";
+    }
+    return out + eth::strprintf(" %d-%d", st.layers.begin, st.layers.end);
+  };
+  std::vector<std::pair<std::string, int>> kinds;
+  for (const eth::PlanPipeline& pipe : plan.pipelines) {
+    std::string text = "[";
+    for (size_t s = 0; s < pipe.stages.size(); s++) text += (s ? " | " : "") + stage_text(pipe.stages[s]);
+    text += eth::strprintf("] %dx%d", pipe.micro_batch, pipe.micro_batches);
+    auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == text; });
+    if (it == kinds.end()) kinds.push_back({text, 1});
+    else it->second++;
+  }
+  std::string out;
+  for (const auto& [text, n] : kinds) out += (out.empty() ? "" : "; ") + (n > 1 ? std::to_string(n) + "x " : std::string()) + text;
+  if (!plan.idle.empty()) {
+    std::map<std::string, int> idle;
+    for (int r : plan.idle) idle[topo.device_of(r).name]++;
+    out += "; idle:";
+    for (const auto& [name, n] : idle) out += eth::strprintf(" %dx%s", n, name.c_str());
+  }
+  return out;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  std::string dir = "inputs/scenarios", out = "bench/results/planner.json", profiles = "inputs/profiles";
-  boost::program_options::options_description desc("bench_planner options");
-  desc.add_options()("scenarios", boost::program_options::value(&dir)->default_value(dir), "scenario directory")(
-      "profiles", boost::program_options::value(&profiles)->default_value(profiles), "profile directory")(
-      "out", boost::program_options::value(&out)->default_value(out), "JSON output");
-  boost::program_options::variables_map vm;
-  boost::program_options::store(boost::program_options::parse_command_line(argc, argv, desc), vm);
-  boost::program_options::notify(vm);
+  std::string dir = "inputs/scenarios", out = "bench/results/planner.json", profiles = "inputs/profiles", only;
+  LocalSearchOptions ls;
+  ls.iterations = 20000;
+  namespace po = boost::program_options;
+  po::options_description desc("bench_planner options");
+  desc.add_options()("scenarios", po::value(&dir)->default_value(dir), "scenario directory")(
+      "profiles", po::value(&profiles)->default_value(profiles), "profile directory")(
+      "out", po::value(&out)->default_value(out), "JSON output")(
+      "only", po::value(&only), "run only the scenarios whose name contains this")(
+      "ls-iterations", po::value(&ls.iterations)->default_value(ls.iterations), "local search: moves per scenario, all starts together")(
+      "ls-seconds", po::value<double>()->default_value(0), "local search: wall-time limit per scenario (0: none; else not deterministic)")(
+      "ls-seed", po::value(&ls.seed)->default_value(ls.seed), "local search: seed");
+  po::variables_map vm;
+  po::store(po::parse_command_line(argc, argv, desc), vm);
+  po::notify(vm);
+  ls.time_limit_ms = vm["ls-seconds"].as<double>() * 1000;
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().extension() == ".yaml") files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
   const std::vector<Profile> available = load_profile_dir(profiles);
   nlohmann::json results = nlohmann::json::array();
-  std::cout << eth::strprintf("%-20s %5s %7s %10s %10s %10s %10s %10s %8s %8s %8s\n", "scenario", "gpus", "layers",
-                              "plan_ms", "hpp_ms", "hpp_w1_ms", "uniform_ms", "layerb_ms", "x_w1", "x_unif", "x_layerb");
+  std::cout << eth::strprintf("%-22s %5s %6s %9s %9s %9s %9s %9s %9s %9s %6s %6s %6s %6s %8s\n", "scenario", "gpus",
+                              "layers", "plan_ms", "hpp_ms", "hpp_w1_ms", "unif_ms", "layerb_ms", "metis_ms", "ls_ms", "x_w1",
+                              "x_unif", "x_layb", "x_metis", "hpp-ls%");
   for (const std::string& f : files) {
     try {
       const Scenario s = load_scenario(f);
+      if (!only.empty() && s.name.find(only) == std::string::npos) continue;
       const eth::Topology topo = eth::load_topology(s.topology_path);
       const eth::GptConfig model = eth::load_model_config(s.model_path);
       const auto t0 = std::chrono::steady_clock::now();
@@ -54,25 +113,58 @@ int main(int argc, char** argv) {
       r["hpp_one_rank_per_stage_ms"] = narrow.simulation.iteration_ms;
       r["hpp_one_rank_per_stage_plan"] = narrow.label;
       r["speedup_vs_one_rank_per_stage"] = narrow.simulation.iteration_ms / hpp.simulation.iteration_ms;
-      double x[2] = {0, 0};
-      const char* names[2] = {"uniform", "layer_balanced"};
-      for (int b = 0; b < 2; b++) {
+      double x[3] = {0, 0, 0};
+      const char* names[3] = {"uniform", "layer_balanced", "metis"};
+      std::vector<Candidate> starts = {hpp};
+      starts.back().label = "HPP";
+      for (int b = 0; b < 3; b++) {
         try {
-          const Candidate base = b == 0 ? baseline_uniform(cost, request, s.source) : baseline_layer_balanced(cost, request, s.source);
+          const auto t1 = std::chrono::steady_clock::now();
+          const Candidate base = b == 0   ? baseline_uniform(cost, request, s.source)
+                                 : b == 1 ? baseline_layer_balanced(cost, request, s.source)
+                                          : baseline_metis(cost, request, s.source);
+          r[std::string(names[b]) + "_planning_ms"] =
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
           r[std::string(names[b]) + "_ms"] = base.simulation.iteration_ms;
           r[std::string(names[b]) + "_plan"] = base.label;
           x[b] = base.simulation.iteration_ms / hpp.simulation.iteration_ms;
           r[std::string("speedup_vs_") + names[b]] = x[b];
+          starts.push_back(base);
+          starts.back().label = b == 0 ? "uniform" : b == 1 ? "layer-balanced" : "Metis";
+          if (b == 2) r["metis_plan_text"] = describe(topo, base.plan);
         } catch (const eth::InputError& e) {
           r[std::string(names[b]) + "_ms"] = nullptr;
           r[std::string(names[b]) + "_error"] = e.what();
         }
       }
+      // The local search from HPP's plan, the baselines' and random ones: where it finds a faster
+      // plan, the HPP search missed it.
+      const LocalSearchResult found = local_search(cost, request, starts, ls, s.source);
+      const double ls_ms = found.best.simulation.iteration_ms;
+      r["local_search_ms"] = ls_ms;
+      r["local_search_plan"] = found.best.label;
+      r["local_search_plan_text"] = describe(topo, found.best.plan);
+      r["local_search_wall_ms"] = found.wall_ms;
+      r["local_search_moves"] = found.moves;
+      r["local_search_evaluated"] = found.evaluated;
+      r["local_search_seed"] = ls.seed;
+      nlohmann::json per_start = nlohmann::json::array();
+      for (const LocalSearchStart& st : found.starts)
+        per_start.push_back({{"start", st.label}, {"start_ms", st.start_ms}, {"best_ms", st.end_ms}});
+      r["local_search_starts"] = per_start;
+      r["hpp_vs_local_search_pct"] = 100 * (hpp.simulation.iteration_ms - ls_ms) / ls_ms;
+      r["hpp_plan_text"] = describe(topo, hpp.plan);
       auto num = [&](const char* k) { return r[k].is_null() ? std::string("no fit") : eth::strprintf("%.1f", r[k].get<double>()); };
-      std::cout << eth::strprintf("%-20s %5d %7d %10.1f %10.1f %10.1f %10s %10s %8.2f %8.2f %8.2f\n", s.name.c_str(),
-                                  topo.world_size(), model.num_layers, plan_ms, hpp.simulation.iteration_ms,
+      std::cout << eth::strprintf("%-22s %5d %6d %9.1f %9.1f %9.1f %9s %9s %9s %9.1f %6.2f %6.2f %6.2f %6.2f %8.2f\n",
+                                  s.name.c_str(), topo.world_size(), model.num_layers, plan_ms, hpp.simulation.iteration_ms,
                                   narrow.simulation.iteration_ms, num("uniform_ms").c_str(), num("layer_balanced_ms").c_str(),
-                                  r["speedup_vs_one_rank_per_stage"].get<double>(), x[0], x[1]);
+                                  num("metis_ms").c_str(), ls_ms, r["speedup_vs_one_rank_per_stage"].get<double>(), x[0], x[1],
+                                  x[2], r["hpp_vs_local_search_pct"].get<double>());
+      std::cout << "    HPP:          " << r["hpp_plan_text"].get<std::string>() << "\n";
+      if (r.contains("metis_plan_text")) std::cout << "    Metis:        " << r["metis_plan_text"].get<std::string>() << "\n";
+      std::cout << "    local search: " << r["local_search_plan_text"].get<std::string>() << " (" << found.best.label
+                << ", " << eth::strprintf("%.0f s", found.wall_ms / 1000) << ")\n";
+      std::cout.flush();
       results.push_back(r);
     } catch (const eth::InputError& e) {
       std::cerr << "bench_planner: " << e.what() << '\n';

@@ -40,9 +40,18 @@ std::vector<Candidate> search_hpp(const CostModel& cost, const PlanRequest& requ
 // Megatron style: identical pipelines of consecutive ranks, equal layers per stage, equal
 // samples per pipeline; the depth that fits memory and simulates fastest.
 Candidate baseline_uniform(const CostModel& cost, const PlanRequest& request, const std::string& where);
-// Metis/AMP style: one pipeline shape replicated (each type's devices dealt evenly), layers
+// AMP style: one pipeline shape replicated (each type's devices dealt evenly), layers
 // balanced by speed, equal samples per pipeline.
 Candidate baseline_layer_balanced(const CostModel& cost, const PlanRequest& request, const std::string& where);
+
+// Metis style (Um et al., USENIX ATC '24), without tensor parallelism (lib/planner/baseline_metis.cpp,
+// docs/planner.md "Baselines"): P identical pipelines (P dividing every type's count); each
+// pipeline's devices laid out in one order of the device types and cut into stages of Metis's
+// device-group shapes (powers of two, its size variance and permutation limits), so a stage may
+// mix types; its samples split by speed; layers by the memory-aware DP; every micro-batch count.
+// The best by the analytic model are simulated; the fastest simulated wins. Throws InputError
+// naming `where` when no shape fits.
+Candidate baseline_metis(const CostModel& cost, const PlanRequest& request, const std::string& where);
 
 // Simulates a plan and attaches the analytic estimate.
 Candidate evaluate_plan(const CostModel& cost, Plan plan, const std::string& label);

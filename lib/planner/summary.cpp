@@ -136,8 +136,9 @@ void run_plan_tool(const PlanToolOptions& o, std::ostream& out) {
     const PlanRequest request{global_batch, micro_batches, std::max(1, o.top), o.max_stage_width};
     if (o.baseline == "uniform") chosen.push_back(baseline_uniform(cost, request, where));
     else if (o.baseline == "layer-balanced") chosen.push_back(baseline_layer_balanced(cost, request, where));
+    else if (o.baseline == "metis") chosen.push_back(baseline_metis(cost, request, where));
     else if (o.baseline.empty()) chosen = search_hpp(cost, request, where);
-    else fail_input("command line", "--baseline", "'uniform' or 'layer-balanced'", "'" + o.baseline + "'");
+    else fail_input("command line", "--baseline", "'uniform', 'layer-balanced' or 'metis'", "'" + o.baseline + "'");
   }
   for (size_t i = 0; i < chosen.size(); i++) {
     out << strprintf("\n#%zu ", i + 1);

@@ -33,7 +33,7 @@ struct PlanToolOptions {
   std::string profiles_dir = "inputs/profiles";
   std::vector<std::string> profile_files;
   std::string out = "plan.yaml";
-  std::string baseline;                 // "", "uniform" or "layer-balanced"
+  std::string baseline;                 // "", "uniform", "layer-balanced" or "metis"
   std::string evaluate;                 // a plan file to simulate instead of searching
   int top = 1;
   int max_stage_width = 0;              // 0: no limit; 1: one rank per stage

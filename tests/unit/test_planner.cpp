@@ -11,6 +11,7 @@
 #include <random>
 
 #include "lib/param_layout.hpp"
+#include "lib/planner/local_search.hpp"
 #include "lib/planner/partition.hpp"
 #include "lib/planner/search.hpp"
 #include "lib/planner/summary.hpp"
@@ -295,6 +296,120 @@ TEST(Planner, WideStagesWinWhereTheyShould) {
   EXPECT_GE(widest(wide.plan), 2u) << wide.label;
   EXPECT_EQ(widest(narrow.plan), 1u) << narrow.label;
   EXPECT_LT(wide.simulation.iteration_ms, 0.8 * narrow.simulation.iteration_ms) << wide.label << " vs " << narrow.label;
+}
+
+// The Metis-style baseline: its plans pass validate_plan (memory included) and replay in the
+// simulator as reported.
+TEST(Planner, MetisBaselinePlansAreValid) {
+  for (const char* name : {"a100-3t4-b8", "uneven-17", "no-uniform-fit", "small-mem-prime-13"}) {
+    const Scenario s = load_scenario(std::string("inputs/scenarios/") + name + ".yaml");
+    const Topology topo = load_topology(s.topology_path);
+    const GptConfig model = load_model_config(s.model_path);
+    const CostModel cost = roofline_cost(topo, model, s.seq_len);
+    const Candidate metis = baseline_metis(cost, {s.global_batch, s.micro_batches, 1}, s.source);
+    EXPECT_EQ(metis.label.rfind("metis P=", 0), 0u) << name << ": " << metis.label;
+    EXPECT_NO_THROW(validate_plan(metis.plan, topo, model)) << name << ": " << metis.label;
+    EXPECT_GT(metis.simulation.iteration_ms, 0) << name;
+    EXPECT_EQ(simulate(cost, metis.plan).iteration_ms, metis.simulation.iteration_ms) << name;
+    // Identical pipelines: the same device types per stage, the same layers.
+    const PlanPipeline& first = metis.plan.pipelines.front();
+    for (const PlanPipeline& pipe : metis.plan.pipelines) {
+      ASSERT_EQ(pipe.stages.size(), first.stages.size()) << name;
+      for (size_t st = 0; st < pipe.stages.size(); st++) {
+        EXPECT_EQ(pipe.stages[st].layers, first.stages[st].layers) << name;
+        EXPECT_EQ(pipe.stages[st].ranks.size(), first.stages[st].ranks.size()) << name;
+      }
+    }
+  }
+}
+
+// On identical devices there is nothing for device groups to balance: Metis plans like the
+// uniform and layer-balanced baselines, within 2% (its wide stages change only the transfers
+// and reductions a little).
+TEST(Planner, MetisOnIdenticalDevicesMatchesTheBaselines) {
+  const Scenario s = load_scenario("inputs/scenarios/homogeneous-16.yaml");
+  const Topology topo = load_topology(s.topology_path);
+  const GptConfig model = load_model_config(s.model_path);
+  const CostModel cost = roofline_cost(topo, model, s.seq_len);
+  const PlanRequest request{s.global_batch, s.micro_batches, 1};
+  const double metis = baseline_metis(cost, request, s.source).simulation.iteration_ms;
+  const double uniform = baseline_uniform(cost, request, s.source).simulation.iteration_ms;
+  const double balanced = baseline_layer_balanced(cost, request, s.source).simulation.iteration_ms;
+  EXPECT_NEAR(metis / uniform, 1.0, 0.02);
+  EXPECT_NEAR(metis / balanced, 1.0, 0.02);
+}
+
+// One fast device beside three slow ones of the same memory, a small batch: a pipeline over
+// them idles in the bubble, and one stage of all four sharing each micro-batch by speed (a stage
+// of two device types, which the layer-balanced baseline cannot form) is faster. Metis finds it.
+TEST(Planner, MetisFormsMixedStagesWhereTheyHelp) {
+  const GptConfig model = small_model(8);
+  Topology topo = one_node({{80, 30}, {80, 10}, {80, 10}, {80, 10}});
+  topo.device_types.resize(2);  // ranks 1-3 of one slow type
+  for (size_t r = 1; r < topo.ranks.size(); r++) topo.ranks[r].device_type = topo.nodes[0].devices[r] = 1;
+  const CostModel cost = roofline_cost(topo, model, 64);
+  const PlanRequest request{8, {1, 2, 4, 8}, 1};
+  const Candidate metis = baseline_metis(cost, request, "test");
+  EXPECT_NO_THROW(validate_plan(metis.plan, topo, model));
+  bool mixed = false;
+  for (const PlanPipeline& pipe : metis.plan.pipelines)
+    for (const PlanStage& st : pipe.stages)
+      for (int r : st.ranks) mixed = mixed || topo.ranks[r].device_type != topo.ranks[st.ranks.front()].device_type;
+  EXPECT_TRUE(mixed) << metis.label;
+  const Candidate balanced = baseline_layer_balanced(cost, request, "test");
+  EXPECT_LT(metis.simulation.iteration_ms, balanced.simulation.iteration_ms) << metis.label << " vs " << balanced.label;
+}
+
+// The local search returns a valid plan never slower than its best start, and the same plan for
+// the same seed.
+TEST(Planner, LocalSearchNeverWorseThanItsStart) {
+  const Scenario s = load_scenario("inputs/scenarios/a100-3t4-b8.yaml");
+  const Topology topo = load_topology(s.topology_path);
+  const GptConfig model = load_model_config(s.model_path);
+  const CostModel cost = roofline_cost(topo, model, s.seq_len);
+  const PlanRequest request{s.global_batch, s.micro_batches, 1};
+  const Candidate start = baseline_uniform(cost, request, s.source);
+  LocalSearchOptions options;
+  options.iterations = 400;
+  options.random_starts = 0;
+  options.seed = 3;
+  const LocalSearchResult a = local_search(cost, request, {start}, options, s.source);
+  EXPECT_LE(a.best.simulation.iteration_ms, start.simulation.iteration_ms);
+  EXPECT_LT(a.best.simulation.iteration_ms, 0.9 * start.simulation.iteration_ms) << "400 moves improve the uniform plan";
+  EXPECT_NO_THROW(validate_plan(a.best.plan, topo, model)) << a.best.label;
+  EXPECT_EQ(simulate(cost, a.best.plan).iteration_ms, a.best.simulation.iteration_ms);
+  const LocalSearchResult b = local_search(cost, request, {start}, options, s.source);
+  EXPECT_EQ(b.best.simulation.iteration_ms, a.best.simulation.iteration_ms);
+  EXPECT_EQ(b.moves, a.moves);
+  // From HPP's plan and random ones, on a larger cluster: never slower than HPP, always valid.
+  const Scenario u = load_scenario("inputs/scenarios/uneven-17.yaml");
+  const Topology topo17 = load_topology(u.topology_path);
+  const GptConfig model17 = load_model_config(u.model_path);
+  const CostModel cost17 = roofline_cost(topo17, model17, u.seq_len);
+  const PlanRequest request17{u.global_batch, u.micro_batches, 1};
+  const Candidate hpp = search_hpp(cost17, request17, u.source).front();
+  options.random_starts = 2;
+  const LocalSearchResult c = local_search(cost17, request17, {hpp}, options, u.source);
+  EXPECT_LE(c.best.simulation.iteration_ms, hpp.simulation.iteration_ms);
+  EXPECT_NO_THROW(validate_plan(c.best.plan, topo17, model17)) << c.best.label;
+  EXPECT_EQ(c.starts.size(), 3u);
+  for (const LocalSearchStart& st : c.starts) EXPECT_LE(st.end_ms, st.start_ms) << st.label;
+}
+
+TEST(Planner, RandomPlansAreValid) {
+  const Scenario s = load_scenario("inputs/scenarios/uneven-17.yaml");
+  const Topology topo = load_topology(s.topology_path);
+  const GptConfig model = load_model_config(s.model_path);
+  const CostModel cost = roofline_cost(topo, model, s.seq_len);
+  std::mt19937_64 rng(5);
+  int made = 0;
+  for (int i = 0; i < 10; i++) {
+    std::optional<Plan> plan = random_plan(cost, {s.global_batch, s.micro_batches, 1}, rng);
+    if (!plan) continue;
+    made++;
+    EXPECT_NO_THROW(validate_plan(*plan, topo, model));
+  }
+  EXPECT_GE(made, 8);
 }
 
 TEST(Planner, BadInputIsNamed) {

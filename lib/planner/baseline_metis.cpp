@@ -1,0 +1,326 @@
+// The Metis-style baseline (docs/planner.md, "Baselines"): the search of Metis (Um et al.,
+// "Metis: Fast Automatic Distributed Training on Heterogeneous GPUs", USENIX ATC '24; its
+// planner's InterStagePlanGenerator and device_group.py) without tensor parallelism, with
+// AMP-style replication of the pipeline where the type counts allow it:
+//   - P identical pipelines, P dividing every device type's count (P = 1 is Metis itself);
+//   - a "node sequence": an order of the device types; each pipeline's devices are laid out in
+//     that order (each type's k-th contiguous chunk of ranks for pipeline k);
+//   - S stages, 1 <= S <= min(devices per pipeline, layers), and a device-group shape: S stage
+//     sizes, powers of two no smaller than variance x max(n / S, S / n), in every order that
+//     Metis's permute() yields (it merges the smallest equal groups until at most
+//     max_permute_len remain, then takes their distinct permutations); the sequence is cut into
+//     consecutive groups, so a stage may hold devices of several types;
+//   - a micro-batch count m (Metis's "batches"): every stage's devices split each micro-batch by
+//     speed (stage_cost.hpp), each device taking at least one sample and on average at most the
+//     largest profiled micro-batch (Metis's max_profiled_batch_size);
+//   - layers by the memory-aware DP (partition.hpp), where Metis uses its greedy balancer with
+//     memory-driven re-partitioning.
+// Candidates are ranked by the analytic model (a bound on compute time prunes those that cannot
+// enter the best few before their DP runs); the best few are simulated and the fastest wins.
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <optional>
+
+#include "lib/input_error.hpp"
+#include "lib/planner/partition.hpp"
+#include "lib/planner/search.hpp"
+#include "lib/planner/stage_cost.hpp"
+#include "lib/strprintf.hpp"
+
+namespace eth::planner {
+namespace {
+
+constexpr double kScaleVariance = 0.5;  // Metis's min_group_scale_variance (its generator's default)
+constexpr int kMaxPermuteLen = 4;       // Metis's max_permute_len (the value its README runs with)
+constexpr size_t kSimulate = 8;         // candidates, best by the analytic model, that are simulated
+
+// Metis's gen_device_group_shapes, size filter and gen_dgroups_recursive: the non-decreasing
+// sequences of S powers of two, each at least variance x max(n / S, S / n) (integer division, as
+// Metis), summing to n.
+std::vector<std::vector<int>> group_size_sets(int n, int S) {
+  const double smallest = std::max(n / S, S / n) * kScaleVariance;
+  std::vector<int> shapes;
+  for (int s = 1; s <= n; s *= 2)
+    if (s >= smallest) shapes.push_back(s);
+  std::vector<std::vector<int>> out;
+  std::vector<int> current;
+  std::function<void(int, size_t)> place = [&](int left, size_t from) {
+    const long stages_left = S - static_cast<long>(current.size());
+    if (stages_left == 0) {
+      if (left == 0) out.push_back(current);
+      return;
+    }
+    if (from >= shapes.size() || shapes.back() * stages_left < left || shapes[from] * stages_left > left) return;
+    for (size_t i = from; i < shapes.size() && shapes[i] <= left; i++) {
+      current.push_back(shapes[i]);
+      place(left - shapes[i], i);
+      current.pop_back();
+    }
+  };
+  place(n, 0);
+  return out;
+}
+
+// Metis's permute(): the smallest equal groups are merged pairwise (they stay adjacent) until
+// at most kMaxPermuteLen groups remain or no pair merges; then every distinct order of the
+// groups, flattened into stage sizes.
+std::vector<std::vector<int>> stage_orders(const std::vector<int>& sizes) {
+  std::vector<std::vector<int>> groups;
+  for (int s : sizes) groups.push_back({s});
+  auto total = [](const std::vector<int>& g) { return std::accumulate(g.begin(), g.end(), 0); };
+  int reduce = static_cast<int>(groups.size()) - kMaxPermuteLen;
+  for (int round = 0; reduce > 0 && round < 64; round++) {
+    const int smallest = total(groups[0]);
+    size_t leading = 0;
+    while (leading < groups.size() && groups[leading] == groups[0]) leading++;
+    reduce = std::max(reduce, static_cast<int>(leading / 2));
+    std::vector<std::vector<int>> merged;
+    for (size_t i = 0; i < groups.size(); i += 2) {
+      if (reduce <= static_cast<int>(i / 2)) {
+        merged.insert(merged.end(), groups.begin() + long(i), groups.end());
+        break;
+      }
+      if (i + 1 >= groups.size()) {
+        merged.push_back(groups[i]);
+      } else if (total(groups[i]) == smallest && total(groups[i + 1]) == smallest) {
+        merged.push_back(groups[i]);
+        merged.back().insert(merged.back().end(), groups[i + 1].begin(), groups[i + 1].end());
+      } else {
+        merged.push_back(groups[i]);
+        merged.push_back(groups[i + 1]);
+      }
+    }
+    groups = std::move(merged);
+    const int now = static_cast<int>(groups.size()) - kMaxPermuteLen;
+    if (reduce == now) break;  // nothing more merges
+    reduce = now;
+  }
+  std::sort(groups.begin(), groups.end());
+  std::vector<std::vector<int>> out;
+  do {
+    std::vector<int> flat;
+    for (const std::vector<int>& g : groups) flat.insert(flat.end(), g.begin(), g.end());
+    out.push_back(std::move(flat));
+  } while (std::next_permutation(groups.begin(), groups.end()));
+  return out;
+}
+
+// StageCost::ms of stage s of `stages` at micro-batch b holding c = 1, 2, ... layers (with the
+// embedding if first, the head if last), while it fits memory; empty when not even one does.
+// A stage of a one-stage pipeline holds every layer: each entry is that cost.
+std::vector<double> stage_cost_by_count(const CostModel& cost, const StageRanks& stages, int s, int b) {
+  const int S = static_cast<int>(stages.size()), L = cost.model().num_layers;
+  const StageCost stage(cost, stages, s, b);
+  std::vector<double> out;
+  if (!stage.feasible()) return out;
+  for (int c = 1; c <= L - (S - 1); c++) {
+    const LayerRange r = S == 1 ? LayerRange{0, L} : s == 0 ? LayerRange{0, c} : s == S - 1 ? LayerRange{L - c, L} : LayerRange{1, 1 + c};
+    if (!stage.fits(r)) break;
+    out.push_back(stage.ms(r));
+  }
+  if (S == 1 && static_cast<int>(out.size()) < L) out.clear();
+  return out;
+}
+
+// What partition_layers minimises, the slowest stage, found without its O(S L^2) DP: a layer
+// partition is its stages' layer counts, and a stage's cost depends only on its count (and on
+// being first or last) and grows with it, so the least achievable maximum is the least T under
+// which the counts each stage can afford add up to L. Second: the least sum of stages with none
+// above T (stage costs are convex in the count: the slowest of its ranks, each linear), a bound on
+// the sum of the DP's partition. Nothing when no partition fits memory.
+std::optional<std::pair<double, double>> partition_bound(const std::vector<const std::vector<double>*>& costs, int L) {
+  const size_t S = costs.size();
+  double T = 0;
+  for (const std::vector<double>* v : costs) T = std::max(T, v->front());
+  std::vector<size_t> afford(S);
+  int total = 0;
+  for (size_t s = 0; s < S; s++) {
+    afford[s] = size_t(std::upper_bound(costs[s]->begin(), costs[s]->end(), T) - costs[s]->begin());
+    total += static_cast<int>(afford[s]);
+  }
+  while (total < L) {
+    double next = std::numeric_limits<double>::infinity();
+    for (size_t s = 0; s < S; s++)
+      if (afford[s] < costs[s]->size()) next = std::min(next, (*costs[s])[afford[s]]);
+    if (next == std::numeric_limits<double>::infinity()) return std::nullopt;
+    T = next;
+    for (size_t s = 0; s < S; s++)
+      while (afford[s] < costs[s]->size() && (*costs[s])[afford[s]] <= T) afford[s]++, total++;
+  }
+  std::vector<size_t> count(S, 1);
+  double sum = 0;
+  for (const std::vector<double>* v : costs) sum += v->front();
+  for (int layers = static_cast<int>(S); layers < L; layers++) {
+    size_t best = S;
+    double step = 0;
+    for (size_t s = 0; s < S; s++)
+      if (count[s] < afford[s] && (best == S || (*costs[s])[count[s]] - (*costs[s])[count[s] - 1] < step)) {
+        best = s;
+        step = (*costs[s])[count[s]] - (*costs[s])[count[s] - 1];
+      }
+    sum += step;
+    count[best]++;
+  }
+  return std::make_pair(T, sum);
+}
+
+struct Found {
+  double analytic_ms = 0;
+  Plan plan;
+  std::string label;
+};
+
+}  // namespace
+
+Candidate baseline_metis(const CostModel& cost, const PlanRequest& request, const std::string& where) {
+  const Topology& topo = cost.topology();
+  const int L = cost.model().num_layers, N = topo.world_size();
+  std::vector<std::vector<int>> by_type(topo.device_types.size());
+  for (int r = 0; r < N; r++) by_type[topo.ranks[r].device_type].push_back(r);
+  std::vector<int> types;
+  int g = 0;
+  for (size_t t = 0; t < by_type.size(); t++)
+    if (!by_type[t].empty()) {
+      types.push_back(static_cast<int>(t));
+      g = std::gcd(g, static_cast<int>(by_type[t].size()));
+    }
+  const int max_share = *std::max_element(request.micro_batches.begin(), request.micro_batches.end());
+  const double model_bytes = 16 * cost.param_floats({0, L});
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+
+  std::vector<Found> best;  // the kSimulate best by the analytic model, ascending
+  auto threshold = [&] { return best.size() < kSimulate ? kInf : best.back().analytic_ms; };
+  // Most replicas first: small pipelines are cheap to search and give the bounds a good start.
+  for (int P = g; P >= 1; P--) {
+    if (g % P || P > request.global_batch) continue;
+    std::vector<int> samples(P);
+    for (int k = 0; k < P; k++) samples[k] = request.global_batch / P + (k < request.global_batch % P ? 1 : 0);
+    std::vector<int> counts;  // micro-batch counts that divide every pipeline's samples
+    for (int m = 1; m <= samples.back(); m++)
+      if (std::all_of(samples.begin(), samples.end(), [m](int n) { return n % m == 0; })) counts.push_back(m);
+    const int n = N / P;
+    std::vector<std::vector<int>> size_sets;  // every S, every multiset of group sizes
+    for (int S = 1; S <= std::min(n, L); S++)
+      for (std::vector<int>& sizes : group_size_sets(n, S)) size_sets.push_back(std::move(sizes));
+    // A bound that holds for every order of the types and of the groups: a stage's per-layer
+    // time at micro-batch b is at least b over its ranks' summed best rates (samples per ms of
+    // one layer at any share up to b), so the slowest stage takes at least L b / (the pipeline's
+    // summed rates) and the stages together at least L b / (the widest stage's best rates).
+    std::map<int, std::vector<double>> rate_prefix;  // b -> sums of the w best rates, w = 0 .. n
+    auto rates = [&](int b) -> const std::vector<double>& {
+      auto [it, fresh] = rate_prefix.try_emplace(b);
+      if (fresh) {
+        std::vector<double> rate;
+        for (int t : types) {
+          double best_rate = 0;
+          for (int share = 1; share <= b; share++) {
+            const ProfileEntry e = cost.profile(t).at(share);
+            best_rate = std::max(best_rate, share / (e.layer.forward_ms + e.layer.backward_ms));
+          }
+          rate.insert(rate.end(), by_type[t].size() / size_t(P), best_rate);
+        }
+        std::sort(rate.begin(), rate.end(), std::greater<>());
+        it->second.assign(1, 0.0);
+        for (double v : rate) it->second.push_back(it->second.back() + v);
+      }
+      return it->second;
+    };
+    std::vector<int> order = types;  // ascending: next_permutation visits every order
+    do {
+      std::vector<std::vector<int>> sequence(P);  // pipeline k's ranks in this type order
+      std::string order_name;
+      for (int t : order) {
+        const int c = static_cast<int>(by_type[t].size()) / P;
+        for (int k = 0; k < P; k++)
+          sequence[k].insert(sequence[k].end(), by_type[t].begin() + long(k * c), by_type[t].begin() + long((k + 1) * c));
+        order_name += (order_name.empty() ? "" : ">") + topo.device_types[t].name;
+      }
+      std::vector<double> memory;  // of pipeline 0's devices, in sequence
+      for (int r : sequence[0]) memory.push_back(topo.device_of(r).memory_gb * 1e9);
+      // Each stage's cost by layer count, memoised on what it depends on: its segment of pipeline
+      // 0's devices, its neighbours' segments, the stages after it and the micro-batch.
+      std::map<std::array<int, 6>, std::vector<double>> stage_costs;
+      for (const std::vector<int>& sizes : size_sets) {
+        const int S = static_cast<int>(sizes.size()), widest = sizes.back(), narrowest = sizes.front();
+        std::vector<int> usable;  // micro-batch counts for which these group sizes may enter the best few
+        for (int m : counts) {
+          const int b = samples.front() / m, b_least = samples.back() / m;  // the first pipelines take the remainder
+          if (b_least < widest || b / narrowest > max_share) continue;
+          const std::vector<double>& pre = rates(b);
+          if ((m - 1) * double(L) * b / pre[size_t(n)] + double(L) * b / pre[size_t(widest)] < threshold()) usable.push_back(m);
+        }
+        if (usable.empty()) continue;
+        for (const std::vector<int>& shape : stage_orders(sizes)) {
+          double capacity = 0;  // bound: the stages together hold the weights and AdamW state
+          for (int s = 0, at = 0; s < S; at += shape[size_t(s)], s++)
+            capacity += *std::min_element(memory.begin() + at, memory.begin() + at + shape[size_t(s)]);
+          if (capacity < model_bytes) continue;
+          auto cut = [&](const std::vector<int>& ranks) {
+            StageRanks stages;
+            for (size_t s = 0, at = 0; s < shape.size(); at += size_t(shape[s]), s++)
+              stages.emplace_back(ranks.begin() + long(at), ranks.begin() + long(at) + shape[s]);
+            return stages;
+          };
+          std::optional<StageRanks> stages;  // pipeline 0's, built when first needed
+          for (int m : usable) {
+            const int b = samples.front() / m;
+            // The DP's slowest stage, exactly, and a bound on the sum of stages: the pipeline's
+            // time under the linear model is bounded before the DP runs.
+            std::vector<const std::vector<double>*> per_stage;
+            for (int s = 0, at = 0; s < S; at += shape[size_t(s)], s++) {
+              const std::array<int, 6> key{at, at + shape[size_t(s)], s > 0 ? at - shape[size_t(s) - 1] : -1,
+                                           s + 1 < S ? at + shape[size_t(s)] + shape[size_t(s) + 1] : -1, S - s, b};
+              auto [it, fresh] = stage_costs.try_emplace(key);
+              if (fresh) {
+                if (!stages) stages = cut(sequence[0]);
+                it->second = stage_cost_by_count(cost, *stages, s, b);
+              }
+              if (it->second.empty()) break;
+              per_stage.push_back(&it->second);
+            }
+            if (static_cast<int>(per_stage.size()) < S) continue;
+            const std::optional<std::pair<double, double>> bound = partition_bound(per_stage, L);
+            if (!bound || (m - 1) * bound->first + bound->second >= threshold()) continue;
+            if (!stages) stages = cut(sequence[0]);
+            const std::optional<Partition> part = partition_layers(cost, *stages, b);
+            if (!part || (m - 1) * part->max_stage_ms + part->sum_stage_ms >= threshold()) continue;
+            Found f;
+            f.plan.global_batch = request.global_batch;
+            for (int k = 0; k < P; k++) {
+              PlanPipeline pipe{samples[k] / m, m, {}};
+              const StageRanks mine = cut(sequence[k]);
+              for (int s = 0; s < S; s++) pipe.stages.push_back(plan_stage(cost, mine[s], part->layers[s], pipe.micro_batch));
+              f.plan.pipelines.push_back(std::move(pipe));
+            }
+            f.analytic_ms = cost.estimate(f.plan).iteration_ms;
+            if (f.analytic_ms >= threshold()) continue;
+            std::string groups;
+            for (int s : shape) groups += strprintf("%s%d", groups.empty() ? "" : ",", s);
+            f.label = strprintf("metis P=%d %s groups %s b=%d m=%d", P, order_name.c_str(), groups.c_str(), b, m);
+            f.plan.source = "eth_plan (" + f.label + ")";
+            best.insert(std::upper_bound(best.begin(), best.end(), f.analytic_ms,
+                                         [](double v, const Found& x) { return v < x.analytic_ms; }),
+                        std::move(f));
+            if (best.size() > kSimulate) best.pop_back();
+          }
+        }
+      }
+    } while (std::next_permutation(order.begin(), order.end()));
+  }
+  if (best.empty())
+    fail_input(where, "devices",
+               "a Metis-style plan: identical pipelines whose power-of-two device groups hold the model in memory",
+               "no such plan for this topology, model and global batch");
+  std::optional<Candidate> fastest;
+  for (Found& f : best) {
+    Candidate c = evaluate_plan(cost, std::move(f.plan), f.label);
+    if (!fastest || c.simulation.iteration_ms < fastest->simulation.iteration_ms) fastest = std::move(c);
+  }
+  return std::move(*fastest);
+}
+
+}  // namespace eth::planner
