@@ -92,7 +92,12 @@ std::optional<Candidate> evaluate(const CostModel& cost, const State& st, int gl
 
 class Mover {
  public:
-  Mover(const CostModel& cost, std::mt19937_64& rng) : cost_(cost), rng_(rng), L_(cost.model().num_layers) {}
+  // Micro-batches of at most max_mb samples, the largest size the request allows; stages of at
+  // most max_width ranks (0: any).
+  Mover(const CostModel& cost, std::mt19937_64& rng, const PlanRequest& request)
+      : cost_(cost), rng_(rng), L_(cost.model().num_layers),
+        max_mb_(*std::max_element(request.micro_batches.begin(), request.micro_batches.end())),
+        max_width_(request.max_stage_width) {}
 
   int pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng_); }
   bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
@@ -104,11 +109,12 @@ class Mover {
     const int S = static_cast<int>(p.ranks.size());
     if (S == 0 || S > L_) return false;
     const int w = static_cast<int>(widest(p));
-    if (p.samples < w) return false;
-    if (p.mb < w || p.samples % p.mb) {
+    if (p.samples < w || w > max_mb_ || (max_width_ > 0 && w > max_width_)) return false;
+    if (p.mb < w || p.mb > max_mb_ || p.samples % p.mb) {
       int best = -1;
-      for (int d = w; d <= p.samples; d++)
+      for (int d = w; d <= std::min(p.samples, max_mb_); d++)
         if (p.samples % d == 0 && (best < 0 || std::abs(d - p.mb) < std::abs(best - p.mb))) best = d;
+      if (best < 0) return false;
       p.mb = best;
     }
     p.split.resize(size_t(S));
@@ -351,7 +357,7 @@ class Mover {
         const Pipe& pipe = st.pipes[p];
         const int w = static_cast<int>(widest(pipe));
         std::vector<int> sizes;
-        for (int d = w; d <= pipe.samples; d++)
+        for (int d = w; d <= std::min(pipe.samples, max_mb_); d++)
           if (pipe.samples % d == 0) sizes.push_back(d);
         auto at = std::find(sizes.begin(), sizes.end(), pipe.mb);
         if (at == sizes.end() || sizes.size() < 2) return false;
@@ -444,6 +450,8 @@ class Mover {
   const CostModel& cost_;
   std::mt19937_64& rng_;
   int L_;
+  int max_mb_;
+  int max_width_;
 };
 
 }  // namespace
@@ -454,7 +462,7 @@ std::optional<Plan> random_plan(const CostModel& cost, const PlanRequest& reques
   std::vector<std::vector<int>> by_type(topo.device_types.size());
   for (int r = 0; r < N; r++) by_type[topo.ranks[r].device_type].push_back(r);
   const int max_mb = *std::max_element(request.micro_batches.begin(), request.micro_batches.end());
-  Mover mover(cost, rng);
+  Mover mover(cost, rng, request);
   for (int attempt = 0; attempt < tries; attempt++) {
     const int most = std::min(N, request.global_batch);
     const int P = std::clamp(int(std::lround(std::exp(std::uniform_real_distribution<double>(0, std::log(double(most)))(rng)))), 1, most);
@@ -521,7 +529,7 @@ LocalSearchResult local_search(const CostModel& cost, const PlanRequest& request
   const int per_start = std::max(1, options.iterations / static_cast<int>(starts.size()));
   for (size_t i = 0; i < starts.size(); i++) {
     std::mt19937_64 rng(options.seed * 1000003ULL + i);
-    Mover mover(cost, rng);
+    Mover mover(cost, rng, request);
     State current = from_plan(starts[i].plan);
     double current_ms = starts[i].simulation.iteration_ms;
     LocalSearchStart record{starts[i].label, current_ms, current_ms};

@@ -11,8 +11,9 @@
 //   - samples move between pipelines (the batch share); a pipeline's micro-batch size changes;
 //   - a pipeline splits in two, or two pipelines of equal depth merge stage by stage;
 //   - a device is idled, or an idle one brought back.
-// Every candidate is checked by validate_plan (memory included, from the cost model's
-// prediction) and scored by the simulator; the best plan seen is returned, so the result is
+// Moves stay inside the request: micro-batches of at most its largest size, stages of at most
+// request.max_stage_width ranks. Every candidate is checked by validate_plan (memory included,
+// from the cost model's prediction) and scored by the simulator; the best plan seen is returned, so the result is
 // never worse than the best start. Deterministic for a seed and an iteration budget; a time
 // budget, when set, stops it earlier (and then depends on the machine's speed).
 #pragma once

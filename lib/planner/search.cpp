@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "lib/input_error.hpp"
+#include "lib/planner/local_search.hpp"
 #include "lib/planner/partition.hpp"
 #include "lib/strprintf.hpp"
 
@@ -30,6 +31,7 @@ struct GroupOption {
 struct Layout {
   std::string label;
   int b0 = 1;
+  std::vector<int> idle;  // ranks the layout leaves out
   std::vector<Shape> shapes;
   std::vector<int> samples;
   double model_ms = 0;  // linear model: (chunks - 1) * max stage + sum of stages
@@ -121,6 +123,7 @@ std::optional<Plan> make_plan(const CostModel& cost, const Layout& layout, int g
   Plan plan;
   plan.source = "eth_plan (" + layout.label + ")";
   plan.global_batch = global_batch;
+  plan.idle = layout.idle;
   for (size_t k = 0; k < layout.shapes.size(); k++) {
     std::optional<PlanPipeline> pipe = make_pipeline(cost, layout.shapes[k], layout.samples[k], layout.b0);
     if (!pipe) return std::nullopt;
@@ -143,18 +146,31 @@ bool same_plan(const Plan& a, const Plan& b) {
   return true;
 }
 
+// Which device type a pipeline's first stages take: the largest memory first (early stages keep
+// more micro-batches in flight), or the slowest first (the last stage also runs the LM head, so
+// the fastest devices take it; Metis's plans look like this).
+enum class StageOrder { memory_first, slowest_first };
+
 class Searcher {
  public:
-  Searcher(const CostModel& cost, const PlanRequest& request) : cost_(cost), request_(request) {
+  // Plans for every rank but `idle`, with stages in `order`.
+  Searcher(const CostModel& cost, const PlanRequest& request, std::vector<int> idle = {},
+           StageOrder order = StageOrder::memory_first)
+      : cost_(cost), request_(request), idle_(std::move(idle)), order_(order) {
     const Topology& topo = cost.topology();
     by_type_.resize(topo.device_types.size());
-    for (int r = 0; r < topo.world_size(); r++) by_type_[topo.ranks[r].device_type].push_back(r);
+    for (int r = 0; r < topo.world_size(); r++)
+      if (std::find(idle_.begin(), idle_.end(), r) == idle_.end()) by_type_[topo.ranks[r].device_type].push_back(r);
+    active_ = topo.world_size() - static_cast<int>(idle_.size());
+    for (size_t t = 0; t < topo.device_types.size(); t++) {
+      const ProfileEntry e = cost.profile(static_cast<int>(t)).at(1);
+      speed_.push_back(1.0 / (e.layer.forward_ms + e.layer.backward_ms));  // layers per ms at one sample
+    }
   }
 
   // Pipelines of `group`'s device types, each type's ranks dealt in P contiguous chunks;
-  // ranks ordered by device memory (largest first: early stages keep more micro-batches in
-  // flight), then type; each run of one type grouped into stages of at most `width` ranks.
-  // Nothing if any pipeline does not fit.
+  // ranks in the stage order, then type; each run of one type grouped into stages of at most
+  // `width` ranks. Nothing if any pipeline does not fit.
   std::optional<std::vector<Shape>> deal(const std::vector<int>& group, int P, int b0, int width) {
     const Topology& topo = cost_.topology();
     const double model_bytes = 16 * cost_.param_floats({0, cost_.model().num_layers});
@@ -169,7 +185,12 @@ class Searcher {
       if (ranks.empty()) return std::nullopt;
       std::stable_sort(ranks.begin(), ranks.end(), [&](int a, int b) {
         const DeviceType &x = topo.device_of(a), &y = topo.device_of(b);
-        return x.memory_gb != y.memory_gb ? x.memory_gb > y.memory_gb : topo.ranks[a].device_type < topo.ranks[b].device_type;
+        const int ta = topo.ranks[a].device_type, tb = topo.ranks[b].device_type;
+        if (order_ == StageOrder::slowest_first) {
+          const double sa = speed_[ta], sb = speed_[tb];
+          return sa != sb ? sa < sb : ta < tb;
+        }
+        return x.memory_gb != y.memory_gb ? x.memory_gb > y.memory_gb : ta < tb;
       });
       StageRanks stages = group_into_stages(ranks, width);
       if (static_cast<int>(stages.size()) > cost_.model().num_layers) return std::nullopt;
@@ -235,7 +256,7 @@ class Searcher {
   std::vector<GroupOption> group_options(const std::vector<int>& group, int b0, int keep, int max_width) {
     int n = 0;
     for (int t : group) n += static_cast<int>(by_type_[t].size());
-    const int share = std::max(1, int(double(request_.global_batch) * n / cost_.topology().world_size()));
+    const int share = std::max(1, int(double(request_.global_batch) * n / active_));
     std::vector<std::pair<double, GroupOption>> found;
     double best = 0;
     int since_better = 0;
@@ -281,9 +302,9 @@ class Searcher {
         // Every combination of the groups' options.
         std::vector<size_t> pick(groups.size(), 0);
         for (bool more = true; more;) {
-          Layout layout;
-          layout.b0 = b0;
-          layout.label = strprintf("hpp b0=%d", b0);
+          Layout layout{"", b0, idle_, {}, {}, 0};
+          layout.label = strprintf("hpp b0=%d%s%s", b0, order_ == StageOrder::slowest_first ? " slowest-first" : "",
+                                   idle_.empty() ? "" : strprintf(" %zu idle", idle_.size()).c_str());
           for (size_t g = 0; g < groups.size(); g++) {
             const GroupOption& chosen = options[g][pick[g]];
             layout.shapes.insert(layout.shapes.end(), chosen.shapes.begin(), chosen.shapes.end());
@@ -321,7 +342,8 @@ class Searcher {
         if (g % P || P > request_.global_batch) continue;
         std::optional<std::vector<Shape>> shapes = deal(types, P, b0, 1);
         if (!shapes) continue;
-        out.push_back({strprintf("layer-balanced P=%d b0=%d", P, b0), b0, std::move(*shapes), equal_samples(P, request_.global_batch), 0});
+        out.push_back({strprintf("layer-balanced P=%d b0=%d", P, b0), b0, idle_, std::move(*shapes),
+                       equal_samples(P, request_.global_batch), 0});
       }
     return out;
   }
@@ -365,7 +387,11 @@ class Searcher {
  private:
   const CostModel& cost_;
   const PlanRequest& request_;
-  std::vector<std::vector<int>> by_type_;
+  std::vector<int> idle_;
+  StageOrder order_;
+  int active_ = 0;                          // ranks not idle
+  std::vector<double> speed_;               // per device type: layers per ms
+  std::vector<std::vector<int>> by_type_;   // active ranks of each device type
   std::map<std::string, std::optional<Partition>> memo_;
 };
 
@@ -430,25 +456,108 @@ Candidate evaluate_plan(const CostModel& cost, Plan plan, const std::string& lab
   return c;
 }
 
+namespace {
+
 // Layouts the analytic model ranks before the best few are simulated.
 constexpr size_t kEstimateFirst = 40;
+// Refinement moves, divided by the device count (at most 3000; a large cluster gets few: its
+// simulations are slow, and the audit found no move that helps a plan of many wide stages).
+constexpr int kRefineMoves = 24000;
+
+// Sets of ranks worth leaving idle: none; each device type (when there are several), and all but
+// the fastest type; each node's ranks on small clusters. On a small batch the gradient sums a
+// slow or remote device adds can cost more than its compute saves.
+std::vector<std::vector<int>> idle_options(const CostModel& cost) {
+  const Topology& topo = cost.topology();
+  std::vector<std::vector<int>> out = {{}};
+  std::vector<std::vector<int>> of_type(topo.device_types.size());
+  for (int r = 0; r < topo.world_size(); r++) of_type[topo.ranks[r].device_type].push_back(r);
+  std::erase_if(of_type, [](const std::vector<int>& ranks) { return ranks.empty(); });
+  if (of_type.size() > 1) {
+    for (const std::vector<int>& ranks : of_type) out.push_back(ranks);
+    if (of_type.size() > 2) {  // keep only the fastest type
+      auto layer_ms = [&](const std::vector<int>& ranks) {
+        const ProfileEntry e = cost.profile(topo.ranks[ranks[0]].device_type).at(1);
+        return e.layer.forward_ms + e.layer.backward_ms;
+      };
+      const auto fastest = std::min_element(of_type.begin(), of_type.end(),
+                                            [&](const auto& a, const auto& b) { return layer_ms(a) < layer_ms(b); });
+      std::vector<int> others;
+      for (const std::vector<int>& ranks : of_type)
+        if (&ranks != &*fastest) others.insert(others.end(), ranks.begin(), ranks.end());
+      std::sort(others.begin(), others.end());
+      out.push_back(others);
+    }
+  }
+  constexpr int kSmallCluster = 16;
+  if (topo.nodes.size() > 1 && topo.world_size() <= kSmallCluster)
+    for (const Node& node : topo.nodes) {
+      std::vector<int> ranks(node.devices.size());
+      std::iota(ranks.begin(), ranks.end(), node.first_rank);
+      out.push_back(ranks);
+    }
+  return out;
+}
+
+// Adds the candidates of `more` that `pool` lacks.
+void add_new(std::vector<Candidate>& pool, std::vector<Candidate> more) {
+  for (Candidate& c : more)
+    if (std::none_of(pool.begin(), pool.end(), [&](const Candidate& o) { return same_plan(o.plan, c.plan); }))
+      pool.push_back(std::move(c));
+}
+
+// Sorts `pool` fastest first, then refines: the structured candidates share their shape rules
+// (one width per type run, one micro-batch cap, stage orders by type); a short local search
+// from the best few (local_search.hpp) changes one device, cut, split or share at a time,
+// scored by the simulator, inside the request. Its budget shrinks with the cluster, whose
+// simulations grow with it. A better plan it finds goes first.
+void sort_and_refine(const CostModel& cost, const PlanRequest& request, std::vector<Candidate>& pool,
+                     const std::string& where) {
+  std::stable_sort(pool.begin(), pool.end(), [](const Candidate& a, const Candidate& b) {
+    return a.simulation.iteration_ms < b.simulation.iteration_ms;
+  });
+  LocalSearchOptions refine;
+  refine.iterations = std::min(kRefineMoves / cost.topology().world_size(), 3000);
+  refine.random_starts = 0;
+  const std::vector<Candidate> starts(pool.begin(), pool.begin() + long(std::min<size_t>(pool.size(), 3)));
+  Candidate refined = local_search(cost, request, starts, refine, where).best;
+  if (refined.simulation.iteration_ms < pool.front().simulation.iteration_ms) {
+    refined.label = pool.front().label + ", refined";
+    refined.plan.source = "eth_plan (" + refined.label + ")";
+    pool.insert(pool.begin(), std::move(refined));
+  }
+}
+
+}  // namespace
 
 std::vector<Candidate> search_hpp(const CostModel& cost, const PlanRequest& request, const std::string& where) {
-  Searcher searcher(cost, request);
   const size_t simulate_first = std::max<size_t>(6, static_cast<size_t>(request.top));
-  std::vector<Candidate> out = finish(cost, request, searcher.layouts(request.max_stage_width), simulate_first, kEstimateFirst);
-  auto add = [&](std::vector<Candidate> more) {
-    for (Candidate& c : more)
-      if (std::none_of(out.begin(), out.end(), [&](const Candidate& o) { return same_plan(o.plan, c.plan); }))
-        out.push_back(std::move(c));
-  };
-  // Wide stages add options, and the pruning above keeps only the best few by the linear
-  // model: the one-rank-per-stage space is searched on its own too, so that allowing wide
-  // stages never gives a slower plan than forbidding them.
-  if (request.max_stage_width != 1) add(finish(cost, request, searcher.layouts(1), simulate_first, kEstimateFirst));
+  // Two pools: every candidate, and those of one rank per stage alone, which is searched on its
+  // own (the pruning keeps only the best few by the linear model, and wide stages crowd them
+  // out) and refined on its own, so that allowing wide stages never gives a slower plan than
+  // forbidding them: the narrow pool and its refinement are exactly those of max_stage_width 1.
+  std::vector<Candidate> out, narrow;
+  for (const std::vector<int>& idle : idle_options(cost)) {
+    for (StageOrder order : {StageOrder::memory_first, StageOrder::slowest_first}) {
+      Searcher searcher(cost, request, idle, order);
+      if (request.max_stage_width != 1) add_new(out, finish(cost, request, searcher.layouts(request.max_stage_width), simulate_first, kEstimateFirst));
+      add_new(narrow, finish(cost, request, searcher.layouts(1), simulate_first, kEstimateFirst));
+    }
+  }
   // The replicated shape is in HPP's space too (with balanced samples, or the baseline's own).
-  add(finish(cost, request, searcher.replicated_layouts(), 1 << 20, 1 << 20));
-  if (out.empty()) fail_no_plan(cost, request, where);
+  add_new(narrow, finish(cost, request, Searcher(cost, request).replicated_layouts(), 1 << 20, 1 << 20));
+  if (out.empty() && narrow.empty()) fail_no_plan(cost, request, where);
+  if (!narrow.empty()) {
+    PlanRequest one_rank_per_stage = request;
+    one_rank_per_stage.max_stage_width = 1;
+    sort_and_refine(cost, one_rank_per_stage, narrow, where);
+  }
+  if (request.max_stage_width != 1) {
+    if (!out.empty()) sort_and_refine(cost, request, out, where);
+    add_new(out, std::move(narrow));
+  } else {
+    out = std::move(narrow);
+  }
   std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
     return a.simulation.iteration_ms < b.simulation.iteration_ms;
   });
@@ -470,7 +579,7 @@ Candidate baseline_uniform(const CostModel& cost, const PlanRequest& request, co
     for (int d = 1; d <= std::min(N, L); d++) {
       const int P = N / d;
       if (N % d || P > request.global_batch) continue;
-      Layout layout{strprintf("uniform depth=%d b0=%d", d, b0), b0, {}, equal_samples(P, request.global_batch), 0};
+      Layout layout{strprintf("uniform depth=%d b0=%d", d, b0), b0, {}, {}, equal_samples(P, request.global_batch), 0};
       bool fits = true;
       for (int k = 0; k < P && fits; k++) {
         StageRanks stages;

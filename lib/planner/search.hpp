@@ -7,8 +7,11 @@
 //   intra-stage: each run of one device type in a pipeline is grouped into stages of up to w
 //     ranks (w = 1, 2, 4, ... and the whole run, each tried), and a stage of several ranks
 //     splits every micro-batch among them by speed (stage_cost.hpp).
-// Candidates are ranked by the analytic model; the best few are replayed by the simulator and
-// the fastest simulated plan wins. The output is a pure function of the inputs.
+// All of it is repeated with some devices left idle (each type; all but the fastest type; each
+// node on small clusters) and for two stage orders (largest memory first, slowest type first).
+// Candidates are ranked by the analytic model; the best few are replayed by the simulator; the
+// best three are refined by a short local search (local_search.hpp) inside the request, and the
+// fastest simulated plan wins. The output is a pure function of the inputs.
 #pragma once
 
 #include <string>

@@ -274,11 +274,13 @@ TEST(Planner, StageOfSeveralRanks) {
   EXPECT_EQ(planned.split, split);
 }
 
-// One A100 beside three T4s, a small batch: a pipeline of two stages (the A100, then the T4s
-// sharing their layers' samples) beats every plan of one rank per stage, which must be deep
-// on the T4s and so idles in the bubble.
-TEST(Planner, WideStagesWinWhereTheyShould) {
-  const Scenario s = load_scenario("inputs/scenarios/a100-3t4-b8.yaml");
+// 16 nodes of 2 GPUs of three types: the search's plan has stages of several ranks (sharing a
+// micro-batch's samples), and a request for one rank per stage gets none, refinement included.
+// No speed claim: the two searches refine different starts, and the one-rank-per-stage search
+// ends faster here (4050 vs 4192 ms simulated; docs/results.md lists both for every scenario).
+// On a100-3t4-b8, where wide stages once won by 1.47x, leaving the T4s idle now beats both.
+TEST(Planner, WideStagesStayWithinTheRequest) {
+  const Scenario s = load_scenario("inputs/scenarios/16nodes-2gpu-3types.yaml");
   const Topology topo = load_topology(s.topology_path);
   const GptConfig model = load_model_config(s.model_path);
   const CostModel cost = roofline_cost(topo, model, s.seq_len);
@@ -295,7 +297,7 @@ TEST(Planner, WideStagesWinWhereTheyShould) {
   };
   EXPECT_GE(widest(wide.plan), 2u) << wide.label;
   EXPECT_EQ(widest(narrow.plan), 1u) << narrow.label;
-  EXPECT_LT(wide.simulation.iteration_ms, 0.8 * narrow.simulation.iteration_ms) << wide.label << " vs " << narrow.label;
+  EXPECT_NO_THROW(validate_plan(narrow.plan, topo, model));
 }
 
 // The Metis-style baseline: its plans pass validate_plan (memory included) and replay in the
@@ -431,9 +433,19 @@ TEST(Planner, BadInputIsNamed) {
   const Topology tiny_mem = one_node({{0.0001, 10}, {0.0001, 10}});
   const CostModel cost = roofline_cost(tiny_mem, model, 16);
   expect_input_error([&] { search_hpp(cost, {8, {1}, 1}, "scenario.yaml"); }, {"test-topology", "device_types", "GB"});
-  const Topology many = one_node({{80, 10}, {80, 10}, {80, 10}, {80, 10}, {80, 10}});
-  const CostModel cost5 = roofline_cost(many, model, 16);  // 5 devices, 2 layers: at least 3 pipelines
+  // 5 devices of one type on one node (nothing the search would idle), 2 layers: at least 3
+  // pipelines, so at least 3 samples.
+  Topology many = one_node({{80, 10}, {80, 10}, {80, 10}, {80, 10}, {80, 10}});
+  many.device_types.resize(1);
+  for (RankPlace& r : many.ranks) r.device_type = 0;
+  for (int& d : many.nodes[0].devices) d = 0;
+  const CostModel cost5 = roofline_cost(many, model, 16);
   expect_input_error([&] { search_hpp(cost5, {2, {1}, 1}, "scenario.yaml"); }, {"scenario.yaml", "global_batch", "at least 3"});
+  // With types to choose from, the search leaves some devices idle instead.
+  const Topology mixed = one_node({{80, 10}, {80, 10}, {80, 10}, {80, 10}, {80, 10}});
+  const Plan idling = search_hpp(roofline_cost(mixed, model, 16), {2, {1}, 1}, "scenario.yaml").front().plan;
+  EXPECT_NO_THROW(validate_plan(idling, mixed, model));
+  EXPECT_GE(idling.idle.size(), 1u);
 }
 
 }  // namespace
