@@ -54,29 +54,7 @@ say "== work dir $WORK; load before: $(cat /proc/loadavg)"
 # demo model's 7.25 M floats) between the 2 bound ranks, not a datasheet figure; measured with
 # the call the runtime makes (mpi_topology/process_group.cpp: MPI_Iallreduce polled with
 # MPI_Test), which Open MPI runs about half as fast as a blocking MPI_Allreduce here.
-cat > "$WORK/allreduce.c" <<'CEOF'
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank, n; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &n);
-  const int N = atoi(argv[1]); enum { K = 9 };
-  float* x = malloc((size_t)N * sizeof(float)); double t[K];
-  for (int i = 0; i < N; i++) x[i] = 1.0f;
-  for (int k = 0; k < K; k++) {
-    MPI_Barrier(MPI_COMM_WORLD); double t0 = MPI_Wtime();
-    MPI_Request r; int done = 0;
-    MPI_Iallreduce(MPI_IN_PLACE, x, N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r);
-    while (!done) MPI_Test(&r, &done, MPI_STATUS_IGNORE);
-    t[k] = MPI_Wtime() - t0;
-  }
-  for (int i = 0; i < K; i++) for (int j = i + 1; j < K; j++) if (t[j] < t[i]) { double s = t[i]; t[i] = t[j]; t[j] = s; }
-  if (rank == 0) printf("%.3f %.2f\n", 2.0 * (n - 1) / n * N * 4.0 / t[K / 2] / 1e9, t[K / 2] * 1e3);
-  MPI_Finalize(); return 0;
-}
-CEOF
-mpicc -O2 -o "$WORK/allreduce" "$WORK/allreduce.c"
+mpicc -O2 -o "$WORK/allreduce" bench/iallreduce_bandwidth.c
 read -r BUS_GBS AR_MS < <(mpirun -np 2 --bind-to core "$WORK/allreduce" 7250000)
 say "== 0. MPI_Iallreduce, 2 ranks, 7.25 M floats: median $AR_MS ms = $BUS_GBS GB/s bus bandwidth"
 TOPO_RUN=$WORK/workstation-2cpu-measured.yaml
@@ -110,57 +88,19 @@ sed "s#^\# ETH plan:#\# ETH plan (bench/run_plan_vs_measured.sh, link $BUS_GBS G
 say "== load after: $(cat /proc/loadavg)"
 
 say "== 4. compare"
-"$PY" - "$WORK" "$RUNS" "$WARMUP" "$BUS_GBS" "$AR_MS" "$STEPS" <<'EOF' | tee -a "$LOG"
-import json, re, statistics, sys, datetime
-work, runs, warmup, bus_gbs, ar_ms, steps_n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
-med = statistics.median
-
-def predicted(kind, r):
-    if kind == "best":
-        return float(re.search(r"iteration_ms:\s*([0-9.eE+-]+)", open(f"{work}/best-{r}.yaml").read()).group(1))
-    return float(re.search(r"iteration: simulated ([0-9.]+) ms", open(f"{work}/{kind}-eval-{r}.txt").read()).group(1))
-
-def shape(r):  # the planner's choice, in words
-    pipes = open(f"{work}/best-{r}.yaml").read().split("- micro_batch:")[1:]
-    return "; ".join(f"{p.count('ranks:')} stage(s) {p.split()[0]}x{re.search(r'micro_batches: ([0-9]+)', p).group(1)}"
-                     for p in pipes)
-
-def measured(kind, r):
-    steps = [json.loads(l) for l in open(f"{work}/{kind}-{r}/metrics.jsonl")]
-    steps = [s for s in steps if "ms" in s and s["step"] > warmup]
-    parts = {k: round(max(med(s["ranks"][i][k] for s in steps) for i in range(len(steps[0]["ranks"]))), 1)
-             for k in ("compute_ms", "comm_wait_ms", "reduce_ms", "optimizer_ms")}
-    return med(s["ms"] for s in steps), parts
-
-out = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
-       "setup": {"machine": "2 cores (AMD Zen3), shared with other jobs", "ranks": 2, "omp_num_threads": 1,
-                 "topology": "inputs/topologies/workstation-2cpu.yaml, link = measured MPI all-reduce bus bandwidth",
-                 "allreduce_bus_gbs": bus_gbs, "allreduce_7.25M_floats_ms": ar_ms,
-                 "model": "inputs/models/demo.yaml", "seq_len": 64, "global_batch": 16, "steps": steps_n,
-                 "repetitions": runs, "warmup_steps_skipped": warmup,
-                 "method": "per repetition: profile, plan, run each plan once; medians over repetitions"},
-       "plans": []}
-for kind, label in [("best", "planner's choice (eth_plan --top 4, #1)"),
-                    ("depth2", "1 pipeline of depth 2, 4x4 (inputs/plans/workstation-2cpu-demo-depth2.yaml, --evaluate)"),
-                    ("wide", "1 stage of both ranks, 8 split 4:4, x2 (inputs/plans/workstation-2cpu-demo-wide.yaml, --evaluate)")]:
-    reps = []
-    for r in range(1, runs + 1):
-        ms, parts = measured(kind, r)
-        pred = predicted(kind, r)
-        rep = {"predicted_ms": round(pred, 1), "measured_ms": round(ms, 1),
-               "error_pct": round(100 * (pred - ms) / ms, 1), "measured_slowest_rank_ms": parts}
-        if kind == "best":
-            rep["plan"] = shape(r)
-        reps.append(rep)
-    p, m = med(x["predicted_ms"] for x in reps), med(x["measured_ms"] for x in reps)
-    e = med(x["error_pct"] for x in reps)
-    out["plans"].append({"plan": label, "predicted_ms": p, "measured_ms": m,
-                         "error_pct_of_medians": round(100 * (p - m) / m, 1), "median_error_pct": e, "repetitions": reps})
-    print(f"{label}\n  predicted {p:.1f} ms, measured {m:.1f} ms: error {100 * (p - m) / m:+.1f}% "
-          f"(median of per-repetition errors {e:+.1f}%)")
-    for i, x in enumerate(reps, 1):
-        print(f"  rep {i}: {x.get('plan', '')} predicted {x['predicted_ms']:.1f} measured {x['measured_ms']:.1f} "
-              f"error {x['error_pct']:+.1f}%  slowest rank {x['measured_slowest_rank_ms']}")
-json.dump(out, open("bench/results/plan_vs_measured.json", "w"), indent=2)
-print("wrote bench/results/plan_vs_measured.json")
+# The setup, as recorded beside the results; the comparison itself is bench/compare_plan_runs.py.
+SETUP=$("$PY" - "$BUS_GBS" "$AR_MS" "$STEPS" "$RUNS" "$WARMUP" <<'EOF'
+import json, sys
+bus_gbs, ar_ms, steps, runs, warmup = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+print(json.dumps({"machine": "2 cores (AMD Zen3), shared with other jobs", "ranks": 2, "omp_num_threads": 1,
+                  "topology": "inputs/topologies/workstation-2cpu.yaml, link = measured MPI all-reduce bus bandwidth",
+                  "allreduce_bus_gbs": bus_gbs, "allreduce_7.25M_floats_ms": ar_ms,
+                  "model": "inputs/models/demo.yaml", "seq_len": 64, "global_batch": 16, "steps": steps,
+                  "repetitions": runs, "warmup_steps_skipped": warmup,
+                  "method": "per repetition: profile, plan, run each plan once; medians over repetitions"}))
 EOF
+)
+"$PY" bench/compare_plan_runs.py "$WORK" "$RUNS" "$WARMUP" "$SETUP" bench/results/plan_vs_measured.json \
+  "best=planner's choice (eth_plan --top 4, #1)" \
+  "depth2=1 pipeline of depth 2, 4x4 (inputs/plans/workstation-2cpu-demo-depth2.yaml, --evaluate)" \
+  "wide=1 stage of both ranks, 8 split 4:4, x2 (inputs/plans/workstation-2cpu-demo-wide.yaml, --evaluate)" | tee -a "$LOG"
