@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -65,6 +66,14 @@ std::string describe(const eth::Topology& topo, const eth::Plan& plan) {
   return out;
 }
 
+// CPU time of this (single) thread: the planner's time on one core even when other processes
+// share the machine's cores, which the wall time then overstates.
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -100,12 +109,14 @@ int main(int argc, char** argv) {
       const eth::Topology topo = eth::load_topology(s.topology_path);
       const eth::GptConfig model = eth::load_model_config(s.model_path);
       const auto t0 = std::chrono::steady_clock::now();
+      const double cpu0 = thread_cpu_ms();
       const CostModel cost(topo, model, s.seq_len, profiles_for(topo, model, s.seq_len, available, s.micro_batches));
       const PlanRequest request{s.global_batch, s.micro_batches, 1};
       const Candidate hpp = search_hpp(cost, request, s.source).front();
       const double plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       nlohmann::json r = {{"scenario", s.name}, {"gpus", topo.world_size()}, {"layers", model.num_layers},
                           {"global_batch", s.global_batch}, {"planning_ms", plan_ms},
+                          {"planning_cpu_ms", thread_cpu_ms() - cpu0},
                           {"hpp_ms", hpp.simulation.iteration_ms}, {"hpp_analytic_ms", hpp.estimate.iteration_ms},
                           {"hpp_plan", hpp.label}};
       // The same search with one rank per stage: what intra-stage sample splitting adds.

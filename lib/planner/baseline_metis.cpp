@@ -24,6 +24,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <unordered_map>
 
 #include "lib/input_error.hpp"
 #include "lib/planner/partition.hpp"
@@ -168,6 +169,14 @@ std::optional<std::pair<double, double>> partition_bound(const std::vector<const
   return std::make_pair(T, sum);
 }
 
+struct SegmentHash {
+  size_t operator()(const std::array<int, 6>& key) const {
+    size_t h = 0;
+    for (int v : key) h = h * 1000003u + static_cast<size_t>(v + 1);
+    return h;
+  }
+};
+
 struct Found {
   double analytic_ms = 0;
   Plan plan;
@@ -176,7 +185,8 @@ struct Found {
 
 }  // namespace
 
-Candidate baseline_metis(const CostModel& cost, const PlanRequest& request, const std::string& where) {
+std::vector<Candidate> device_group_plans(const CostModel& cost, const PlanRequest& request, double below_ms,
+                                          int max_pipeline_devices) {
   const Topology& topo = cost.topology();
   const int L = cost.model().num_layers, N = topo.world_size();
   std::vector<std::vector<int>> by_type(topo.device_types.size());
@@ -190,22 +200,26 @@ Candidate baseline_metis(const CostModel& cost, const PlanRequest& request, cons
     }
   const int max_share = *std::max_element(request.micro_batches.begin(), request.micro_batches.end());
   const double model_bytes = 16 * cost.param_floats({0, L});
-  constexpr double kInf = std::numeric_limits<double>::infinity();
 
   std::vector<Found> best;  // the kSimulate best by the analytic model, ascending
-  auto threshold = [&] { return best.size() < kSimulate ? kInf : best.back().analytic_ms; };
+  auto threshold = [&] { return best.size() < kSimulate ? below_ms : std::min(below_ms, best.back().analytic_ms); };
   // Most replicas first: small pipelines are cheap to search and give the bounds a good start.
   for (int P = g; P >= 1; P--) {
-    if (g % P || P > request.global_batch) continue;
+    if (g % P || P > request.global_batch || (max_pipeline_devices > 0 && N / P > max_pipeline_devices)) continue;
     std::vector<int> samples(P);
     for (int k = 0; k < P; k++) samples[k] = request.global_batch / P + (k < request.global_batch % P ? 1 : 0);
     std::vector<int> counts;  // micro-batch counts that divide every pipeline's samples
     for (int m = 1; m <= samples.back(); m++)
       if (std::all_of(samples.begin(), samples.end(), [m](int n) { return n % m == 0; })) counts.push_back(m);
     const int n = N / P;
-    std::vector<std::vector<int>> size_sets;  // every S, every multiset of group sizes
+    // Every S, every multiset of group sizes, with its stage orders (the same for every type order).
+    std::vector<std::pair<std::vector<int>, std::vector<std::vector<int>>>> size_sets;
     for (int S = 1; S <= std::min(n, L); S++)
-      for (std::vector<int>& sizes : group_size_sets(n, S)) size_sets.push_back(std::move(sizes));
+      for (std::vector<int>& sizes : group_size_sets(n, S))
+        if (request.max_stage_width <= 0 || sizes.back() <= request.max_stage_width) {
+          std::vector<std::vector<int>> orders = stage_orders(sizes);
+          size_sets.emplace_back(std::move(sizes), std::move(orders));
+        }
     // A bound that holds for every order of the types and of the groups: a stage's per-layer
     // time at micro-batch b is at least b over its ranks' summed best rates (samples per ms of
     // one layer at any share up to b), so the slowest stage takes at least L b / (the pipeline's
@@ -243,8 +257,9 @@ Candidate baseline_metis(const CostModel& cost, const PlanRequest& request, cons
       for (int r : sequence[0]) memory.push_back(topo.device_of(r).memory_gb * 1e9);
       // Each stage's cost by layer count, memoised on what it depends on: its segment of pipeline
       // 0's devices, its neighbours' segments, the stages after it and the micro-batch.
-      std::map<std::array<int, 6>, std::vector<double>> stage_costs;
-      for (const std::vector<int>& sizes : size_sets) {
+      std::unordered_map<std::array<int, 6>, std::vector<double>, SegmentHash> stage_costs;
+      std::vector<const std::vector<double>*> per_stage;
+      for (const auto& [sizes, shapes] : size_sets) {
         const int S = static_cast<int>(sizes.size()), widest = sizes.back(), narrowest = sizes.front();
         std::vector<int> usable;  // micro-batch counts for which these group sizes may enter the best few
         for (int m : counts) {
@@ -254,7 +269,7 @@ Candidate baseline_metis(const CostModel& cost, const PlanRequest& request, cons
           if ((m - 1) * double(L) * b / pre[size_t(n)] + double(L) * b / pre[size_t(widest)] < threshold()) usable.push_back(m);
         }
         if (usable.empty()) continue;
-        for (const std::vector<int>& shape : stage_orders(sizes)) {
+        for (const std::vector<int>& shape : shapes) {
           double capacity = 0;  // bound: the stages together hold the weights and AdamW state
           for (int s = 0, at = 0; s < S; at += shape[size_t(s)], s++)
             capacity += *std::min_element(memory.begin() + at, memory.begin() + at + shape[size_t(s)]);
@@ -270,7 +285,7 @@ Candidate baseline_metis(const CostModel& cost, const PlanRequest& request, cons
             const int b = samples.front() / m;
             // The DP's slowest stage, exactly, and a bound on the sum of stages: the pipeline's
             // time under the linear model is bounded before the DP runs.
-            std::vector<const std::vector<double>*> per_stage;
+            per_stage.clear();
             for (int s = 0, at = 0; s < S; at += shape[size_t(s)], s++) {
               const std::array<int, 6> key{at, at + shape[size_t(s)], s > 0 ? at - shape[size_t(s) - 1] : -1,
                                            s + 1 < S ? at + shape[size_t(s)] + shape[size_t(s) + 1] : -1, S - s, b};
@@ -311,16 +326,21 @@ Candidate baseline_metis(const CostModel& cost, const PlanRequest& request, cons
       }
     } while (std::next_permutation(order.begin(), order.end()));
   }
-  if (best.empty())
+  std::vector<Candidate> out;
+  for (Found& f : best) out.push_back(evaluate_plan(cost, std::move(f.plan), f.label));
+  std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
+    return a.simulation.iteration_ms < b.simulation.iteration_ms;
+  });
+  return out;
+}
+
+Candidate baseline_metis(const CostModel& cost, const PlanRequest& request, const std::string& where) {
+  std::vector<Candidate> plans = device_group_plans(cost, request, std::numeric_limits<double>::infinity(), 0);
+  if (plans.empty())
     fail_input(where, "devices",
                "a Metis-style plan: identical pipelines whose power-of-two device groups hold the model in memory",
                "no such plan for this topology, model and global batch");
-  std::optional<Candidate> fastest;
-  for (Found& f : best) {
-    Candidate c = evaluate_plan(cost, std::move(f.plan), f.label);
-    if (!fastest || c.simulation.iteration_ms < fastest->simulation.iteration_ms) fastest = std::move(c);
-  }
-  return std::move(*fastest);
+  return std::move(plans.front());
 }
 
 }  // namespace eth::planner

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -151,12 +152,16 @@ bool same_plan(const Plan& a, const Plan& b) {
 // the fastest devices take it; Metis's plans look like this).
 enum class StageOrder { memory_first, slowest_first };
 
+// Layer partitions by what they depend on (Searcher::partition): shared by every search of one
+// cost model, whatever its idle ranks and stage order.
+using PartitionMemo = std::map<std::string, std::optional<Partition>>;
+
 class Searcher {
  public:
   // Plans for every rank but `idle`, with stages in `order`.
-  Searcher(const CostModel& cost, const PlanRequest& request, std::vector<int> idle = {},
+  Searcher(const CostModel& cost, const PlanRequest& request, PartitionMemo& memo, std::vector<int> idle = {},
            StageOrder order = StageOrder::memory_first)
-      : cost_(cost), request_(request), idle_(std::move(idle)), order_(order) {
+      : cost_(cost), request_(request), idle_(std::move(idle)), order_(order), memo_(memo) {
     const Topology& topo = cost.topology();
     by_type_.resize(topo.device_types.size());
     for (int r = 0; r < topo.world_size(); r++)
@@ -226,11 +231,16 @@ class Searcher {
     std::string key;
     auto append = [&key](auto value) { key.append(reinterpret_cast<const char*>(&value), sizeof value); };
     append(b0);
+    std::optional<PlanStage> here, next;  // stages are at most b0 wide (widths()), so every rank has samples
     for (size_t s = 0; s < stages.size(); s++) {
       append(static_cast<int>(stages[s].size()));
       for (int r : stages[s]) append(topo.ranks[r].device_type);
-      if (s + 1 < stages.size())  // stages are at most b0 wide (widths()), so every rank has samples
-        append(cost_.boundary_ms(plan_stage(cost_, stages[s], {0, 1}, b0), plan_stage(cost_, stages[s + 1], {0, 1}, b0), b0));
+      if (s + 1 < stages.size()) {
+        if (!here) here = plan_stage(cost_, stages[s], {0, 1}, b0);
+        next = plan_stage(cost_, stages[s + 1], {0, 1}, b0);
+        append(cost_.boundary_ms(*here, *next, b0));
+        here = std::move(next);
+      }
     }
     auto it = memo_.find(key);
     if (it == memo_.end()) it = memo_.emplace(key, partition_layers(cost_, stages, b0)).first;
@@ -392,7 +402,7 @@ class Searcher {
   int active_ = 0;                          // ranks not idle
   std::vector<double> speed_;               // per device type: layers per ms
   std::vector<std::vector<int>> by_type_;   // active ranks of each device type
-  std::map<std::string, std::optional<Partition>> memo_;
+  PartitionMemo& memo_;
 };
 
 // Why nothing fits: the batch, or memory.
@@ -463,6 +473,13 @@ constexpr size_t kEstimateFirst = 40;
 // Refinement moves, divided by the device count (at most 3000; a large cluster gets few: its
 // simulations are slow, and the audit found no move that helps a plan of many wide stages).
 constexpr int kRefineMoves = 24000;
+// Device-group plans are searched only where the analytic model puts them within this factor of
+// the best candidate: the pruning is what keeps that search fast on large clusters.
+constexpr double kDeviceGroupSlack = 1.1;
+// ... and for pipelines of at most this many devices: the shapes grow combinatorially with the
+// devices of a pipeline (a 1024-device pipeline alone takes ~30 s), and the device-group plans
+// that beat HPP's own on the shipped scenarios have 16 to 64.
+constexpr int kDeviceGroupPipelineDevices = 64;
 
 // Sets of ranks worth leaving idle: none; each device type (when there are several), and all but
 // the fastest type; each node's ranks on small clusters. On a small batch the gradient sums a
@@ -537,15 +554,16 @@ std::vector<Candidate> search_hpp(const CostModel& cost, const PlanRequest& requ
   // out) and refined on its own, so that allowing wide stages never gives a slower plan than
   // forbidding them: the narrow pool and its refinement are exactly those of max_stage_width 1.
   std::vector<Candidate> out, narrow;
+  PartitionMemo memo;
   for (const std::vector<int>& idle : idle_options(cost)) {
     for (StageOrder order : {StageOrder::memory_first, StageOrder::slowest_first}) {
-      Searcher searcher(cost, request, idle, order);
+      Searcher searcher(cost, request, memo, idle, order);
       if (request.max_stage_width != 1) add_new(out, finish(cost, request, searcher.layouts(request.max_stage_width), simulate_first, kEstimateFirst));
       add_new(narrow, finish(cost, request, searcher.layouts(1), simulate_first, kEstimateFirst));
     }
   }
   // The replicated shape is in HPP's space too (with balanced samples, or the baseline's own).
-  add_new(narrow, finish(cost, request, Searcher(cost, request).replicated_layouts(), 1 << 20, 1 << 20));
+  add_new(narrow, finish(cost, request, Searcher(cost, request, memo).replicated_layouts(), 1 << 20, 1 << 20));
   if (out.empty() && narrow.empty()) fail_no_plan(cost, request, where);
   if (!narrow.empty()) {
     PlanRequest one_rank_per_stage = request;
@@ -553,6 +571,12 @@ std::vector<Candidate> search_hpp(const CostModel& cost, const PlanRequest& requ
     sort_and_refine(cost, one_rank_per_stage, narrow, where);
   }
   if (request.max_stage_width != 1) {
+    // Stages mixing device types: the device-group search (baseline_metis.cpp), pruned by the
+    // analytic time of the best candidate so far, with slack for where the simulator disagrees.
+    double best_analytic = std::numeric_limits<double>::infinity();
+    for (const std::vector<Candidate>* pool : {&out, &narrow})
+      for (const Candidate& c : *pool) best_analytic = std::min(best_analytic, c.estimate.iteration_ms);
+    add_new(out, device_group_plans(cost, request, kDeviceGroupSlack * best_analytic, kDeviceGroupPipelineDevices));
     if (!out.empty()) sort_and_refine(cost, request, out, where);
     add_new(out, std::move(narrow));
   } else {
@@ -566,7 +590,8 @@ std::vector<Candidate> search_hpp(const CostModel& cost, const PlanRequest& requ
 }
 
 Candidate baseline_layer_balanced(const CostModel& cost, const PlanRequest& request, const std::string& where) {
-  Searcher searcher(cost, request);
+  PartitionMemo memo;
+  Searcher searcher(cost, request, memo);
   std::vector<Candidate> out = finish(cost, request, searcher.replicated_layouts(), 1 << 20, 1 << 20);
   if (out.empty()) fail_no_plan(cost, request, where);
   return std::move(out.front());

@@ -55,6 +55,12 @@ Candidate baseline_layer_balanced(const CostModel& cost, const PlanRequest& requ
 // The best by the analytic model are simulated; the fastest simulated wins. Throws InputError
 // naming `where` when no shape fits.
 Candidate baseline_metis(const CostModel& cost, const PlanRequest& request, const std::string& where);
+// The same search's best few (by the analytic model, each under below_ms), simulated, fastest
+// first; stages of at most request.max_stage_width ranks, pipelines of at most
+// max_pipeline_devices (0: any). HPP's search takes them as candidates (stages mixing device
+// types), with below_ms from its own best.
+std::vector<Candidate> device_group_plans(const CostModel& cost, const PlanRequest& request, double below_ms,
+                                          int max_pipeline_devices);
 
 // Simulates a plan and attaches the analytic estimate.
 Candidate evaluate_plan(const CostModel& cost, Plan plan, const std::string& label);
