@@ -45,7 +45,10 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o, eth::planner::Au
       ("save-params", po::value(&o.save_params_path), "write the whole model after the last step (raw float32, one-stage layout)")
       ("checkpoint-every", po::value(&o.checkpoint_every)->default_value(o.checkpoint_every),
        "HDF5 checkpoint OUTPUT_DIR/checkpoints/step_N.h5 every N steps and after the last (0: none)")
-      ("resume", po::value(&o.resume_path), "continue from this checkpoint, under any plan of the same model")
+      ("keep-checkpoints", po::value(&o.keep_checkpoints)->default_value(o.keep_checkpoints),
+       "keep the newest N complete checkpoints, delete older ones (0: keep all)")
+      ("resume", po::value(&o.resume_path),
+       "continue from this checkpoint, under any plan of the same model; 'latest': OUTPUT_DIR's newest undamaged one")
       ("profiles", po::value(&auto_plan.profiles_dir)->default_value(auto_plan.profiles_dir),
        "without --plan on several ranks: directory of profiles the planner uses")
       ("profile", po::value(&auto_plan.profile_files)->multitoken(), "... and profile files, preferred over the directory's")

@@ -4,7 +4,9 @@
 #include <stdexcept>
 #include <vector>
 
+#include "lib/checksum.hpp"
 #include "lib/input_error.hpp"
+#include "mpi_topology/mpi_session.hpp"
 #include "lib/strprintf.hpp"
 
 namespace eth {
@@ -19,7 +21,10 @@ T h5_check(T result, const char* call, const char* file, int line) {
 }
 
 constexpr char kFormat[] = "eth-checkpoint";
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;           // 2: a "checksums" dataset (3, tensors) of uint64
+constexpr int kOldestReadable = 1;    // 1: no checksums, nothing verified
+constexpr char kChecksums[] = "checksums";
+constexpr CheckpointGroup kGroups[] = {CheckpointGroup::params, CheckpointGroup::adam_m, CheckpointGroup::adam_v};
 
 // HDF5 prints its error stack by default; failures here are reported through exceptions.
 void silence_hdf5() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
@@ -76,10 +81,20 @@ std::string dataset_path(CheckpointGroup group, const std::string& tensor) {
   return std::string(group_path(group)) + "/" + tensor;
 }
 
+// Every dataset's name, in the order of the checksums: group by group, tensors in layout order.
+std::vector<std::string> dataset_names(const GptConfig& model) {
+  const ParamLayout whole(model, {0, model.num_layers});
+  std::vector<std::string> names;
+  for (CheckpointGroup g : kGroups)
+    for (const ParamTensor& t : whole.tensors()) names.push_back(dataset_path(g, t.name));
+  return names;
+}
+
 }  // namespace
 
 CheckpointWriter::CheckpointWriter(const std::string& path, const GptConfig& model, const CheckpointHeader& header,
-                                   MPI_Comm comm) {
+                                   MPI_Comm comm)
+    : comm_(comm) {
   silence_hdf5();
   const hid_t access = H5_CHECK(H5Pcreate(H5P_FILE_ACCESS));
   H5_CHECK(H5Pset_fapl_mpio(access, comm, MPI_INFO_NULL));
@@ -97,7 +112,7 @@ CheckpointWriter::CheckpointWriter(const std::string& path, const GptConfig& mod
   write_attribute(file_, "seed", H5T_NATIVE_UINT64, &header.seed);
   for (const auto& [name, value] : model_dimensions(model)) write_attribute(file_, name, H5T_NATIVE_INT, &value);
   const ParamLayout whole(model, {0, model.num_layers});
-  for (CheckpointGroup g : {CheckpointGroup::params, CheckpointGroup::adam_m, CheckpointGroup::adam_v}) {
+  for (CheckpointGroup g : kGroups) {
     H5_CHECK(H5Gclose(H5_CHECK(H5Gcreate2(file_, group_path(g), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT))));
     for (const ParamTensor& t : whole.tensors()) {
       const std::vector<hsize_t> dims(t.shape.begin(), t.shape.end());
@@ -107,6 +122,12 @@ CheckpointWriter::CheckpointWriter(const std::string& path, const GptConfig& mod
       H5_CHECK(H5Sclose(space));
     }
   }
+  for (const std::string& name : dataset_names(model)) index_.emplace(name, index_.size());
+  checksums_.assign(index_.size(), 0);
+  const hsize_t dims[2] = {std::size(kGroups), whole.tensors().size()};
+  const hid_t space = H5_CHECK(H5Screate_simple(2, dims, nullptr));
+  datasets_[kChecksums] = H5_CHECK(H5Dcreate2(file_, kChecksums, H5T_STD_U64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  H5_CHECK(H5Sclose(space));
 }
 
 CheckpointWriter::~CheckpointWriter() {
@@ -115,19 +136,38 @@ CheckpointWriter::~CheckpointWriter() {
 }
 
 void CheckpointWriter::write(CheckpointGroup group, const ParamTensor& t, const float* host) {
-  H5_CHECK(H5Dwrite(datasets_.at(dataset_path(group, t.name)), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, host));
+  const std::string name = dataset_path(group, t.name);
+  H5_CHECK(H5Dwrite(datasets_.at(name), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, host));
+  checksums_[index_.at(name)] = checksum64(host, t.size * sizeof(float));
+}
+
+void CheckpointWriter::finish() {
+  // Each tensor has exactly one writer and every other rank holds 0 there: the sum is its value.
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, checksums_.data(), static_cast<int>(checksums_.size()), MPI_UINT64_T, MPI_SUM,
+                          comm_));
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(comm_, &rank));
+  if (rank == 0)
+    H5_CHECK(H5Dwrite(datasets_.at(kChecksums), H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, checksums_.data()));
+  for (const auto& [name, set] : datasets_) H5_CHECK(H5Dclose(set));
+  datasets_.clear();
+  const hid_t file = file_;
+  file_ = -1;
+  H5_CHECK(H5Fclose(file));  // flushes: the file is complete when every rank returns
 }
 
 CheckpointReader::CheckpointReader(const std::string& path, const GptConfig& model) : path_(path) {
   silence_hdf5();
   if (H5Fis_hdf5(path.c_str()) <= 0)
     fail_input(path, "checkpoint", "an HDF5 file written by eth_train --checkpoint-every", "a missing or non-HDF5 file");
-  file_ = H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  file_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (file_ < 0) fail_input(path, "checkpoint", "an HDF5 file that opens", "one that cannot be opened (truncated?)");
   try {
     const std::string format = read_string_attribute(file_, path, "format");
     if (format != kFormat) fail_input(path, "format", std::string("'") + kFormat + "'", "'" + format + "'");
     const int version = read_attribute<int>(file_, path, "version", H5T_NATIVE_INT);
-    if (version != kVersion) fail_input(path, "version", std::to_string(kVersion), std::to_string(version));
+    if (version < kOldestReadable || version > kVersion)
+      fail_input(path, "version", strprintf("%d to %d", kOldestReadable, kVersion), std::to_string(version));
     for (const auto& [name, value] : model_dimensions(model)) {
       const int stored = read_attribute<int>(file_, path, name, H5T_NATIVE_INT);
       if (stored != value)
@@ -136,10 +176,25 @@ CheckpointReader::CheckpointReader(const std::string& path, const GptConfig& mod
     header_.step = read_attribute<int>(file_, path, "step", H5T_NATIVE_INT);
     header_.global_batch = read_attribute<int>(file_, path, "global_batch", H5T_NATIVE_INT);
     header_.seed = read_attribute<uint64_t>(file_, path, "seed", H5T_NATIVE_UINT64);
+    if (version >= 2) read_checksums(model);
   } catch (...) {
     H5Fclose(file_);
     throw;
   }
+}
+
+void CheckpointReader::read_checksums(const GptConfig& model) {
+  const std::vector<std::string> names = dataset_names(model);
+  std::vector<uint64_t> values(names.size());
+  const hid_t set = H5Lexists(file_, kChecksums, H5P_DEFAULT) > 0 ? H5Dopen2(file_, kChecksums, H5P_DEFAULT) : -1;
+  if (set < 0) fail_input(path_, kChecksums, "a dataset of every tensor's checksum", "none");
+  const hid_t space = H5_CHECK(H5Dget_space(set));
+  const bool right_size = H5Sget_simple_extent_npoints(space) == static_cast<hssize_t>(values.size());
+  H5_CHECK(H5Sclose(space));
+  const herr_t read = right_size ? H5Dread(set, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) : -1;
+  H5_CHECK(H5Dclose(set));
+  if (read < 0) fail_input(path_, kChecksums, strprintf("%zu uint64 values", values.size()), "another size or type");
+  for (size_t i = 0; i < names.size(); i++) checksums_[names[i]] = values[i];
 }
 
 CheckpointReader::~CheckpointReader() {
@@ -165,6 +220,27 @@ void CheckpointReader::read(CheckpointGroup group, const ParamTensor& t, float* 
     fail_input(path_, name, "shape " + want, got);
   }
   if (read < 0) fail_input(path_, name, "float32 values", "a dataset that cannot be read");
+  const auto sum = checksums_.find(name);
+  if (sum != checksums_.end() && sum->second != checksum64(host, t.size * sizeof(float)))
+    fail_input(path_, name, "values matching the checkpoint's checksum", "damaged values");
+}
+
+std::string verify_checkpoint(const std::string& path, const GptConfig& model) {
+  try {
+    CheckpointReader reader(path, model);
+    const ParamLayout whole(model, {0, model.num_layers});
+    std::vector<float> host;
+    for (CheckpointGroup g : kGroups)
+      for (const ParamTensor& t : whole.tensors()) {
+        host.resize(t.size);
+        reader.read(g, t, host.data());
+      }
+  } catch (const InputError& e) {
+    return e.what();
+  } catch (const std::runtime_error& e) {  // an HDF5 call on a truncated file
+    return strprintf("%s: checkpoint: expected a complete HDF5 file, got one that cannot be read (%s)", path.c_str(), e.what());
+  }
+  return "";
 }
 
 }  // namespace eth

@@ -3,8 +3,10 @@
 // of the same model can resume from any checkpoint: each rank reads the tensors its stage holds.
 //
 // Writing is collective with parallel HDF5 (MPI-IO): every rank creates every dataset, in one
-// order, then one rank per tensor writes it, independently. Reading needs no coordination: each
-// rank opens the file on its own, read-only, and reads its tensors.
+// order, then one rank per tensor writes it, independently, and records its checksum; finish()
+// gathers the checksums into the file. Reading needs no coordination: each rank opens the file
+// on its own, read-only, reads its tensors and checks each against its checksum. Where the files
+// go and how a checkpoint becomes visible only once complete: lib/checkpoint_files.hpp.
 #pragma once
 
 #include <hdf5.h>
@@ -13,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "lib/model_config.hpp"
 #include "lib/param_layout.hpp"
@@ -33,17 +36,22 @@ class CheckpointWriter {
   // Collective over `comm`: creates `path` (an InputError when it cannot) with the header, the
   // model's dimensions and a dataset for every tensor of the whole model in every group.
   CheckpointWriter(const std::string& path, const GptConfig& model, const CheckpointHeader& header, MPI_Comm comm);
-  ~CheckpointWriter();  // collective: closes the file
+  ~CheckpointWriter();  // closes what finish() did not (an error path)
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
   // Independent: one tensor's values, t.size floats on the host, into `group`.
   void write(CheckpointGroup group, const ParamTensor& t, const float* host);
+  // Collective: writes every tensor's checksum (each written by exactly one rank) and closes.
+  void finish();
 
  private:
+  MPI_Comm comm_;
   hid_t file_ = -1;
   // Open from creation to close: opening a dataset to write it would be collective.
   std::map<std::string, hid_t> datasets_;  // by "group/tensor"
+  std::map<std::string, size_t> index_;    // checksum slot by "group/tensor"
+  std::vector<uint64_t> checksums_;        // (3, tensors); 0 where another rank writes
 };
 
 class CheckpointReader {
@@ -56,14 +64,21 @@ class CheckpointReader {
   CheckpointReader& operator=(const CheckpointReader&) = delete;
 
   const CheckpointHeader& header() const { return header_; }
-  // One tensor's values into `host` (t.size floats); an InputError when it is missing or has
-  // another shape.
+  // One tensor's values into `host` (t.size floats); an InputError when it is missing, has
+  // another shape or does not match its checksum.
   void read(CheckpointGroup group, const ParamTensor& t, float* host);
 
  private:
+  void read_checksums(const GptConfig& model);
+
   std::string path_;
   hid_t file_ = -1;
   CheckpointHeader header_;
+  std::map<std::string, uint64_t> checksums_;  // by "group/tensor"
 };
+
+// Reads every tensor of `path` and checks it against its checksum: empty when the checkpoint is
+// complete and undamaged, else the reason (one line naming file and dataset).
+std::string verify_checkpoint(const std::string& path, const GptConfig& model);
 
 }  // namespace eth

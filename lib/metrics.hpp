@@ -11,7 +11,9 @@ namespace eth {
 
 class MetricsWriter {
  public:
-  explicit MetricsWriter(const std::string& path);
+  // Starts `path` afresh; a run resumed after `resumed_step` > 0 steps keeps the records of steps
+  // up to it (later ones were not checkpointed and run again) and appends.
+  explicit MetricsWriter(const std::string& path, int resumed_step = 0);
   void write(const nlohmann::json& record);
 
  private:

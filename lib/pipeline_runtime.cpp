@@ -266,6 +266,7 @@ void PipelineRuntime::save_checkpoint(const std::string& path, const CheckpointH
       writer.write(g, t, host.data());
     }
   }
+  writer.finish();
 }
 
 CheckpointHeader PipelineRuntime::load_checkpoint(const std::string& path) {

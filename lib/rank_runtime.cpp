@@ -38,7 +38,7 @@ class IdleRank final : public RankRuntime {
     gather_whole_model(whole_, owners_, rank_, [](const ParamTensor&, float*) {}, full);
   }
   void save_checkpoint(const std::string& path, const CheckpointHeader& header) override {
-    CheckpointWriter writer(path, model_, header, MPI_COMM_WORLD);  // collective; owns no tensor
+    CheckpointWriter(path, model_, header, MPI_COMM_WORLD).finish();  // collective; owns no tensor
   }
   CheckpointHeader load_checkpoint(const std::string& path) override { return CheckpointReader(path, model_).header(); }
   int collectives_per_step() const override { return 0; }

@@ -9,11 +9,13 @@
 #include <optional>
 
 #include "lib/checkpoint.hpp"
+#include "lib/checkpoint_files.hpp"
 #include "lib/input_error.hpp"
 #include "lib/metrics.hpp"
 #include "lib/model_config.hpp"
 #include "lib/parallel_context.hpp"
 #include "lib/pipeline_runtime.hpp"
+#include "lib/preemption.hpp"
 #include "lib/plan.hpp"
 #include "lib/strprintf.hpp"
 #include "lib/token_data.hpp"
@@ -21,6 +23,12 @@
 
 namespace eth {
 namespace {
+
+// Collective: if any rank failed, the lowest failing rank's message becomes every rank's error.
+void agree_on_errors(const std::string& error) {
+  const std::string agreed = agreed_error(error);
+  if (!agreed.empty()) throw AgreedError(agreed);
+}
 
 // Everything a job reads from files, loaded and checked before any communication.
 struct Job {
@@ -82,20 +90,40 @@ Job load_job(const TrainOptions& o, int world_size) {
   for (const std::string& p : o.val_shards) job.val.push_back(load_token_shard(p, job.model.vocab_size));
   if (o.checkpoint_every < 0)
     fail_input("--checkpoint-every", "value", "0 (no checkpoints) or a positive step count", std::to_string(o.checkpoint_every));
+  if (o.keep_checkpoints < 0)
+    fail_input("--keep-checkpoints", "value", "0 (keep all) or a positive count", std::to_string(o.keep_checkpoints));
   job.resume.seed = o.seed;
   if (!o.resume_path.empty()) {
     job.resume = CheckpointReader(o.resume_path, job.model).header();
     if (job.resume.step >= o.steps)
       fail_input("--steps", "value", strprintf("more than the %d steps %s has taken", job.resume.step, o.resume_path.c_str()),
                  std::to_string(o.steps));
+    // The sample stream, the learning-rate schedule and the data order are functions of the step
+    // and the global batch: another batch would skip or repeat samples. Refused, not guessed.
+    if (job.resume.global_batch != job.plan.global_batch)
+      fail_input(o.resume_path, "global_batch",
+                 strprintf("%d, the global batch of this run (--batch or the plan's global_batch): resume with the "
+                           "checkpoint's global batch",
+                           job.plan.global_batch),
+                 std::to_string(job.resume.global_batch));
   }
   return job;
 }
 
-// Collective: if any rank failed, the lowest failing rank's message becomes every rank's error.
-void agree_on_errors(const std::string& error) {
-  const std::string agreed = agreed_error(error);
-  if (!agreed.empty()) throw AgreedError(agreed);
+// `--resume latest`: rank 0 finds OUTPUT_DIR's newest undamaged checkpoint (saying which it
+// skipped) and every rank gets its path; any other value is kept. Collective.
+std::string resolve_resume(const TrainOptions& o, int rank, std::ostream& log) {
+  if (o.resume_path != "latest") return o.resume_path;
+  std::string path, error;
+  if (rank == 0) {
+    try {
+      path = resolve_latest_checkpoint(o.output_dir, load_model_config(o.model_path), log);
+    } catch (const InputError& e) {
+      error = e.what();
+    }
+  }
+  agree_on_errors(error);
+  return broadcast_text(path);
 }
 
 // Per-step timing of every rank, gathered on rank 0 for the log line and metrics.
@@ -135,40 +163,49 @@ void save_parameters(RankRuntime& runtime, const GptConfig& model, const std::st
   out.write(reinterpret_cast<const char*>(full.data()), static_cast<std::streamsize>(full.size() * sizeof(float)));
 }
 
-// Collective: OUTPUT_DIR/checkpoints/step_N.h5.
+// Collective: OUTPUT_DIR/checkpoints/step_N.h5, visible only once complete (checkpoint_files.hpp).
 void save_checkpoint(RankRuntime& runtime, const TrainOptions& o, const CheckpointHeader& header, int rank,
                      std::ostream& log) {
-  const std::string dir = o.output_dir + "/checkpoints";
-  const std::string path = strprintf("%s/step_%d.h5", dir.c_str(), header.step);
+  const CheckpointFiles files(o.output_dir);
   std::string error;
   try {
-    if (rank == 0) std::filesystem::create_directories(dir);
-  } catch (const std::filesystem::filesystem_error& e) {
-    error = strprintf("%s: checkpoint: expected a directory that can be created, got %s", dir.c_str(), e.what());
-  }
-  agree_on_errors(error);
-  try {
-    runtime.save_checkpoint(path, header);
+    if (rank == 0) files.create();
   } catch (const InputError& e) {
     error = e.what();
   }
   agree_on_errors(error);
-  if (rank == 0) log << "checkpoint " << path << '\n';
+  try {
+    runtime.save_checkpoint(files.writing_path(header.step), header);
+  } catch (const InputError& e) {
+    error = e.what();
+  }
+  agree_on_errors(error);
+  MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));  // every rank has closed the file
+  try {
+    if (rank == 0) files.publish(header.step, o.keep_checkpoints);
+  } catch (const InputError& e) {
+    error = e.what();
+  }
+  agree_on_errors(error);
+  if (rank == 0) log << "checkpoint " << files.complete_path(header.step) << '\n';
 }
 
 }  // namespace
 
-double train(const TrainOptions& o, kernels::Backend& backend, std::ostream& log) {
+double train(const TrainOptions& options, kernels::Backend& backend, std::ostream& log) {
   int rank = 0, world = 1;
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world));
+  install_preemption_handlers();
+  TrainOptions o = options;
+  o.resume_path = resolve_resume(options, rank, log);
   std::optional<Job> loaded;
   std::string error;
   try {
     loaded = load_job(o, world);
     if (rank == 0) {
       std::filesystem::create_directories(o.output_dir);
-      MetricsWriter probe(o.output_dir + "/metrics.jsonl");
+      MetricsWriter probe(o.output_dir + "/metrics.jsonl", loaded->resume.step);
     }
   } catch (const InputError& e) {
     error = e.what();
@@ -209,7 +246,7 @@ double train(const TrainOptions& o, kernels::Backend& backend, std::ostream& log
     agree_on_errors(error);
   }
   std::optional<MetricsWriter> metrics;
-  if (rank == 0) metrics.emplace(o.output_dir + "/metrics.jsonl");
+  if (rank == 0) metrics.emplace(o.output_dir + "/metrics.jsonl", job.resume.step);
   LrSchedule schedule = o.lr;
   schedule.total_steps = o.steps;
 
@@ -255,8 +292,15 @@ double train(const TrainOptions& o, kernels::Backend& backend, std::ostream& log
                       {"tokens_per_s", tokens_per_step / ms * 1e3}, {"pipelines", report.pipelines}, {"ranks", ranks}});
     }
     const bool last = step + 1 == o.steps;
-    if (o.checkpoint_every > 0 && (last || (step + 1) % o.checkpoint_every == 0))
+    const int signal = agreed_preemption_signal();
+    if ((o.checkpoint_every > 0 && (last || (step + 1) % o.checkpoint_every == 0)) || signal != 0)
       save_checkpoint(runtime, o, {step + 1, job.plan.global_batch, seed}, rank, log);
+    if (signal != 0) {
+      if (rank == 0)
+        log << strprintf("stopped by signal %d after step %d of %d: checkpoint written; continue with --resume latest\n",
+                         signal, step + 1, o.steps);
+      return loss;
+    }
     if (validate && (last || (o.eval_every > 0 && (step + 1) % o.eval_every == 0))) {
       const double val_loss = runtime.evaluate(val_data, o.eval_samples);
       if (rank == 0) {

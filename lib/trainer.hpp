@@ -40,13 +40,16 @@ struct TrainOptions {
   std::string trace_path;                // Chrome trace JSON, empty: none
   std::string save_params_path;          // whole model after the last step, raw float32
   int checkpoint_every = 0;              // HDF5 checkpoint every N steps and after the last; 0: none
-  std::string resume_path;               // continue from this checkpoint (any plan of the same model)
+  int keep_checkpoints = 0;              // the newest N complete checkpoints are kept; 0: all
+  std::string resume_path;               // continue from this checkpoint (any plan of the same model),
+                                         // "latest": OUTPUT_DIR's newest undamaged one
   int fail_at_step = -1;                 // fault injection for tests: this rank throws at this step
   int fail_rank = -1;
 };
 
 // Collective over MPI_COMM_WORLD. A user's mistake on any rank becomes an AgreedError on every
-// rank. Returns the last training loss.
+// rank. SIGUSR1 or SIGTERM (lib/preemption.hpp) ends it after the current step with a
+// checkpoint. Returns the last training loss.
 double train(const TrainOptions& options, kernels::Backend& backend, std::ostream& log);
 
 }  // namespace eth

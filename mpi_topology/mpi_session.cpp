@@ -40,12 +40,15 @@ std::string agreed_error(const std::string& mine) {
   int first_failed = mine.empty() ? INT32_MAX : rank;
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
   if (first_failed == INT32_MAX) return "";
-  int length = static_cast<int>(mine.size());
-  MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, first_failed, MPI_COMM_WORLD));
-  std::string message = mine;
-  message.resize(static_cast<size_t>(length));
-  MPI_CHECK(MPI_Bcast(message.data(), length, MPI_CHAR, first_failed, MPI_COMM_WORLD));
-  return message;
+  return broadcast_text(mine, first_failed);
+}
+
+std::string broadcast_text(std::string text, int root) {
+  int length = static_cast<int>(text.size());
+  MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, root, MPI_COMM_WORLD));
+  text.resize(static_cast<size_t>(length));
+  MPI_CHECK(MPI_Bcast(text.data(), length, MPI_CHAR, root, MPI_COMM_WORLD));
+  return text;
 }
 
 void MpiSession::share_cores_among_local_ranks() const {

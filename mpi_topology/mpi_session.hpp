@@ -18,6 +18,9 @@ void mpi_check(int code, const char* call, const char* file, int line);
 // rank together, with one message and no hang.
 std::string agreed_error(const std::string& mine);
 
+// Collective over MPI_COMM_WORLD: rank `root`'s `text` on every rank.
+std::string broadcast_text(std::string text, int root = 0);
+
 class MpiSession {
  public:
   MpiSession(int* argc, char*** argv);

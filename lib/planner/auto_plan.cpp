@@ -37,15 +37,6 @@ Plan plan_on_rank0(const AutoPlanRequest& r, const Topology& topology, std::ostr
   return plan;
 }
 
-// Rank 0's string on every rank.
-std::string broadcast_text(std::string text) {
-  int length = static_cast<int>(text.size());
-  MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD));
-  text.resize(static_cast<size_t>(length));
-  MPI_CHECK(MPI_Bcast(text.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD));
-  return text;
-}
-
 }  // namespace
 
 PlannedJob plan_this_job(const AutoPlanRequest& request, std::ostream& log) {

@@ -1,0 +1,47 @@
+// Where checkpoints live and how one becomes visible only once complete (docs/formats.md,
+// "Checkpoint files"). In OUTPUT_DIR/checkpoints:
+//   step_N.h5.tmp   being written by every rank (lib/checkpoint.hpp)
+//   step_N.h5       complete: renamed from .tmp by rank 0 after every rank finished and the file
+//                   reached the disk, so a crash mid-write never damages a complete checkpoint
+//   latest          one line, the file name of the newest complete checkpoint, replaced last
+//                   (written beside and renamed over, so it is never half-written)
+// The oldest complete checkpoints beyond `keep` are deleted after each publication.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "lib/model_config.hpp"
+
+namespace eth {
+
+class CheckpointFiles {
+ public:
+  explicit CheckpointFiles(const std::string& output_dir);
+
+  const std::string& dir() const { return dir_; }
+  std::string complete_path(int step) const;   // DIR/step_N.h5
+  std::string writing_path(int step) const;    // DIR/step_N.h5.tmp
+  std::string latest_pointer() const;          // DIR/latest
+
+  // Creates the directory; an InputError naming it when it cannot.
+  void create() const;
+  // Rank 0, after every rank finished writing writing_path(step): flushes it to disk, renames it
+  // to complete_path(step), points `latest` at it and deletes the oldest complete checkpoints
+  // beyond `keep` (0: keep all). An InputError naming the file when a step fails.
+  void publish(int step, int keep) const;
+  // The complete checkpoints' steps, newest first.
+  std::vector<int> complete_steps() const;
+
+ private:
+  std::string dir_;
+};
+
+// `--resume latest`: the newest checkpoint of OUTPUT_DIR that verifies (every dataset against
+// its checksum), trying `latest`'s target first, then every other complete one, newest first.
+// Each damaged one is named on `log` with its reason and the fallback. An InputError when there
+// is none.
+std::string resolve_latest_checkpoint(const std::string& output_dir, const GptConfig& model, std::ostream& log);
+
+}  // namespace eth
