@@ -100,7 +100,10 @@ Job load_job(const TrainOptions& o, int world_size) {
                  std::to_string(o.steps));
     // The sample stream, the learning-rate schedule and the data order are functions of the step
     // and the global batch: another batch would skip or repeat samples. Refused, not guessed.
-    if (job.resume.global_batch != job.plan.global_batch)
+    // A step-0 checkpoint (eth_convert --import-llmc) is only a starting point: any batch and
+    // this run's seed.
+    if (job.resume.step == 0) job.resume.seed = o.seed;
+    if (job.resume.step > 0 && job.resume.global_batch != job.plan.global_batch)
       fail_input(o.resume_path, "global_batch",
                  strprintf("%d, the global batch of this run (--batch or the plan's global_batch): resume with the "
                            "checkpoint's global batch",
