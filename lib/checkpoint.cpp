@@ -20,6 +20,23 @@ T h5_check(T result, const char* call, const char* file, int line) {
   return result;
 }
 
+// An HDF5 identifier closed when it goes out of scope, so that a call that fails on a damaged
+// file (and throws) leaves nothing open: dataspaces and datatypes are not closed with the file.
+class H5Object {
+ public:
+  H5Object(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  ~H5Object() {
+    if (id_ >= 0) close_(id_);
+  }
+  H5Object(const H5Object&) = delete;
+  H5Object& operator=(const H5Object&) = delete;
+  operator hid_t() const { return id_; }
+
+ private:
+  hid_t id_;
+  herr_t (*close_)(hid_t);
+};
+
 constexpr char kFormat[] = "eth-checkpoint";
 constexpr int kVersion = 2;           // 2: a "checksums" dataset (3, tensors) of uint64
 constexpr int kOldestReadable = 1;    // 1: no checksums, nothing verified
@@ -57,24 +74,31 @@ template <typename T>
 T read_attribute(hid_t file, const std::string& path, const char* name, hid_t type) {
   if (H5Aexists(file, name) <= 0) fail_input(path, name, "an attribute of an ETH checkpoint", "none");
   T value{};
-  const hid_t attr = H5_CHECK(H5Aopen(file, name, H5P_DEFAULT));
-  const herr_t read = H5Aread(attr, type, &value);
-  H5_CHECK(H5Aclose(attr));
-  if (read < 0) fail_input(path, name, "a scalar attribute", "another kind");
+  const H5Object attr(H5_CHECK(H5Aopen(file, name, H5P_DEFAULT)), H5Aclose);
+  const H5Object space(H5_CHECK(H5Aget_space(attr)), H5Sclose);
+  if (H5Sget_simple_extent_npoints(space) != 1 || H5Aread(attr, type, &value) < 0)
+    fail_input(path, name, "a scalar attribute", "another kind");
   return value;
 }
 
 std::string read_string_attribute(hid_t file, const std::string& path, const char* name) {
   if (H5Aexists(file, name) <= 0) fail_input(path, name, "an attribute of an ETH checkpoint", "none");
-  const hid_t attr = H5_CHECK(H5Aopen(file, name, H5P_DEFAULT));
-  const hid_t type = H5_CHECK(H5Aget_type(attr));
-  const bool is_string = H5Tget_class(type) == H5T_STRING && H5Tis_variable_str(type) == 0;
+  const H5Object attr(H5_CHECK(H5Aopen(file, name, H5P_DEFAULT)), H5Aclose);
+  const H5Object type(H5_CHECK(H5Aget_type(attr)), H5Tclose);
+  const H5Object space(H5_CHECK(H5Aget_space(attr)), H5Sclose);
+  const bool is_string = H5Tget_class(type) == H5T_STRING && H5Tis_variable_str(type) == 0 &&
+                         H5Sget_simple_extent_npoints(space) == 1;
   std::string value(is_string ? H5Tget_size(type) : 0, '\0');
-  const herr_t read = is_string ? H5Aread(attr, type, value.data()) : -1;
-  H5_CHECK(H5Tclose(type));
-  H5_CHECK(H5Aclose(attr));
-  if (read < 0) fail_input(path, name, "a fixed-length string attribute", "another kind");
+  if (!is_string || H5Aread(attr, type, value.data()) < 0)
+    fail_input(path, name, "a fixed-length string attribute", "another kind");
   return value.substr(0, value.find('\0'));
+}
+
+// Whether a dataset's stored type is of `type_class` and `bytes` wide: checked before reading, so
+// that a damaged type does not make HDF5 convert through a buffer of its claimed size.
+bool stored_as(hid_t set, H5T_class_t type_class, size_t bytes) {
+  const H5Object type(H5Dget_type(set), H5Tclose);
+  return type >= 0 && H5Tget_class(type) == type_class && H5Tget_size(type) == bytes;
 }
 
 std::string dataset_path(CheckpointGroup group, const std::string& tensor) {
@@ -160,7 +184,12 @@ CheckpointReader::CheckpointReader(const std::string& path, const GptConfig& mod
   silence_hdf5();
   if (H5Fis_hdf5(path.c_str()) <= 0)
     fail_input(path, "checkpoint", "an HDF5 file written by eth_train --checkpoint-every", "a missing or non-HDF5 file");
-  file_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  // Closing the file closes whatever is still open in it: a damaged file can fail a call between
+  // opening an object and closing it, and that object must not outlive the reader.
+  const hid_t access = H5_CHECK(H5Pcreate(H5P_FILE_ACCESS));
+  H5_CHECK(H5Pset_fclose_degree(access, H5F_CLOSE_STRONG));
+  file_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, access);
+  H5_CHECK(H5Pclose(access));
   if (file_ < 0) fail_input(path, "checkpoint", "an HDF5 file that opens", "one that cannot be opened (truncated?)");
   try {
     const std::string format = read_string_attribute(file_, path, "format");
@@ -186,14 +215,12 @@ CheckpointReader::CheckpointReader(const std::string& path, const GptConfig& mod
 void CheckpointReader::read_checksums(const GptConfig& model) {
   const std::vector<std::string> names = dataset_names(model);
   std::vector<uint64_t> values(names.size());
-  const hid_t set = H5Lexists(file_, kChecksums, H5P_DEFAULT) > 0 ? H5Dopen2(file_, kChecksums, H5P_DEFAULT) : -1;
+  const H5Object set(H5Lexists(file_, kChecksums, H5P_DEFAULT) > 0 ? H5Dopen2(file_, kChecksums, H5P_DEFAULT) : -1, H5Dclose);
   if (set < 0) fail_input(path_, kChecksums, "a dataset of every tensor's checksum", "none");
-  const hid_t space = H5_CHECK(H5Dget_space(set));
-  const bool right_size = H5Sget_simple_extent_npoints(space) == static_cast<hssize_t>(values.size());
-  H5_CHECK(H5Sclose(space));
-  const herr_t read = right_size ? H5Dread(set, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) : -1;
-  H5_CHECK(H5Dclose(set));
-  if (read < 0) fail_input(path_, kChecksums, strprintf("%zu uint64 values", values.size()), "another size or type");
+  const H5Object space(H5_CHECK(H5Dget_space(set)), H5Sclose);
+  if (!stored_as(set, H5T_INTEGER, sizeof(uint64_t)) || H5Sget_simple_extent_npoints(space) != static_cast<hssize_t>(values.size()) ||
+      H5Dread(set, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
+    fail_input(path_, kChecksums, strprintf("%zu uint64 values", values.size()), "another size or type");
   for (size_t i = 0; i < names.size(); i++) checksums_[names[i]] = values[i];
 }
 
@@ -205,14 +232,16 @@ void CheckpointReader::read(CheckpointGroup group, const ParamTensor& t, float* 
   const std::string name = dataset_path(group, t.name);
   if (H5Lexists(file_, group_path(group), H5P_DEFAULT) <= 0 || H5Lexists(file_, name.c_str(), H5P_DEFAULT) <= 0)
     fail_input(path_, name, "a dataset of every tensor of the model", "none");
-  const hid_t set = H5_CHECK(H5Dopen2(file_, name.c_str(), H5P_DEFAULT));
-  const hid_t space = H5_CHECK(H5Dget_space(set));
-  std::vector<hsize_t> dims(static_cast<size_t>(H5_CHECK(H5Sget_simple_extent_ndims(space))));
-  H5_CHECK(H5Sget_simple_extent_dims(space, dims.data(), nullptr));
-  H5_CHECK(H5Sclose(space));
+  const H5Object set(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), H5Dclose);
+  if (set < 0) fail_input(path_, name, "a dataset that opens", "one that cannot be opened");
+  const H5Object space(H5_CHECK(H5Dget_space(set)), H5Sclose);
+  const int rank = H5Sget_simple_extent_ndims(space);
+  std::vector<hsize_t> dims(static_cast<size_t>(std::max(rank, 0)));
+  if (rank < 0 || H5Sget_simple_extent_dims(space, dims.data(), nullptr) < 0)
+    fail_input(path_, name, "a dataset with a readable shape", "one without");
   const bool same_shape = std::equal(dims.begin(), dims.end(), t.shape.begin(), t.shape.end());
+  if (!stored_as(set, H5T_FLOAT, sizeof(float))) fail_input(path_, name, "float32 values", "another type");
   const herr_t read = same_shape ? H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, host) : 0;
-  H5_CHECK(H5Dclose(set));
   if (!same_shape) {
     std::string want, got;
     for (size_t d : t.shape) want += strprintf("%s%zu", want.empty() ? "" : " x ", d);

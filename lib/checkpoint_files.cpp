@@ -8,9 +8,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
+#include <vector>
 
 #include "lib/checkpoint.hpp"
+#include "lib/checksum.hpp"
 #include "lib/input_error.hpp"
 #include "lib/strprintf.hpp"
 
@@ -35,6 +38,34 @@ void rename_over(const std::string& from, const std::string& to) {
   if (ec) fail_input(from, "checkpoint", "a file that can be renamed to " + to, ec.message());
 }
 
+// `text` into `path` so that a reader sees the old content or all of the new: written beside,
+// flushed, renamed over.
+void replace_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    if (!out.flush()) fail_input(tmp, "checkpoint", "a writable file", "one that cannot be written");
+  }
+  flush_to_disk(tmp);
+  rename_over(tmp, path);
+}
+
+// The checksum of a whole file, 1 MiB at a time; nothing when it cannot be read.
+std::optional<uint64_t> file_checksum(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::vector<char> chunk(1 << 20);
+  uint64_t sum = 0;
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    sum = checksum64(&sum, sizeof sum) ^ checksum64(chunk.data(), static_cast<size_t>(in.gcount()));
+  }
+  return sum;
+}
+
+std::string seal_path(const std::string& path) { return path + ".checksum"; }
+
 }  // namespace
 
 CheckpointFiles::CheckpointFiles(const std::string& output_dir) : dir_(output_dir + "/checkpoints") {}
@@ -51,21 +82,18 @@ void CheckpointFiles::create() const {
 
 void CheckpointFiles::publish(int step, int keep) const {
   flush_to_disk(writing_path(step));
+  const std::optional<uint64_t> sum = file_checksum(writing_path(step));
+  if (!sum) fail_input(writing_path(step), "checkpoint", "a readable file", "one that cannot be read");
+  replace_file(seal_path(complete_path(step)), strprintf("%016llx\n", static_cast<unsigned long long>(*sum)));
   rename_over(writing_path(step), complete_path(step));
-  const std::string pointer_tmp = latest_pointer() + ".tmp";
-  {
-    std::ofstream out(pointer_tmp, std::ios::trunc);
-    out << fs::path(complete_path(step)).filename().string() << '\n';
-    if (!out.flush()) fail_input(pointer_tmp, "checkpoint", "a writable file", "one that cannot be written");
-  }
-  flush_to_disk(pointer_tmp);
-  rename_over(pointer_tmp, latest_pointer());
+  replace_file(latest_pointer(), fs::path(complete_path(step)).filename().string() + "\n");
   flush_to_disk(dir_);
   if (keep <= 0) return;
   const std::vector<int> steps = complete_steps();
   for (size_t i = static_cast<size_t>(keep); i < steps.size(); i++) {
-    std::error_code ec;
-    fs::remove(complete_path(steps[i]), ec);  // a leftover file costs disk, not correctness
+    std::error_code ec;  // a leftover file costs disk, not correctness
+    fs::remove(complete_path(steps[i]), ec);
+    fs::remove(seal_path(complete_path(steps[i])), ec);
   }
 }
 
@@ -82,6 +110,27 @@ std::vector<int> CheckpointFiles::complete_steps() const {
   return steps;
 }
 
+void seal_checkpoint(const std::string& path) {
+  flush_to_disk(path);
+  const std::optional<uint64_t> sum = file_checksum(path);
+  if (!sum) fail_input(path, "checkpoint", "a readable file", "one that cannot be read");
+  replace_file(seal_path(path), strprintf("%016llx\n", static_cast<unsigned long long>(*sum)));
+}
+
+std::string verify_sealed_checkpoint(const std::string& path, const GptConfig& model) {
+  const std::optional<uint64_t> sum = fs::is_regular_file(path) ? file_checksum(path) : std::nullopt;
+  if (!sum) return path + ": checkpoint: expected a checkpoint file written by eth_train, got a missing or unreadable file";
+  std::ifstream seal(seal_path(path));
+  unsigned long long expected = 0;
+  if (!(seal >> std::hex >> expected))
+    return strprintf("%s: checksum: expected %s beside it (eth_train and eth_convert write one with every checkpoint), "
+                     "got none", path.c_str(), seal_path(path).c_str());
+  if (*sum != expected)
+    return strprintf("%s: checksum: expected the file %s records, got a file that differs (damaged or truncated)",
+                     path.c_str(), seal_path(path).c_str());
+  return verify_checkpoint(path, model);
+}
+
 std::string resolve_latest_checkpoint(const std::string& output_dir, const GptConfig& model, std::ostream& log) {
   const CheckpointFiles files(output_dir);
   std::vector<std::string> candidates;
@@ -94,7 +143,7 @@ std::string resolve_latest_checkpoint(const std::string& output_dir, const GptCo
   if (candidates.empty())
     fail_input("--resume", "latest", "a complete checkpoint in " + files.dir() + " (written by --checkpoint-every)", "none");
   for (size_t i = 0; i < candidates.size(); i++) {
-    const std::string damage = verify_checkpoint(candidates[i], model);
+    const std::string damage = verify_sealed_checkpoint(candidates[i], model);
     if (damage.empty()) return candidates[i];
     log << "eth_train: checkpoint " << candidates[i] << " is damaged: " << damage
         << (i + 1 < candidates.size() ? "; trying " + candidates[i + 1] : std::string()) << '\n';

@@ -3,6 +3,9 @@
 //   step_N.h5.tmp   being written by every rank (lib/checkpoint.hpp)
 //   step_N.h5       complete: renamed from .tmp by rank 0 after every rank finished and the file
 //                   reached the disk, so a crash mid-write never damages a complete checkpoint
+//   step_N.h5.checksum  the whole file's checksum (hex), written before the rename: a file is
+//                   handed to HDF5 only once it matches, because HDF5 itself can crash on a
+//                   damaged file (fuzzing found a heap overflow in libhdf5 1.10.8's H5Aexists)
 //   latest          one line, the file name of the newest complete checkpoint, replaced last
 //                   (written beside and renamed over, so it is never half-written)
 // The oldest complete checkpoints beyond `keep` are deleted after each publication.
@@ -38,10 +41,16 @@ class CheckpointFiles {
   std::string dir_;
 };
 
-// `--resume latest`: the newest checkpoint of OUTPUT_DIR that verifies (every dataset against
-// its checksum), trying `latest`'s target first, then every other complete one, newest first.
-// Each damaged one is named on `log` with its reason and the fallback. An InputError when there
-// is none.
+// Writes PATH.checksum for the file at PATH (flushed to disk, replaced by rename).
+void seal_checkpoint(const std::string& path);
+
+// Empty when PATH matches PATH.checksum and then every dataset matches its own checksum, else
+// the reason (one line naming the file). Only a file that matches its seal reaches HDF5.
+std::string verify_sealed_checkpoint(const std::string& path, const GptConfig& model);
+
+// `--resume latest`: the newest checkpoint of OUTPUT_DIR that verifies, trying `latest`'s target
+// first, then every other complete one, newest first. Each damaged one is named on `log` with
+// its reason and the fallback. An InputError when there is none.
 std::string resolve_latest_checkpoint(const std::string& output_dir, const GptConfig& model, std::ostream& log);
 
 }  // namespace eth

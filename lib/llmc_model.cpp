@@ -5,6 +5,7 @@
 #include <map>
 
 #include "lib/checkpoint.hpp"
+#include "lib/checkpoint_files.hpp"
 #include "lib/input_error.hpp"
 #include "lib/param_layout.hpp"
 #include "lib/strprintf.hpp"
@@ -94,6 +95,7 @@ void import_llmc_model(const std::string& llmc_path, const GptConfig& model, con
       writer.write(CheckpointGroup::adam_v, t, zeros.data());
     }
   writer.finish();
+  if (rank == 0) seal_checkpoint(checkpoint_path);
 }
 
 void export_llmc_model(const std::string& checkpoint_path, const GptConfig& model, const std::string& llmc_path) {

@@ -100,7 +100,8 @@ class Stage {
 
   GptConfig config_;
   ParamLayout layout_;
-  int B_, T_, slots_;
+  int B_, T_;
+  [[maybe_unused]] int slots_;  // checked by assertions only
   kernels::Backend& backend_;
 
   // One slot: the stage input (B, T, C) (encoded on the first stage), the stacked LayerActs of

@@ -113,14 +113,17 @@ Job load_job(const TrainOptions& o, int world_size) {
   return job;
 }
 
-// `--resume latest`: rank 0 finds OUTPUT_DIR's newest undamaged checkpoint (saying which it
-// skipped) and every rank gets its path; any other value is kept. Collective.
+// The checkpoint to resume from, checked by rank 0 before any rank opens it (its seal, then every
+// dataset: HDF5 itself may crash on a damaged file). `--resume latest`: OUTPUT_DIR's newest
+// undamaged checkpoint, naming those it skipped. Collective; "" without --resume.
 std::string resolve_resume(const TrainOptions& o, int rank, std::ostream& log) {
-  if (o.resume_path != "latest") return o.resume_path;
-  std::string path, error;
+  if (o.resume_path.empty()) return "";
+  std::string path = o.resume_path, error;
   if (rank == 0) {
     try {
-      path = resolve_latest_checkpoint(o.output_dir, load_model_config(o.model_path), log);
+      const GptConfig model = load_model_config(o.model_path);
+      if (path == "latest") path = resolve_latest_checkpoint(o.output_dir, model, log);
+      else error = verify_sealed_checkpoint(path, model);
     } catch (const InputError& e) {
       error = e.what();
     }

@@ -12,6 +12,7 @@ packages=(
   libboost-program-options-dev libyaml-cpp-dev nlohmann-json3-dev
   libopenblas-openmp-dev              # OpenBLAS on OpenMP's thread pool, not its own pthreads
   libgtest-dev
+  clang libclang-rt-14-dev libomp-14-dev   # scripts/fuzz.sh: libFuzzer and the sanitizer runtimes
   slurm-wlm munge                     # the one-machine Slurm cluster of the Slurm tests
   python3-torch python3-numpy python3-h5py python3-yaml   # the oracle and test scripts, for /usr/bin/python3
 )

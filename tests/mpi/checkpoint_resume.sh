@@ -55,7 +55,7 @@ train() { timeout 120 mpirun -np 1 "$build/app/eth_train" --train-data "$work/da
   --micro-batch 5 --output-dir "$work/bad" "$@"; }
 expect_one_error eth_train "a checkpoint of another model" "$checkpoint" "num_layers" -- \
   train --model "$src/inputs/models/tiny.yaml" --steps 6 --resume "$checkpoint"
-expect_one_error eth_train "not an HDF5 file" "$work/data.bin: checkpoint" -- \
+expect_one_error eth_train "not a checkpoint (no seal beside it)" "$work/data.bin: checksum" -- \
   train --model "$model" --steps 6 --resume "$work/data.bin"
 expect_one_error eth_train "a missing file" "$work/absent.h5: checkpoint" -- \
   train --model "$model" --steps 6 --resume "$work/absent.h5"
