@@ -13,6 +13,7 @@ packages=(
   libopenblas-openmp-dev              # OpenBLAS on OpenMP's thread pool, not its own pthreads
   libgtest-dev
   slurm-wlm munge                     # the one-machine Slurm cluster of the Slurm tests
+  iproute2                            # network namespaces and tc: the emulated cluster (scripts/cluster)
   python3-torch python3-numpy python3-h5py python3-yaml   # the oracle and test scripts, for /usr/bin/python3
 )
 
