@@ -17,6 +17,8 @@ import subprocess
 
 import yaml
 
+from plan_blocks import plan_blocks
+
 ap = argparse.ArgumentParser()
 for a in ("--runs", "--plan", "--model", "--out", "--train-bin-note"):
     ap.add_argument(a, required=True)
@@ -26,36 +28,12 @@ args = ap.parse_args()
 
 plan = yaml.safe_load(open(args.plan))
 model = yaml.safe_load(open(args.model))
-L, C = model["num_layers"], model["channels"]
 world = sum(len(s["ranks"]) for p in plan["pipelines"] for s in p["stages"])
 
 
-# --- blocks and collectives, as lib/grad_blocks.cpp (units: 0 = wpe, 1..L = layers, L+1 = lnf)
-def stage_units(layers):
-    b, e = layers
-    return (0 if b == 0 else b + 1, L + 2 if e == L else e + 1)
-
-
-def unit_params(u):
-    if u == 0:
-        return model["max_seq_len"] * C              # wpe
-    if u == L + 1:
-        return 2 * C                                 # final layernorm
-    return 12 * C * C + 13 * C                       # one transformer layer
-
-
-cuts = {0, L + 2}
-for p in plan["pipelines"]:
-    for s in p["stages"]:
-        cuts.add(stage_units(s["layers"])[0])
-cuts = sorted(cuts)
-blocks = []
-for b, e in zip(cuts, cuts[1:]):
-    owners = sorted(r for p in plan["pipelines"] for s in p["stages"]
-                    for r in s["ranks"] if stage_units(s["layers"])[0] <= b < stage_units(s["layers"])[1])
-    blocks.append({"units": [b, e], "owners": owners, "params": sum(unit_params(u) for u in range(b, e))})
-tied = sorted({r for p in plan["pipelines"] for s in (p["stages"][0], p["stages"][-1]) for r in s["ranks"]})
-tied_params = model["padded_vocab_size"] * C
+# --- blocks and collectives, as lib/grad_blocks.cpp
+blocks, tied_group = plan_blocks(plan, model)
+tied, tied_params = tied_group["owners"], tied_group["params"]
 
 # Per rank, as GradSync::collectives_per_step: one per block (block mode) or one per unit of the
 # block (per-layer mode) that the rank holds, if the group has more than one member; plus wte.

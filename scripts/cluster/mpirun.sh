@@ -4,9 +4,9 @@
 # to the cluster's network, so ranks of one node use shared memory (vader) and ranks of
 # different nodes real TCP through the rated NICs.
 #   mpirun.sh NAME [--topology FILE] MPIRUN_ARGS...
-# Ranks fill node 0 first, then node 1, ... (rank r is the r-th device, as topologies say). By
-# default each node takes the cluster's ranks per node; with --topology, declared node i runs on
-# emulated node i with as many ranks as it declares (the random-plan test varies node sizes).
+# Ranks fill node 0 first, then node 1, ... (rank r is the r-th device, as topologies say):
+# declared node i of the cluster's topology.yaml, or of --topology FILE, runs on emulated node i
+# with as many ranks as it declares (the random-plan test varies node sizes).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/cluster_env.sh"
@@ -16,14 +16,12 @@ dir=$(cluster_dir "$name")
 [ -f "$dir/hosts" ] || { echo "mpirun.sh: no cluster $name (scripts/cluster/up.sh)" >&2; exit 1; }
 
 mapfile -t hosts < "$dir/hosts"
+topology=$dir/topology.yaml
 if [ "${1:-}" = "--topology" ]; then
-  mapfile -t sizes < <(/usr/bin/python3 "$here/node_sizes.py" "$2")
+  topology=$2
   shift 2
-else
-  rpn=$(/usr/bin/python3 "$here/node_sizes.py" "$dir/topology.yaml" | head -n 1)
-  sizes=()
-  for _ in "${hosts[@]}"; do sizes+=("$rpn"); done
 fi
+mapfile -t sizes < <(/usr/bin/python3 "$here/node_sizes.py" "$topology")
 [ "${#sizes[@]}" -le "${#hosts[@]}" ] || { echo "mpirun.sh: ${#sizes[@]} nodes declared, cluster $name has ${#hosts[@]}" >&2; exit 1; }
 hostlist=""
 for i in "${!sizes[@]}"; do hostlist+="${hostlist:+,}${hosts[$i]}:${sizes[$i]}"; done
