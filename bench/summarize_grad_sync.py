@@ -7,17 +7,15 @@ other owners of a block to reach it). Per mode: the median over runs of each run
 Collectives: derived from the plan's gradient blocks exactly as lib/grad_blocks.cpp and
 lib/grad_sync.cpp do, and checked against the count eth_train prints for rank 0."""
 import argparse
-import datetime
 import json
 import os
-import platform
 import re
 import statistics
-import subprocess
 
 import yaml
 
 from plan_blocks import plan_blocks
+from provenance import provenance
 
 ap = argparse.ArgumentParser()
 for a in ("--runs", "--plan", "--model", "--out", "--train-bin-note"):
@@ -82,11 +80,7 @@ for line in open(args.runs):
 
 out = {
     "benchmark": "gradient synchronisation, block-wise vs per-layer",
-    "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-    "git_commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip(),
-    "git_dirty": bool(subprocess.run(["git", "status", "--porcelain", "--", "lib", "app", "kernels", "mpi_topology"],
-                                     capture_output=True, text=True).stdout.strip()),
-    "host": {"cpus": os.cpu_count(), "machine": platform.machine(), "loadavg_at_end": os.getloadavg()},
+    **provenance(),
     "setup": {"ranks": world, "model": args.model, "model_config": model, "plan": args.plan, "plan_config": plan,
               "steps_per_run": args.steps, "warmup_steps_discarded": 1, "seq_len": args.seq_len,
               "train_data": args.train_bin_note, "threads_per_rank": 1,

@@ -13,16 +13,14 @@ bytes with 2 (k - 1) / k * S through each of those nodes' NICs (ring among node 
 bound is the busiest node's bytes over the NIC rate. Flat mode sums the whole model over all
 nodes; block and per-layer modes sum each block (and the tied embedding) over its owners' nodes."""
 import argparse
-import datetime
 import json
 import os
-import platform
 import statistics
-import subprocess
 
 import yaml
 
 from plan_blocks import model_params, plan_blocks
+from provenance import provenance
 
 ap = argparse.ArgumentParser()
 for a in ("--runs", "--plan", "--model", "--out", "--command"):
@@ -103,11 +101,7 @@ for rate in dict.fromkeys(r["rate"] for r in runs):
 
 out = {
     "benchmark": "gradient synchronisation across an emulated cluster: block-wise vs per-layer vs flat",
-    "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-    "git_commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip(),
-    "git_dirty": bool(subprocess.run(["git", "status", "--porcelain", "--", "lib", "app", "kernels", "mpi_topology"],
-                                     capture_output=True, text=True).stdout.strip()),
-    "host": {"cpus": os.cpu_count(), "machine": platform.machine(), "loadavg_at_end": os.getloadavg()},
+    **provenance(),
     "setup": {"nodes": args.nodes, "ranks_per_node": args.ranks_per_node, "model": args.model, "model_config": model,
               "plan": args.plan, "plan_config": plan, "steps_per_run": args.steps, "warmup_steps_discarded": 1,
               "seq_len": args.seq_len, "threads_per_rank": 1, "command": args.command},
