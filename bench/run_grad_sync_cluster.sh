@@ -7,6 +7,7 @@
 #
 #   bench/run_grad_sync_cluster.sh              # defaults below
 #   RATES="1gbit" REPEATS=2 bench/run_grad_sync_cluster.sh
+#   MODEL=inputs/models/demo.yaml PLAN=bench/plans/demo-8-data-parallel.yaml OUT=... bench/run_grad_sync_cluster.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,7 +15,6 @@ RATES=${RATES:-"1gbit 10gbit"}
 REPEATS=${REPEATS:-3}        # runs per mode and rate, the order of modes rotating
 STEPS=${STEPS:-5}            # steps per run; the first is warm-up and discarded
 SEQ_LEN=${SEQ_LEN:-64}
-VOCAB=${VOCAB:-4096}         # must match the model's vocab_size
 MODEL=${MODEL:-inputs/models/bench-12l.yaml}
 PLAN=${PLAN:-bench/plans/grad-sync-3pipe-8.yaml}
 MODES=${MODES:-"block per-layer flat"}
@@ -32,7 +32,13 @@ name="ethb$$"
 trap 'bash scripts/cluster/down.sh "$name"; rm -rf "$tmp"' EXIT
 # A private copy: the build folder may be relinked by someone else while this runs.
 cp "$BUILD/app/eth_train" "$tmp/eth_train"
-python3 bench/make_small_vocab_shard.py inputs/data/kjv_train.bin "$tmp/train.bin" "$VOCAB"
+# The KJV shard holds GPT-2 ids: remapped to a smaller vocabulary when the model has one.
+vocab=$(python3 -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))['vocab_size'])" "$MODEL")
+if [ "$vocab" -lt 50257 ]; then
+  python3 bench/make_small_vocab_shard.py inputs/data/kjv_train.bin "$tmp/train.bin" "$vocab"
+else
+  cp inputs/data/kjv_train.bin "$tmp/train.bin"
+fi
 
 # nic_bytes: "sent received" bytes of each node's NIC, one node per line (the tbf counters on the
 # node's end and on the head's end of its veth).
