@@ -12,11 +12,18 @@ cluster_can_run() {
   if ! command -v ip > /dev/null || ! command -v tc > /dev/null; then
     echo "SKIP: emulated cluster needs ip and tc (Debian package iproute2)"; return 1
   fi
-  local probe="eth-probe-$$"
+  local probe="eth-probe-$$" why=""
   if ! ip netns add "$probe" 2> /dev/null; then
     echo "SKIP: cannot create network namespaces here (ip netns add failed)"; return 1
   fi
+  # The kernel must also offer veth pairs and the tbf qdisc (modules a container may lack).
+  if ! ip -n "$probe" link add p0 type veth peer name p1 2> /dev/null; then
+    why="no veth pairs (ip link add type veth failed)"
+  elif ! ip netns exec "$probe" tc qdisc add dev p0 root tbf rate 1gbit burst 256kb latency 100ms 2> /dev/null; then
+    why="no tbf qdisc (tc qdisc add tbf failed)"
+  fi
   ip netns delete "$probe"
+  [ -z "$why" ] || { echo "SKIP: emulated cluster needs $why"; return 1; }
 }
 
 # A tc rate (100mbit, 1gbit, 10gbit) in GB/s, for topology YAML.
