@@ -36,7 +36,7 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o, eth::planner::Au
       ("warmup", po::value(&o.lr.warmup_steps)->default_value(o.lr.warmup_steps), "linear warm-up steps")
       ("weight-decay", po::value(&o.adamw.weight_decay)->default_value(o.adamw.weight_decay), "AdamW weight decay (matrices only)")
       ("grad-clip", po::value(&o.adamw.max_grad_norm)->default_value(o.adamw.max_grad_norm), "global gradient-norm clip, <= 0 disables")
-      ("grad-sync", po::value(&grad_sync)->default_value(grad_sync), "block (block-wise) or per-layer (the baseline)")
+      ("grad-sync", po::value(&grad_sync)->default_value(grad_sync), "block (block-wise), per-layer or flat (the baselines)")
       ("seed", po::value(&o.seed)->default_value(o.seed), "seed of parameters and data order")
       ("eval-every", po::value(&o.eval_every)->default_value(o.eval_every), "validation every N steps (0: at the end only)")
       ("eval-samples", po::value(&o.eval_samples)->default_value(o.eval_samples), "validation windows per evaluation")
@@ -58,9 +58,11 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o, eth::planner::Au
   } catch (const eth::InputError& e) {
     throw eth::AgreedError(e.what());  // every rank parsed the same command line
   }
-  if (grad_sync != "block" && grad_sync != "per-layer")
-    throw eth::AgreedError("--grad-sync: value: expected block or per-layer, got " + grad_sync);
-  o.grad_sync = grad_sync == "block" ? eth::GradSyncMode::block : eth::GradSyncMode::per_layer;
+  if (grad_sync != "block" && grad_sync != "per-layer" && grad_sync != "flat")
+    throw eth::AgreedError("--grad-sync: value: expected block, per-layer or flat, got " + grad_sync);
+  o.grad_sync = grad_sync == "block"       ? eth::GradSyncMode::block
+                : grad_sync == "per-layer" ? eth::GradSyncMode::per_layer
+                                           : eth::GradSyncMode::flat;
   if (!fail_at.empty() && std::sscanf(fail_at.c_str(), "%d:%d", &o.fail_at_step, &o.fail_rank) != 2)
     throw eth::AgreedError("--fail-at: value: expected STEP:RANK, got " + fail_at);
   o.fail_at_step--;  // 1-based on the command line, as in the log

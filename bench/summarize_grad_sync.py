@@ -7,15 +7,15 @@ other owners of a block to reach it). Per mode: the median over runs of each run
 Collectives: derived from the plan's gradient blocks exactly as lib/grad_blocks.cpp and
 lib/grad_sync.cpp do, and checked against the count eth_train prints for rank 0."""
 import argparse
-import datetime
 import json
 import os
-import platform
 import re
 import statistics
-import subprocess
 
 import yaml
+
+from plan_blocks import plan_blocks
+from provenance import provenance
 
 ap = argparse.ArgumentParser()
 for a in ("--runs", "--plan", "--model", "--out", "--train-bin-note"):
@@ -26,36 +26,12 @@ args = ap.parse_args()
 
 plan = yaml.safe_load(open(args.plan))
 model = yaml.safe_load(open(args.model))
-L, C = model["num_layers"], model["channels"]
 world = sum(len(s["ranks"]) for p in plan["pipelines"] for s in p["stages"])
 
 
-# --- blocks and collectives, as lib/grad_blocks.cpp (units: 0 = wpe, 1..L = layers, L+1 = lnf)
-def stage_units(layers):
-    b, e = layers
-    return (0 if b == 0 else b + 1, L + 2 if e == L else e + 1)
-
-
-def unit_params(u):
-    if u == 0:
-        return model["max_seq_len"] * C              # wpe
-    if u == L + 1:
-        return 2 * C                                 # final layernorm
-    return 12 * C * C + 13 * C                       # one transformer layer
-
-
-cuts = {0, L + 2}
-for p in plan["pipelines"]:
-    for s in p["stages"]:
-        cuts.add(stage_units(s["layers"])[0])
-cuts = sorted(cuts)
-blocks = []
-for b, e in zip(cuts, cuts[1:]):
-    owners = sorted(r for p in plan["pipelines"] for s in p["stages"]
-                    for r in s["ranks"] if stage_units(s["layers"])[0] <= b < stage_units(s["layers"])[1])
-    blocks.append({"units": [b, e], "owners": owners, "params": sum(unit_params(u) for u in range(b, e))})
-tied = sorted({r for p in plan["pipelines"] for s in (p["stages"][0], p["stages"][-1]) for r in s["ranks"]})
-tied_params = model["padded_vocab_size"] * C
+# --- blocks and collectives, as lib/grad_blocks.cpp
+blocks, tied_group = plan_blocks(plan, model)
+tied, tied_params = tied_group["owners"], tied_group["params"]
 
 # Per rank, as GradSync::collectives_per_step: one per block (block mode) or one per unit of the
 # block (per-layer mode) that the rank holds, if the group has more than one member; plus wte.
@@ -104,11 +80,7 @@ for line in open(args.runs):
 
 out = {
     "benchmark": "gradient synchronisation, block-wise vs per-layer",
-    "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-    "git_commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip(),
-    "git_dirty": bool(subprocess.run(["git", "status", "--porcelain", "--", "lib", "app", "kernels", "mpi_topology"],
-                                     capture_output=True, text=True).stdout.strip()),
-    "host": {"cpus": os.cpu_count(), "machine": platform.machine(), "loadavg_at_end": os.getloadavg()},
+    **provenance(),
     "setup": {"ranks": world, "model": args.model, "model_config": model, "plan": args.plan, "plan_config": plan,
               "steps_per_run": args.steps, "warmup_steps_discarded": 1, "seq_len": args.seq_len,
               "train_data": args.train_bin_note, "threads_per_rank": 1,

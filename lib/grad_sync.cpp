@@ -4,9 +4,9 @@
 
 namespace eth {
 
-GradSync::GradSync(const ParallelContext& ctx, const ParamLayout& layout, GradSyncMode mode,
-                   std::unique_ptr<SumReducer> reducer, float* grads)
-    : mode_(mode), grads_(grads), reducer_(std::move(reducer)) {
+GradSync::GradSync(const ParallelContext& ctx, const ParamLayout& layout, const ParamLayout& whole, GradSyncMode mode,
+                   std::unique_ptr<SumReducer> reducer, kernels::Device& device, float* grads)
+    : mode_(mode), grads_(grads), reducer_(std::move(reducer)), device_(device) {
   const int L = ctx.blocks.back().unit_end - 2;
   const LayerRange mine = stage_units(layout.layers(), L);
   // Backward finishes units from the top down, so slices are listed top down.
@@ -15,7 +15,7 @@ GradSync::GradSync(const ParallelContext& ctx, const ParamLayout& layout, GradSy
     if (block.unit_end <= mine.begin || block.unit_begin >= mine.end) continue;
     const ProcessGroup* group = &ctx.block_groups[b];
     const bool counted = block.owners.front() == ctx.world_rank;
-    if (mode == GradSyncMode::block) {
+    if (mode != GradSyncMode::per_layer) {
       const size_t begin = layout.unit_offset(block.unit_begin);
       const size_t end = layout.unit_offset(block.unit_end - 1) + layout.unit_size(block.unit_end - 1);
       slices_.push_back({group, begin, end - begin, block.unit_begin, counted});
@@ -31,8 +31,29 @@ GradSync::GradSync(const ParallelContext& ctx, const ParamLayout& layout, GradSy
     slices_.push_back({&ctx.tied, first ? layout.wte() : layout.head_wte(), layout.wte_size(), first ? 0 : L + 1,
                        ctx.tied.members().front() == ctx.world_rank});
   }
-  for (const Slice& s : slices_) reducer_->add_slice(*s.group, grads + s.offset, s.size);
   reached_.assign(slices_.size(), false);
+  if (mode != GradSyncMode::flat) {
+    for (const Slice& s : slices_) reducer_->add_slice(*s.group, grads + s.offset, s.size);
+    return;
+  }
+  // The stage's units are contiguous in both layouts; its wte (embedding or head copy) goes to
+  // the model's one wte, so the flat sum adds both uses of it as the tied group would.
+  placements_.push_back({layout.unit_offset(mine.begin), whole.unit_offset(mine.begin),
+                         layout.unit_offset(mine.end - 1) + layout.unit_size(mine.end - 1) - layout.unit_offset(mine.begin)});
+  if (layout.has_embedding() || layout.has_head())
+    placements_.push_back({layout.has_embedding() ? layout.wte() : layout.head_wte(), whole.wte(), layout.wte_size()});
+  whole_ = kernels::DeviceBuffer<float>(device, whole.size());
+  reducer_->add_slice(ctx.flat, whole_.data(), whole.size());
+}
+
+void GradSync::flat_sum() {
+  device_.fill_zero(whole_.data(), whole_.size());
+  for (const Placement& p : placements_)
+    device_.copy(whole_.data() + p.whole_offset, grads_ + p.stage_offset, p.size * sizeof(float));
+  reducer_->start(0);
+  reducer_->finish();
+  for (const Placement& p : placements_)
+    device_.copy(grads_ + p.stage_offset, whole_.data() + p.whole_offset, p.size * sizeof(float));
 }
 
 void GradSync::start_reached() {
@@ -53,6 +74,8 @@ void GradSync::finish() {
     reached_.assign(slices_.size(), true);
     start_reached();
     reducer_->finish();
+  } else if (mode_ == GradSyncMode::flat) {
+    flat_sum();
   } else {
     for (size_t i = 0; i < slices_.size(); i++) {  // the baseline: one sum at a time
       reducer_->start(static_cast<int>(i));
@@ -71,6 +94,7 @@ double GradSync::owned_sum_of_squares(kernels::Backend& backend) const {
 }
 
 int GradSync::collectives_per_step() const {
+  if (mode_ == GradSyncMode::flat) return 1;
   int n = 0;
   for (const Slice& s : slices_) n += s.group->size() > 1;  // a group of one reduces nothing
   return n;

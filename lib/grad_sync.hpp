@@ -1,6 +1,9 @@
 // Gradient aggregation after a step's backwards: every gradient block reduced once among its
 // owners (block mode), or every model unit reduced separately after backward (per-layer mode,
-// the baseline), plus the tied word embedding among the first and last stages.
+// the baseline), plus the tied word embedding among the first and last stages. A second
+// baseline, flat mode, is what plain data parallelism on one global buffer does: every rank
+// places its gradients in a zeroed buffer of the whole model and one flat all-reduce over all
+// training ranks sums it (every byte of the model crosses every link, owners or not).
 //
 // In block mode a block's sum starts as soon as its lowest unit's gradient work has been
 // enqueued in the step's last backward (Stage::backward reports each unit): the reducer
@@ -14,19 +17,24 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
+#include "kernels/device_buffer.hpp"
 #include "lib/parallel_context.hpp"
 #include "lib/param_layout.hpp"
 #include "mpi_topology/sum_reducer.hpp"
 
 namespace eth {
 
-enum class GradSyncMode { block, per_layer };
+enum class GradSyncMode { block, per_layer, flat };
+inline const char* grad_sync_name(GradSyncMode m) {  // for the log
+  return m == GradSyncMode::block ? "block-wise" : m == GradSyncMode::per_layer ? "per-layer" : "flat";
+}
 
 class GradSync {
  public:
-  // grads: the stage's flat gradient buffer (layout.size()), in the reducer's device memory.
-  GradSync(const ParallelContext& ctx, const ParamLayout& layout, GradSyncMode mode,
-           std::unique_ptr<SumReducer> reducer, float* grads);
+  // grads: the stage's flat gradient buffer (layout.size()), in the reducer's device memory;
+  // whole: the one-stage layout of the model (flat mode's buffer).
+  GradSync(const ParallelContext& ctx, const ParamLayout& layout, const ParamLayout& whole, GradSyncMode mode,
+           std::unique_ptr<SumReducer> reducer, kernels::Device& device, float* grads);
 
   // Called (block mode) from the last backward once `unit`'s gradient work is enqueued.
   void unit_done(int unit);
@@ -50,11 +58,20 @@ class GradSync {
     bool counted_here;    // this rank counts it in the norm
   };
   void start_reached();  // starts the reached slices that every earlier one allows
+  void flat_sum();       // flat mode: gather into the whole-model buffer, sum, scatter back
+
+  // Flat mode: where this stage's gradients sit in the whole model's buffer.
+  struct Placement {
+    size_t stage_offset, whole_offset, size;
+  };
 
   GradSyncMode mode_;
   float* grads_;
   std::unique_ptr<SumReducer> reducer_;
-  std::vector<Slice> slices_;  // in the global order
+  std::vector<Slice> slices_;  // in the global order; in flat mode only for the norm
+  kernels::Device& device_;
+  kernels::DeviceBuffer<float> whole_;  // flat mode: (whole model)
+  std::vector<Placement> placements_;
   std::vector<bool> reached_;  // this step: the slice's unit is done
   size_t next_start_ = 0;
 };

@@ -58,6 +58,12 @@ ParallelContext build_parallel_context(const Topology& topology, const Plan& pla
   ctx.blocks = derive_grad_blocks(plan, model.num_layers);
   for (const GradBlock& b : ctx.blocks) ctx.block_groups.push_back(create(b.owners));
   ctx.tied = create(tied_embedding_group(plan));
+  // The flat baseline (lib/grad_sync.hpp) ignores nodes: one plain all-reduce over everyone.
+  std::vector<int> training;
+  for (const GradBlock& b : ctx.blocks) training.insert(training.end(), b.owners.begin(), b.owners.end());
+  std::sort(training.begin(), training.end());
+  training.erase(std::unique(training.begin(), training.end()), training.end());
+  ctx.flat = ProcessGroup::create(training, std::vector<int>(ctx.node_of_rank.size(), 0), tag++);
   if (ctx.role.idle()) return ctx;  // in the groups above as a node member only
 
   const PlanPipeline& pipe = plan.pipelines[ctx.role.pipeline];

@@ -2,7 +2,7 @@
 // the one place that computes which rank is whose neighbour.
 //
 // Groups are created on every rank in one global order (nodes, pipelines, stages, gradient
-// blocks, tied embedding), each collective over its own members only, so overlapping groups
+// blocks, tied embedding, all training ranks), each collective over its own members only, so overlapping groups
 // cannot deadlock.
 #pragma once
 
@@ -30,6 +30,7 @@ struct ParallelContext {
   std::vector<GradBlock> blocks;          // every gradient block of the plan
   std::vector<ProcessGroup> block_groups; // per block; this rank is a member of its own blocks
   ProcessGroup tied;                      // first and last stages of every pipeline
+  ProcessGroup flat;                      // every training rank as one node: flat all-reduces
 
   // Micro-batch rows (samples) between this stage and its neighbours: activations flow from
   // previous to next, gradients back. Empty on the first (previous) or last (next) stage.

@@ -33,9 +33,9 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
       slots_(activation_slots(ctx.role.stage, ctx.stages, pipe_.micro_batches)),
       stage_(model, pipe_.stages[ctx.role.stage].layers, ctx.role.samples, seq_len, slots_, backend),
       optimizer_(stage_.layout(), adamw, backend),
-      sync_(ctx, stage_.layout(), sync, std::move(reducer), stage_.grads()),
-      actions_(one_f_one_b(pipe_, ctx.role.stage)),
       whole_(model, {0, model.num_layers}),
+      sync_(ctx, stage_.layout(), whole_, sync, std::move(reducer), backend, stage_.grads()),
+      actions_(one_f_one_b(pipe_, ctx.role.stage)),
       owners_(tensor_owners(model, plan, ctx.world_size)) {
   std::vector<float> host(stage_.layout().size());
   init_gpt2_parameters(model, stage_.layout(), seed, host.data());

@@ -74,9 +74,9 @@ class PipelineRuntime final : public RankRuntime {
   int slots_;
   Stage stage_;
   AdamW optimizer_;
+  ParamLayout whole_;                                      // the one-stage layout of the model
   GradSync sync_;
   std::vector<Action> actions_;
-  ParamLayout whole_;                                      // the one-stage layout of the model
   std::vector<int> owners_;                                // per tensor of whole_: its lowest owner
 
   std::vector<int32_t> inputs_, targets_;                  // (B, T) host, this rank's samples

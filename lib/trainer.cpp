@@ -261,7 +261,7 @@ double train(const TrainOptions& options, kernels::Backend& backend, std::ostrea
                      job.model.name.c_str(), job.model.num_layers, job.model.num_heads, job.model.channels, world,
                      job.plan.pipelines.size(), job.plan.global_batch, o.seq_len);
     log << strprintf("gradient sync: %s, %d collective(s) per step on rank 0; %s\n",
-                     o.grad_sync == GradSyncMode::block ? "block-wise" : "per-layer", runtime.collectives_per_step(),
+                     grad_sync_name(o.grad_sync), runtime.collectives_per_step(),
                      runtime.reduction_path().c_str());
   }
   MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));

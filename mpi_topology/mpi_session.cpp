@@ -20,6 +20,15 @@ void mpi_check(int code, const char* call, const char* file, int line) {
 }
 
 MpiSession::MpiSession(int* argc, char*** argv) {
+  // Open MPI's non-blocking collectives (coll/libnbc) choose badly for gradient sums; the
+  // environment or mpirun --mca still decide (docs/results.md, "across emulated nodes"):
+  // - an in-place all-reduce takes a binomial reduce and broadcast whatever its size: the root's
+  //   link carries 2(k-1)·S for k ranks instead of a ring's 2(k-1)/k·S (across emulated nodes at
+  //   1 Gbit/s, 1.5x the bytes and more than twice the wait). The ring (1) moves the least.
+  // - a reduce over at most 4 ranks of 64 KiB or more takes a segmented chain that ran a 26 MB
+  //   node-local sum of two ranks in 0.1-1.7 s; the binomial tree (2) took 10-25 ms.
+  setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", /*overwrite=*/0);
+  setenv("OMPI_MCA_coll_libnbc_ireduce_algorithm", "2", /*overwrite=*/0);
   MPI_CHECK(MPI_Init(argc, argv));
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
   MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));

@@ -75,12 +75,16 @@ ProcessGroup ProcessGroup::create(const std::vector<int>& members, const std::ve
   return g;
 }
 
-PendingReduce::PendingReduce(const ProcessGroup* group, float* data, size_t n)
-    : group_(group), data_(data), n_(n), done_(group->size() == 1 || n == 0) {
-  assert(group->is_member());
+PendingReduce::PendingReduce(const ProcessGroup* group, float* data, size_t n, size_t chunk)
+    : group_(group), data_(data), n_(n), chunk_(std::min(chunk, kMaxChunk)), done_(group->size() == 1 || n == 0) {
+  assert(group->is_member() && chunk > 0);
+  if (done_) return;
+  chunks_ = (n + chunk_ - 1) / chunk_;
+  for (auto& r : requests_) r.assign(chunks_, MPI_REQUEST_NULL);
   // One node has no hierarchy to exploit: the "leader all-reduce" over the whole group does it.
-  phase_ = group->nodes_ == 1 ? 1 : 0;
-  if (!done_) start_phase();
+  const Phase first = group->nodes_ == 1 ? leader_allreduce : node_reduce;
+  for (size_t c = 0; c < chunks_; c++) start(first, c);
+  if (first == leader_allreduce) started_[node_reduce] = started_[node_bcast] = chunks_;
 }
 
 PendingReduce& PendingReduce::operator=(PendingReduce&& other) noexcept {
@@ -89,62 +93,81 @@ PendingReduce& PendingReduce::operator=(PendingReduce&& other) noexcept {
   data_ = other.data_;
   n_ = other.n_;
   chunk_ = other.chunk_;
-  phase_ = other.phase_;
+  chunks_ = other.chunks_;
   done_ = std::exchange(other.done_, true);
-  request_ = std::exchange(other.request_, MPI_REQUEST_NULL);
+  for (int p = 0; p < phases; p++) {
+    started_[p] = other.started_[p];
+    requests_[p] = std::move(other.requests_[p]);
+  }
   return *this;
 }
 
-void PendingReduce::start_phase() {
+void PendingReduce::start(Phase phase, size_t c) {
   const ProcessGroup& g = *group_;
-  float* chunk = data_ + chunk_;
-  const int count = static_cast<int>(std::min(kMaxChunk, n_ - chunk_));
+  float* chunk = data_ + c * chunk_;
+  const int count = static_cast<int>(std::min(chunk_, n_ - c * chunk_));
   const bool leader = g.leader_comm_ != MPI_COMM_NULL;
-  switch (phase_) {
-    case 0:
+  MPI_Request& request = requests_[phase][c];
+  switch (phase) {
+    case node_reduce:
       MPI_CHECK(MPI_Ireduce(leader ? MPI_IN_PLACE : chunk, leader ? chunk : nullptr, count, MPI_FLOAT, MPI_SUM, 0,
-                            g.node_comm_, &request_));
+                            g.node_comm_, &request));
       break;
-    case 1:
+    case leader_allreduce:
       if (g.nodes_ == 1) {
-        MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, chunk, count, MPI_FLOAT, MPI_SUM, g.comm_, &request_));
+        MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, chunk, count, MPI_FLOAT, MPI_SUM, g.comm_, &request));
       } else if (leader) {
-        MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, chunk, count, MPI_FLOAT, MPI_SUM, g.leader_comm_, &request_));
-      } else {
-        request_ = MPI_REQUEST_NULL;  // nothing to do until the leader broadcasts
-      }
+        MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, chunk, count, MPI_FLOAT, MPI_SUM, g.leader_comm_, &request));
+      }  // else nothing to do until the leader broadcasts: the request stays null, complete
       break;
-    case 2:
-      MPI_CHECK(MPI_Ibcast(chunk, count, MPI_FLOAT, 0, g.node_comm_, &request_));
+    case node_bcast:
+      MPI_CHECK(MPI_Ibcast(chunk, count, MPI_FLOAT, 0, g.node_comm_, &request));
+      break;
+    case phases:
       break;
   }
+  started_[phase] = c + 1;
+}
+
+bool PendingReduce::advance() {
+  bool any = false;
+  for (int p = leader_allreduce; p < phases; p++) {
+    const Phase phase = static_cast<Phase>(p);
+    for (size_t& c = started_[phase]; c < started_[phase - 1];) {
+      int complete = 0;
+      MPI_CHECK(MPI_Test(&requests_[phase - 1][c], &complete, MPI_STATUS_IGNORE));
+      if (!complete) break;
+      start(phase, c);
+      any = true;
+    }
+  }
+  return any;
 }
 
 bool PendingReduce::test() {
-  while (!done_) {
-    int complete = 0;
-    MPI_CHECK(MPI_Test(&request_, &complete, MPI_STATUS_IGNORE));
-    if (!complete) return false;
-    const bool last_phase = phase_ == 2 || (phase_ == 1 && group_->nodes_ == 1);
-    if (!last_phase) {
-      phase_++;
-    } else {
-      chunk_ += kMaxChunk;
-      if (chunk_ >= n_) {
-        done_ = true;
-        break;
-      }
-      phase_ = group_->nodes_ == 1 ? 1 : 0;
-    }
-    start_phase();
+  if (done_) return true;
+  while (advance()) {
   }
-  return true;
+  if (started_[node_bcast] < chunks_) return false;
+  // The last phase of every chunk: broadcasts, or a one-node group's all-reduces.
+  std::vector<MPI_Request>& last = requests_[group_->nodes_ == 1 ? leader_allreduce : node_bcast];
+  int complete = 0;
+  MPI_CHECK(MPI_Testall(static_cast<int>(chunks_), last.data(), &complete, MPI_STATUSES_IGNORE));
+  done_ = complete != 0;
+  return done_;
 }
 
 void PendingReduce::wait() {
-  while (!done_) {
-    MPI_CHECK(MPI_Wait(&request_, MPI_STATUS_IGNORE));
-    test();
+  while (!test()) {
+    // Block on the oldest request whose completion lets a phase start, else on the last phase.
+    if (started_[leader_allreduce] < started_[node_reduce]) {
+      MPI_CHECK(MPI_Wait(&requests_[node_reduce][started_[leader_allreduce]], MPI_STATUS_IGNORE));
+    } else if (started_[node_bcast] < started_[leader_allreduce]) {
+      MPI_CHECK(MPI_Wait(&requests_[leader_allreduce][started_[node_bcast]], MPI_STATUS_IGNORE));
+    } else {
+      std::vector<MPI_Request>& last = requests_[group_->nodes_ == 1 ? leader_allreduce : node_bcast];
+      MPI_CHECK(MPI_Waitall(static_cast<int>(chunks_), last.data(), MPI_STATUSES_IGNORE));
+    }
   }
 }
 

@@ -17,14 +17,18 @@ namespace eth {
 
 class ProcessGroup;
 
-// A hierarchical sum in flight: per chunk, node-local reduce to the leader, all-reduce among
-// leaders, node-local broadcast, each a non-blocking MPI collective started when the previous
-// one completes. MPI progresses only inside MPI calls, so the owner calls test() between
-// pieces of other work (the runtime does, between layers of backward) and wait() at the end.
+// A hierarchical sum in flight, pipelined in chunks: every chunk's node-local reduce to the
+// leader is posted at once; a chunk's all-reduce among leaders starts when its reduce completes,
+// its node-local broadcast when its all-reduce completes, so the network carries chunk c while
+// the node reduces chunk c + 1 and broadcasts chunk c - 1, and several leader all-reduces keep
+// the link busy while one of them adds. Each phase starts its chunks in chunk order on every
+// rank (MPI's rule for collectives on one communicator). MPI progresses only inside MPI calls,
+// so the owner calls test() between pieces of other work (the runtime does, between layers of
+// backward) and wait() at the end.
 class PendingReduce {
  public:
   PendingReduce() = default;
-  PendingReduce(const ProcessGroup* group, float* data, size_t n);
+  PendingReduce(const ProcessGroup* group, float* data, size_t n, size_t chunk);
   PendingReduce(PendingReduce&& other) noexcept { *this = std::move(other); }
   PendingReduce& operator=(PendingReduce&& other) noexcept;  // the moved-from one is done
   PendingReduce(const PendingReduce&) = delete;
@@ -34,15 +38,18 @@ class PendingReduce {
   void wait();
 
  private:
-  void start_phase();
+  // Phases of a chunk: node reduce, leader all-reduce (leaders only), node broadcast. A group on
+  // one node has only the middle one, over all its members.
+  enum Phase { node_reduce, leader_allreduce, node_bcast, phases };
+  void start(Phase phase, size_t c);
+  bool advance();  // starts what completed phases allow; true when it started anything
 
   const ProcessGroup* group_ = nullptr;
   float* data_ = nullptr;
-  size_t n_ = 0;
-  size_t chunk_ = 0;         // first element of the chunk in flight
-  int phase_ = 0;            // 0 node reduce, 1 leader all-reduce, 2 node broadcast
+  size_t n_ = 0, chunk_ = 0, chunks_ = 0;
   bool done_ = true;
-  MPI_Request request_ = MPI_REQUEST_NULL;
+  size_t started_[phases] = {};                // chunks whose phase has been started, in order
+  std::vector<MPI_Request> requests_[phases];  // per chunk
 };
 
 class ProcessGroup {
@@ -68,9 +75,12 @@ class ProcessGroup {
   MPI_Comm node_comm() const { return node_comm_; }      // members on this rank's node
   MPI_Comm leader_comm() const { return leader_comm_; }  // node leaders; null on non-leaders
 
-  // Sums `data` over the members, in place, hierarchically. Members only. `data` must stay
-  // untouched until the returned reduction completes.
-  PendingReduce start_allreduce_sum(float* data, size_t n) const { return PendingReduce(this, data, n); }
+  // Sums `data` over the members, in place, hierarchically, in chunks of `chunk` floats.
+  // Members only. `data` must stay untouched until the returned reduction completes.
+  static constexpr size_t kChunk = size_t{1} << 19;  // 2 MiB: docs/results.md, "across emulated nodes"
+  PendingReduce start_allreduce_sum(float* data, size_t n, size_t chunk = kChunk) const {
+    return PendingReduce(this, data, n, chunk);
+  }
   void allreduce_sum(float* data, size_t n) const { start_allreduce_sum(data, n).wait(); }
 
  private:

@@ -14,6 +14,7 @@ packages=(
   libgtest-dev
   clang libclang-rt-14-dev libomp-14-dev   # scripts/fuzz.sh: libFuzzer and the sanitizer runtimes
   slurm-wlm munge                     # the one-machine Slurm cluster of the Slurm tests
+  iproute2                            # network namespaces and tc: the emulated cluster (scripts/cluster)
   python3-torch python3-numpy python3-h5py python3-yaml   # the oracle and test scripts, for /usr/bin/python3
 )
 

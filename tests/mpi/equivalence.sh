@@ -2,9 +2,11 @@
 # The central test: 5 steps of a plan on several ranks equal 5 steps of one rank with the same
 # global batch and seed, to float rounding. As a control, a second one-rank run with another
 # micro-batch split shows the size of pure summation-order differences.
-#   equivalence.sh BUILD_DIR SOURCE_DIR RANKS TOPOLOGY PLAN
+#   equivalence.sh BUILD_DIR SOURCE_DIR RANKS TOPOLOGY PLAN [ETH_TRAIN_OPTIONS...]
+# (the options go to the plan's run only, e.g. --grad-sync flat)
 set -euo pipefail
 build=$1 src=$2 ranks=$3 topology=$4 plan=$5
+shift 5
 source "$src/tests/mpi/mpi_test_env.sh"
 model="$src/inputs/models/tiny-4l.yaml"
 batch=$($py -c "import yaml, sys; print(yaml.safe_load(open(sys.argv[1]))['global_batch'])" "$plan")
@@ -13,9 +15,9 @@ common=(--model "$model" --train-data "$work/data.bin" --seq-len 16 --steps 5 --
 run reference 1 --batch "$batch" --micro-batch "$batch"
 half=$batch; for d in 2 3 5; do [ $((batch % d)) -eq 0 ] && { half=$((batch / d)); break; }; done
 run control 1 --batch "$batch" --micro-batch "$half"
-run plan "$ranks" --topology "$topology" --plan "$plan"
+run plan "$ranks" --topology "$topology" --plan "$plan" "$@"
 grep "collective" "$work/plan.log"
 echo "control: one rank, micro-batch $half instead of $batch"
 $py "$src/tests/mpi/compare_runs.py" "$model" "$work/reference" "$work/reference.bin" "$work/control" "$work/control.bin"
-echo "plan $(basename "$plan") on $ranks ranks:"
+echo "plan $(basename "$plan") on $ranks ranks $*:"
 $py "$src/tests/mpi/compare_runs.py" "$model" "$work/reference" "$work/reference.bin" "$work/plan" "$work/plan.bin"

@@ -20,11 +20,29 @@ open(sys.argv[1], "wb").write(h.tobytes() + tokens.tobytes())
 PY
 }
 
+# launch_mpi SECONDS RANKS ARGS...: mpirun -np RANKS ARGS, ended after SECONDS. On this host, or,
+# when ETH_CLUSTER names an emulated cluster (tests/cluster/on_cluster.sh) and RANKS > 1, across
+# its nodes: declared node i of the run's --topology on emulated node i, so that transfers and
+# reductions between declared nodes cross real TCP. One-rank references stay on this host.
+launch_mpi() {
+  local seconds=$1 np=$2 topology="" a
+  shift 2
+  for a in "$@"; do
+    [ "$topology" != next ] || topology=$a
+    [ "$a" != --topology ] || topology=next
+  done
+  if [ -n "${ETH_CLUSTER:-}" ] && [ "$np" -gt 1 ]; then
+    timeout "$seconds" "$src/scripts/cluster/mpirun.sh" "$ETH_CLUSTER" ${topology:+--topology "$topology"} -np "$np" "$@"
+  else
+    timeout "$seconds" mpirun -np "$np" "$@"
+  fi
+}
+
 # run NAME RANKS ARGS...: eth_train with the caller's "${common[@]}" and ARGS, metrics in
 # $work/NAME, final parameters in $work/NAME.bin; on failure prints its log and exits.
 run() {
   local name=$1 np=$2
   shift 2
-  timeout 300 mpirun -np "$np" "$build/app/eth_train" "${common[@]}" --output-dir "$work/$name" \
+  launch_mpi 300 "$np" "$build/app/eth_train" "${common[@]}" --output-dir "$work/$name" \
     --save-params "$work/$name.bin" "$@" > "$work/$name.log" 2>&1 || { cat "$work/$name.log"; exit 1; }
 }

@@ -46,7 +46,7 @@ start=$SECONDS
 launch() {
   local name=$1 np=$2 backend=$3
   shift 3
-  ETH_BACKEND=$backend timeout 120 mpirun -np "$np" --oversubscribe --bind-to none --mca mpi_yield_when_idle 1 \
+  ETH_BACKEND=$backend launch_mpi 120 "$np" --oversubscribe --bind-to none --mca mpi_yield_when_idle 1 \
     -x ETH_BACKEND -x OMP_NUM_THREADS "$build/app/eth_train" "${common[@]}" --output-dir "$work/$name" \
     --save-params "$work/$name.bin" "$@" < /dev/null > "$work/$name.log" 2>&1
 }

@@ -138,8 +138,10 @@ void check_reduction(const ProcessGroup& g, MPI_Comm flat, uint64_t seed) {
   std::vector<float> ints_ref = ints, reals_ref = reals;
   MPI_Allreduce(MPI_IN_PLACE, ints_ref.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, flat);
   MPI_Allreduce(MPI_IN_PLACE, reals_ref.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, flat);
-  g.allreduce_sum(ints.data(), n);
-  PendingReduce pending = g.start_allreduce_sum(reals.data(), n);
+  // In chunks of 300 floats, the last one shorter, so that the phases of different chunks
+  // overlap; waited for, and polled.
+  g.start_allreduce_sum(ints.data(), n, 300).wait();
+  PendingReduce pending = g.start_allreduce_sum(reals.data(), n, 300);
   while (!pending.test()) {
   }
   EXPECT_EQ(ints, ints_ref);
