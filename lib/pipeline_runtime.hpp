@@ -29,6 +29,7 @@
 #include "lib/parallel_context.hpp"
 #include "lib/rank_runtime.hpp"
 #include "lib/schedule.hpp"
+#include "lib/slowdown.hpp"
 #include "lib/stage.hpp"
 #include "lib/step_trace.hpp"
 #include "lib/token_data.hpp"
@@ -53,12 +54,15 @@ class PipelineRuntime final : public RankRuntime {
   void gather_parameters(float* full) override;
   void save_checkpoint(const std::string& path, const CheckpointHeader& header) override;
   CheckpointHeader load_checkpoint(const std::string& path) override;
+  void take_state(RankRuntime& old) override;
+  void slow_down(double factor) override { slowdown_.set(factor); }
   int collectives_per_step() const override { return sync_.collectives_per_step(); }
   std::string reduction_path() const override { return sync_.path(); }
   const Stage& stage() const { return stage_; }
 
  private:
-  void fetch(SampleStream& data, uint64_t first, std::vector<int32_t>& inputs, std::vector<int32_t>& targets);
+  // `count` consecutive samples from `first` (this rank's share of a micro-batch).
+  void fetch(SampleStream& data, uint64_t first, int count, std::vector<int32_t>& inputs, std::vector<int32_t>& targets);
   void forward_only(int micro_batch_tag, const int32_t* inputs, const int32_t* targets);
   // Enqueues the wire copy, records `ready` after it, waits for it, and posts the sends.
   void send_rows(const RowExchange& exchange, WireBuffer& wire, kernels::Event& ready, int tag,
@@ -78,6 +82,7 @@ class PipelineRuntime final : public RankRuntime {
   std::vector<Action> actions_;
   ParamLayout whole_;                                      // the one-stage layout of the model
   std::vector<int> owners_;                                // per tensor of whole_: its lowest owner
+  ComputeSlowdown slowdown_;                               // --slowdown (lib/slowdown.hpp)
 
   std::vector<int32_t> inputs_, targets_;                  // (B, T) host, this rank's samples
   kernels::DeviceBuffer<float> dout_;                      // (B, T, C) gradient from the next stage

@@ -41,6 +41,7 @@ class IdleRank final : public RankRuntime {
     CheckpointWriter writer(path, model_, header, MPI_COMM_WORLD);  // collective; owns no tensor
   }
   CheckpointHeader load_checkpoint(const std::string& path) override { return CheckpointReader(path, model_).header(); }
+  void take_state(RankRuntime&) override {}
   int collectives_per_step() const override { return 0; }
   std::string reduction_path() const override { return "idle"; }
 

@@ -46,6 +46,13 @@ class RankRuntime {
   // file is not a checkpoint of this model.
   virtual CheckpointHeader load_checkpoint(const std::string& path) = 0;
 
+  // Takes over the parameters and AdamW state of `old`, the runtime of the same rank under
+  // another batch split of the same plan (same layers): online re-balancing.
+  virtual void take_state(RankRuntime& old) = 0;
+  // Compute `factor` times slower from the next step on (the test switch of lib/slowdown.hpp);
+  // a rank without compute ignores it.
+  virtual void slow_down(double /*factor*/) {}
+
   virtual int collectives_per_step() const = 0;   // gradient sums on this rank
   virtual std::string reduction_path() const = 0;  // one line for the log
 };

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace eth {
 
 enum class SpanKind { forward, backward, comm_wait, reduce, optimizer };
@@ -33,6 +35,8 @@ class StepTrace {
   void add(SpanKind kind, int micro_batch, double start_ms);  // ends now
   const StepTimes& step_times() const { return times_; }      // of the current step, so far
   void end_step();
+  // An instant event of the whole job (a re-balance), drawn across every row; rank 0's are written.
+  void mark(const std::string& name, const nlohmann::json& args);
 
   // Collective: rank 0 writes every rank's spans as one Chrome trace JSON. `row_names` label
   // the rows ("rank 3: pipeline 1 stage 0"), rank by rank, on rank 0.
@@ -44,6 +48,12 @@ class StepTrace {
   double step_start_ = 0;
   StepTimes times_;
   std::vector<Span> spans_;
+  struct Mark {
+    double at_ms;
+    std::string name;
+    nlohmann::json args;
+  };
+  std::vector<Mark> marks_;
 };
 
 }  // namespace eth

@@ -10,6 +10,7 @@
 #include "lib/planner/summary.hpp"
 #include "lib/strprintf.hpp"
 #include "lib/topology_discovery.hpp"
+#include "mpi_topology/host_messages.hpp"
 #include "mpi_topology/mpi_session.hpp"
 
 namespace eth::planner {
@@ -35,15 +36,6 @@ Plan plan_on_rank0(const AutoPlanRequest& r, const Topology& topology, std::ostr
   save_plan(plan, plan.source);
   log << strprintf("planned without --plan: wrote %s and %s/topology.yaml\n", plan.source.c_str(), r.output_dir.c_str());
   return plan;
-}
-
-// Rank 0's string on every rank.
-std::string broadcast_text(std::string text) {
-  int length = static_cast<int>(text.size());
-  MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD));
-  text.resize(static_cast<size_t>(length));
-  MPI_CHECK(MPI_Bcast(text.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD));
-  return text;
 }
 
 }  // namespace
