@@ -125,7 +125,7 @@ std::optional<RebalanceDecision> Rebalancer::decide(const Plan& plan, int step) 
   for (size_t r = 0; r < rate_.size(); r++)
     if (samples[r] > 0 && rate_[r] <= 0) return std::nullopt;  // not measured yet
   std::optional<Plan> next = rebalanced_plan(plan, rate_);
-  if (!next) return std::nullopt;
+  if (!next || plan_yaml(*next) == plan_yaml(plan)) return std::nullopt;  // nothing would change
   RebalanceDecision d{*next, predicted_step_ms(plan, rate_), predicted_step_ms(*next, rate_)};
   if (d.gain() < options_.threshold) return std::nullopt;
   return d;

@@ -196,9 +196,18 @@ nlohmann::json split_json(const Plan& plan) {
   return pipes;
 }
 
-std::string samples_text(const Plan& plan) {
+// "8 (3:1), 4": each pipeline's samples, with the split of each stage of several ranks.
+std::string split_text(const Plan& plan) {
   std::string text;
-  for (const PlanPipeline& pipe : plan.pipelines) text += (text.empty() ? "" : ",") + std::to_string(pipe.samples());
+  for (const PlanPipeline& pipe : plan.pipelines) {
+    text += (text.empty() ? "" : ", ") + std::to_string(pipe.samples());
+    for (const PlanStage& stage : pipe.stages) {
+      if (stage.ranks.size() < 2) continue;
+      std::string split;
+      for (int n : stage.split) split += (split.empty() ? "" : ":") + std::to_string(n);
+      text += " (" + split + ")";
+    }
+  }
   return text;
 }
 
@@ -250,7 +259,7 @@ std::unique_ptr<Running> rebalance(std::unique_ptr<Running> running, const Rebal
   const double rebuild_ms = trace.now_ms() - t0;
   log << strprintf("step %5d | re-balanced: pipeline samples %s -> %s | predicted %.1f -> %.1f ms (%.1f%% faster) | "
                    "switch %.1f ms\n",
-                   step + 1, samples_text(running->plan).c_str(), samples_text(replaced->plan).c_str(), decision->current_ms,
+                   step + 1, split_text(running->plan).c_str(), split_text(replaced->plan).c_str(), decision->current_ms,
                    decision->predicted_ms, 100 * decision->gain(), rebuild_ms);
   const nlohmann::json event = {{"after_step", step + 1},         {"old", split_json(running->plan)},
                                 {"new", split_json(replaced->plan)}, {"predicted_old_ms", decision->current_ms},
@@ -317,7 +326,7 @@ double train(const TrainOptions& o, kernels::Backend& backend, std::ostream& log
   double loss = 0.0;
   if (rank == 0 && job.resume.step > 0)
     log << strprintf("resumed from %s after step %d%s\n", o.resume_path.c_str(), job.resume.step,
-                     job.split_resumed ? strprintf(", with its batch split (pipeline samples %s)", samples_text(job.plan).c_str()).c_str() : "");
+                     job.split_resumed ? strprintf(", with its batch split (pipeline samples %s)", split_text(job.plan).c_str()).c_str() : "");
   Rebalancer rebalancer(o.rebalance, world);
   for (int step = job.resume.step; step < o.steps; step++) {
     if (step == o.fail_at_step && rank == o.fail_rank)
