@@ -23,7 +23,7 @@ int grad_tag(int micro_batch) { return 2 * micro_batch + 1; }
 
 PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const ParallelContext& ctx, int seq_len,
                                  GradSyncMode sync, const AdamWConfig& adamw, kernels::Backend& backend,
-                                 std::unique_ptr<SumReducer> reducer, uint64_t seed)
+                                 std::unique_ptr<SumReducer> reducer, uint64_t seed, PipelineRuntime* previous)
     : model_(model),
       plan_(plan),
       ctx_(ctx),
@@ -38,9 +38,13 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
       actions_(one_f_one_b(pipe_, ctx.role.stage)),
       whole_(model, {0, model.num_layers}),
       owners_(tensor_owners(model, plan, ctx.world_size)) {
-  std::vector<float> host(stage_.layout().size());
-  init_gpt2_parameters(model, stage_.layout(), seed, host.data());
-  backend.copy_to_device(stage_.params(), host.data(), host.size() * sizeof(float));
+  if (previous) {
+    take_state(*previous);
+  } else {
+    std::vector<float> host(stage_.layout().size());
+    init_gpt2_parameters(model, stage_.layout(), seed, host.data());
+    backend.copy_to_device(stage_.params(), host.data(), host.size() * sizeof(float));
+  }
   const size_t BT = static_cast<size_t>(ctx.role.samples) * T_;
   const size_t rows = BT * C_;  // one micro-batch of this rank's activations
   inputs_.resize(BT);
@@ -278,8 +282,7 @@ void PipelineRuntime::save_checkpoint(const std::string& path, const CheckpointH
   }
 }
 
-void PipelineRuntime::take_state(RankRuntime& old) {
-  auto& from = dynamic_cast<PipelineRuntime&>(old);
+void PipelineRuntime::take_state(PipelineRuntime& from) {
   assert(from.stage_.layout().size() == stage_.layout().size());
   for (CheckpointGroup g : {CheckpointGroup::params, CheckpointGroup::adam_m, CheckpointGroup::adam_v})
     backend_.copy(state_buffer(g), from.state_buffer(g), stage_.layout().size() * sizeof(float));

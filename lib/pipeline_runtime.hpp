@@ -41,7 +41,7 @@ class PipelineRuntime final : public RankRuntime {
  public:
   PipelineRuntime(const GptConfig& model, const Plan& plan, const ParallelContext& ctx, int seq_len,
                   GradSyncMode sync, const AdamWConfig& adamw, kernels::Backend& backend,
-                  std::unique_ptr<SumReducer> reducer, uint64_t seed);
+                  std::unique_ptr<SumReducer> reducer, uint64_t seed, PipelineRuntime* previous = nullptr);
 
   StepResult step(int step, SampleStream& train, float lr, StepTrace& trace) override;
 
@@ -54,7 +54,6 @@ class PipelineRuntime final : public RankRuntime {
   void gather_parameters(float* full) override;
   void save_checkpoint(const std::string& path, const CheckpointHeader& header) override;
   CheckpointHeader load_checkpoint(const std::string& path) override;
-  void take_state(RankRuntime& old) override;
   void slow_down(double factor) override { slowdown_.set(factor); }
   int collectives_per_step() const override { return sync_.collectives_per_step(); }
   std::string reduction_path() const override { return sync_.path(); }
@@ -68,6 +67,7 @@ class PipelineRuntime final : public RankRuntime {
   void send_rows(const RowExchange& exchange, WireBuffer& wire, kernels::Event& ready, int tag,
                  std::vector<MPI_Request>& requests);
   float* state_buffer(CheckpointGroup group);  // parameters or a moment, (stage layout size)
+  void take_state(PipelineRuntime& old);        // its parameters, moments and step count
 
   const GptConfig& model_;
   const Plan& plan_;

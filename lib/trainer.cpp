@@ -154,9 +154,10 @@ struct Running {
   std::unique_ptr<RankRuntime> runtime;
 };
 
-// Collective: communicators, the memory check and the runtime of `plan`.
+// Collective: communicators, the memory check and the runtime of `plan`, its state initialised
+// from `seed` or taken over from `previous` (re-balancing).
 std::unique_ptr<Running> start(const Job& job, Plan plan, const TrainOptions& o, kernels::Backend& backend,
-                               uint64_t seed) {
+                               uint64_t seed, Running* previous = nullptr) {
   auto running = std::make_unique<Running>();
   running->plan = std::move(plan);
   running->ctx = build_parallel_context(job.topology, running->plan, job.model);
@@ -178,7 +179,7 @@ std::unique_ptr<Running> start(const Job& job, Plan plan, const TrainOptions& o,
   if (!reducer.error.empty()) error = strprintf("rank %d on %.*s: %s", ctx.world_rank, host_length, host, reducer.error.c_str());
   agree_on_errors(error);
   running->runtime = make_rank_runtime(job.model, running->plan, ctx, o.seq_len, o.grad_sync, o.adamw, backend,
-                                       std::move(reducer.reducer), seed);
+                                       std::move(reducer.reducer), seed, previous ? previous->runtime.get() : nullptr);
   return running;
 }
 
@@ -253,8 +254,7 @@ std::unique_ptr<Running> rebalance(std::unique_ptr<Running> running, const Rebal
   if (text.empty()) return running;
   const double t0 = trace.now_ms();
   Plan next = plan_from_yaml(text, strprintf("%s, re-balanced after step %d", job.plan.source.c_str(), step + 1));
-  std::unique_ptr<Running> replaced = start(job, std::move(next), o, backend, seed);
-  replaced->runtime->take_state(*running->runtime);
+  std::unique_ptr<Running> replaced = start(job, std::move(next), o, backend, seed, running.get());
   if (!decision) return replaced;
   const double rebuild_ms = trace.now_ms() - t0;
   log << strprintf("step %5d | re-balanced: pipeline samples %s -> %s | predicted %.1f -> %.1f ms (%.1f%% faster) | "
