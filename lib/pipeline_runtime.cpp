@@ -65,6 +65,10 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
   }
   if (!ctx.last_stage()) dout_wire_ = WireBuffer(backend, dout_.data(), rows, direct);
   for (int i = 0; i < pipe_.micro_batches; i++) backward_done_.emplace_back(backend);
+  for (int k = 0; k < 2 * pipe_.micro_batches; k++) {
+    compute_start_.push_back(kernels::Event::timed(backend));
+    compute_end_.push_back(kernels::Event::timed(backend));
+  }
   activation_sends_.resize(static_cast<size_t>(slots_));
   grad_sends_.resize(static_cast<size_t>(slots_));
 }
@@ -162,9 +166,10 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
           const int offset = is_short(i) ? ctx_.role.last_offset : ctx_.role.sample_offset;
           fetch(train, base + static_cast<uint64_t>(i) * pipe_.micro_batch + offset, my_rows(i), inputs_, targets_);
         }
+        compute_start_[i].record();
         stage_.forward(slot, inputs_.data(), first ? nullptr : stage_.input_buffer(slot), my_rows(i));
         if (last) stage_.loss(slot, targets_.data(), true);
-        slowdown_.stretch(trace.now_ms() - t0);
+        end_compute(i);
         trace.add(SpanKind::forward, i, t0);
         break;
       case ActionKind::send_activation:
@@ -174,12 +179,13 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
       case ActionKind::backward: {
         // The last backward reports finished units, so that their reductions start early.
         const bool final_backward = i == pipe_.micro_batches - 1;
+        compute_start_[pipe_.micro_batches + i].record();
         stage_.backward(slot, dout_.data(), [&](int unit) {
           if (final_backward) sync_.unit_done(unit);
         });
         backward_done_[i].record();
         backwards_enqueued++;
-        slowdown_.stretch(trace.now_ms() - t0);
+        end_compute(pipe_.micro_batches + i);
         trace.add(SpanKind::backward, i, t0);
         break;
       }
@@ -216,8 +222,19 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
     post_ready_receives(index + 1);
     sync_.poll();
   }
+  double device_ms = 0;
+  for (size_t k = 0; k < compute_end_.size(); k++) device_ms += compute_end_[k].ms_since(compute_start_[k]);
+  trace.set_device_compute(device_ms);
   trace.end_step();
   return result;
+}
+
+void PipelineRuntime::end_compute(int k) {
+  kernels::Event& end = compute_end_[k];
+  end.record();
+  if (slowdown_ <= 1.0) return;
+  backend_.stall((slowdown_ - 1.0) * end.ms_since(compute_start_[k]));
+  end.record();
 }
 
 void PipelineRuntime::forward_only(int tag, const int32_t* inputs, const int32_t* targets) {

@@ -29,7 +29,6 @@
 #include "lib/parallel_context.hpp"
 #include "lib/rank_runtime.hpp"
 #include "lib/schedule.hpp"
-#include "lib/slowdown.hpp"
 #include "lib/stage.hpp"
 #include "lib/step_trace.hpp"
 #include "lib/token_data.hpp"
@@ -54,7 +53,7 @@ class PipelineRuntime final : public RankRuntime {
   void gather_parameters(float* full) override;
   void save_checkpoint(const std::string& path, const CheckpointHeader& header) override;
   CheckpointHeader load_checkpoint(const std::string& path) override;
-  void slow_down(double factor) override { slowdown_.set(factor); }
+  void slow_down(double factor) override { slowdown_ = factor; }
   int collectives_per_step() const override { return sync_.collectives_per_step(); }
   std::string reduction_path() const override { return sync_.path(); }
   const Stage& stage() const { return stage_; }
@@ -68,6 +67,8 @@ class PipelineRuntime final : public RankRuntime {
                  std::vector<MPI_Request>& requests);
   float* state_buffer(CheckpointGroup group);  // parameters or a moment, (stage layout size)
   void take_state(PipelineRuntime& old);        // its parameters, moments and step count
+  // Ends compute k's timing; under --slowdown, first stalls the stream for (factor - 1) times it.
+  void end_compute(int k);
 
   const GptConfig& model_;
   const Plan& plan_;
@@ -82,7 +83,10 @@ class PipelineRuntime final : public RankRuntime {
   std::vector<Action> actions_;
   ParamLayout whole_;                                      // the one-stage layout of the model
   std::vector<int> owners_;                                // per tensor of whole_: its lowest owner
-  ComputeSlowdown slowdown_;                               // --slowdown (lib/slowdown.hpp)
+  double slowdown_ = 1.0;                                  // --slowdown (lib/slowdown.hpp)
+  // Per forward (micro-batch i) and backward (m + i): timed events around its compute, so that
+  // the step's compute is measured on the device (online re-balancing reads it).
+  std::vector<kernels::Event> compute_start_, compute_end_;
 
   std::vector<int32_t> inputs_, targets_;                  // (B, T) host, this rank's samples
   kernels::DeviceBuffer<float> dout_;                      // (B, T, C) gradient from the next stage

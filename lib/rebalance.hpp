@@ -52,7 +52,7 @@ class Rebalancer {
  public:
   Rebalancer(const RebalanceOptions& options, int world_size);
 
-  // After step `step` (0-based) under `plan`: every rank's compute ms of that step.
+  // After a step under `plan`: every rank's compute ms of that step on its device.
   void observe(const Plan& plan, const std::vector<double>& compute_ms);
   // After step `step`: a new split when one is due and worth it.
   std::optional<RebalanceDecision> decide(const Plan& plan, int step) const;

@@ -1,8 +1,6 @@
 #include "lib/slowdown.hpp"
 
-#include <chrono>
 #include <cstdio>
-#include <thread>
 
 #include "lib/input_error.hpp"
 
@@ -26,11 +24,6 @@ double slowdown_factor(const std::vector<SlowdownRule>& rules, int rank, int ste
       since = r.from_step;
     }
   return factor;
-}
-
-void ComputeSlowdown::stretch(double elapsed_ms) const {
-  if (factor_ > 1.0 && elapsed_ms > 0)
-    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>((factor_ - 1.0) * elapsed_ms));
 }
 
 }  // namespace eth

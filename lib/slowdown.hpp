@@ -1,10 +1,12 @@
 // The slowdown switch, for tests and benchmarks of online re-balancing (docs/usage.md, "Slowing a
 // rank down"): `eth_train --slowdown RANK:FACTOR:STEP` makes rank RANK compute FACTOR times
 // slower from step STEP (1-based, as in the log) on, as a throttled GPU or a shared node would.
-// After each forward and each backward the rank sleeps (FACTOR - 1) times the action's own host
-// time, so its measured compute, and the step's critical path through it, grow FACTOR-fold while
-// the numbers it computes stay the same. The rule with the latest STEP in effect for a rank wins
-// (FACTOR 1 ends a slowdown). It is the only place that slows ranks on purpose.
+// After each forward and each backward the runtime (lib/pipeline_runtime.cpp) waits for it and
+// stalls the rank's compute stream (Device::stall) for (FACTOR - 1) times the action's device
+// time, so the device time it measures, and the step's critical path through the rank, grow
+// FACTOR-fold while the numbers it computes stay the same. The rule with the latest STEP in
+// effect for a rank wins (FACTOR 1 ends a slowdown). It is the only place that decides which
+// rank is slowed on purpose.
 #pragma once
 
 #include <string>
@@ -23,15 +25,5 @@ SlowdownRule parse_slowdown(const std::string& text);
 
 // The factor for `rank` at step `step` (0-based, as the training loop counts).
 double slowdown_factor(const std::vector<SlowdownRule>& rules, int rank, int step);
-
-class ComputeSlowdown {
- public:
-  void set(double factor) { factor_ = factor; }
-  // Sleeps (factor - 1) * elapsed_ms; nothing at factor 1.
-  void stretch(double elapsed_ms) const;
-
- private:
-  double factor_ = 1.0;
-};
 
 }  // namespace eth

@@ -352,12 +352,13 @@ double train(const TrainOptions& o, kernels::Backend& backend, std::ostream& log
       log.flush();
       nlohmann::json ranks = nlohmann::json::array();
       for (const StepTimes& t : report.ranks)
-        ranks.push_back({{"compute_ms", t.compute_ms}, {"comm_wait_ms", t.comm_wait_ms}, {"reduce_ms", t.reduce_ms},
+        ranks.push_back({{"compute_ms", t.compute_ms}, {"device_compute_ms", t.device_compute_ms},
+                         {"comm_wait_ms", t.comm_wait_ms}, {"reduce_ms", t.reduce_ms},
                          {"optimizer_ms", t.optimizer_ms}, {"idle_ms", t.idle_ms()}});
       metrics->write({{"step", step + 1}, {"loss", loss}, {"lr", lr}, {"grad_norm", r.grad_norm}, {"ms", ms},
                       {"tokens_per_s", tokens_per_step / ms * 1e3}, {"pipelines", report.pipelines}, {"ranks", ranks}});
       std::vector<double> compute_ms;
-      for (const StepTimes& t : report.ranks) compute_ms.push_back(t.compute_ms);
+      for (const StepTimes& t : report.ranks) compute_ms.push_back(t.device_compute_ms);
       rebalancer.observe(running->plan, compute_ms);
     }
     const bool last = step + 1 == o.steps;
