@@ -4,9 +4,8 @@
 #
 #   bash bench/run_rebalance.sh [BUILD_DIR]      # default build/; about 4 minutes
 #
-# Ranks and pinning as bench/run_plan_vs_measured_hetero.sh: 3 ranks, rank 0 alone on core 0
-# (cpu-full), ranks 1 and 2 sharing core 1 (cpu-half), MPMD mpirun with taskset, one OpenMP
-# thread, mpi_yield_when_idle. Model demo, T 64, global batch 16, the shipped profiles
+# Ranks and pinning as bench/run_plan_vs_measured_hetero.sh (bench/two_speed_cpus.sh): 3 ranks,
+# rank 0 alone on core 0 (cpu-full), ranks 1 and 2 sharing core 1 (cpu-half). Model demo, T 64, global batch 16, the shipped profiles
 # (inputs/profiles/cpu-{full,half}-demo-T64.yaml: measured on this machine, not re-measured
 # here, so the first comparison below says how well they still describe it).
 #   plans: eth_plan at micro-batch 2 (--micro-batches 2: a pipeline's samples can then move two
@@ -30,23 +29,7 @@ STEPS=${STEPS:-26}
 RUNS=${RUNS:-3}
 SLOW_AT=${SLOW_AT:-10}
 EVERY=${EVERY:-2}
-source scripts/env.sh
-export OMP_NUM_THREADS=1
-PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
-
-TOPO=inputs/topologies/workstation-3cpu-2speeds.yaml
-MODEL=inputs/models/demo.yaml
-T=64
-BATCH=16
-PROF_FULL=inputs/profiles/cpu-full-demo-T64.yaml
-PROF_HALF=inputs/profiles/cpu-half-demo-T64.yaml
-WORK=${WORK:-$(mktemp -d)}
-mkdir -p "$WORK" bench/results
-LOG=$WORK/log.txt
-: > "$LOG"
-say() { echo "$@" | tee -a "$LOG"; }
-MPI=(mpirun --bind-to none --mca mpi_yield_when_idle 1)
-mpmd() { "${MPI[@]}" -np 1 taskset -c 0 "$@" : -np 2 taskset -c 1 "$@"; }
+source bench/two_speed_cpus.sh   # TOPO MODEL T BATCH PROF_FULL PROF_HALF WORK LOG, say, mpmd
 say "== work dir $WORK; commit $(git rev-parse --short HEAD); load before: $(cat /proc/loadavg)"
 
 # cpu-full as if 2x slower: the forward and backward times doubled (what --slowdown does to a
