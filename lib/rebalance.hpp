@@ -26,7 +26,9 @@ struct RebalanceOptions {
 };
 
 // The predicted step of `plan` when rank r computes a sample in ms_per_sample[r] (idle ranks:
-// any value), under the linear 1F1B model; a smaller last micro-batch is charged as a whole one.
+// any value), under the linear 1F1B model: its slowest pipeline's compute, without the
+// reduction and optimizer that every split shares; a smaller last micro-batch is charged as a
+// whole one.
 double predicted_step_ms(const Plan& plan, const std::vector<double>& ms_per_sample);
 
 // `plan` with its split re-balanced for those rates; std::nullopt when no split of the batch
