@@ -10,7 +10,7 @@
 #     with its predicted gain at or above the threshold: without that, the first check proves
 #     nothing. (Which split it picks depends on measured times; that it changes with an 8x
 #     slower rank is what the check needs.)
-#   - a resume from the checkpoint after step 6 (so after at least one of the re-balances)
+#   - a resume from the checkpoint after step 6 (so after at least one of the re-balances) continues
 #     with the checkpoint's split and ends bit-identical to the uninterrupted run (re-balancing
 #     off in the resumed run: the uninterrupted one decides nothing after step 6, its last
 #     decision point before the end).
