@@ -52,7 +52,7 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o, eth::planner::Au
       ("profile", po::value(&auto_plan.profile_files)->multitoken(), "... and profile files, preferred over the directory's")
       ("rebalance-every", po::value(&o.rebalance.every)->default_value(o.rebalance.every),
        "online re-balancing: every N steps, re-split the batch among pipelines and stage ranks by measured speed (0: off)")
-      ("rebalance-threshold", po::value(&o.rebalance.threshold)->default_value(o.rebalance.threshold),
+      ("rebalance-threshold", po::value(&o.rebalance.threshold)->default_value(o.rebalance.threshold, "0.05"),
        "re-balance only when the predicted step is at least this fraction faster (hysteresis)")
       ("slowdown", po::value(&slowdowns)->multitoken(),
        "RANK:FACTOR:STEP: that rank computes FACTOR times slower from STEP on (tests, benchmarks; repeatable)")

@@ -107,6 +107,35 @@ std::vector<int> samples_per_step(const Plan& plan, int world_size) {
   return samples;
 }
 
+// A plan's batch split, for metrics and the trace: per pipeline its samples, micro-batches and
+// the split of each stage of several ranks.
+nlohmann::json split_json(const Plan& plan) {
+  nlohmann::json pipes = nlohmann::json::array();
+  for (const PlanPipeline& pipe : plan.pipelines) {
+    nlohmann::json splits = nlohmann::json::array();
+    for (const PlanStage& stage : pipe.stages)
+      if (stage.ranks.size() > 1) splits.push_back({{"ranks", stage.ranks}, {"split", stage.split}, {"last_split", stage.last_split}});
+    pipes.push_back({{"samples", pipe.samples()}, {"micro_batch", pipe.micro_batch}, {"micro_batches", pipe.micro_batches},
+                     {"last_micro_batch", pipe.last_micro_batch}, {"stages", splits}});
+  }
+  return pipes;
+}
+
+// "8 (3:1), 4": each pipeline's samples, with the split of each stage of several ranks.
+std::string split_text(const Plan& plan) {
+  std::string text;
+  for (const PlanPipeline& pipe : plan.pipelines) {
+    text += (text.empty() ? "" : ", ") + std::to_string(pipe.samples());
+    for (const PlanStage& stage : pipe.stages) {
+      if (stage.ranks.size() < 2) continue;
+      std::string split;
+      for (int n : stage.split) split += (split.empty() ? "" : ":") + std::to_string(n);
+      text += " (" + split + ")";
+    }
+  }
+  return text;
+}
+
 Rebalancer::Rebalancer(const RebalanceOptions& options, int world_size)
     : options_(options), rate_(static_cast<size_t>(world_size), 0.0) {}
 

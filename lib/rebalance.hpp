@@ -14,7 +14,10 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "lib/plan.hpp"
 
@@ -41,6 +44,11 @@ bool same_stages(const Plan& a, const Plan& b);
 
 // Samples rank r computes in one step of `plan` (0 for an idle rank).
 std::vector<int> samples_per_step(const Plan& plan, int world_size);
+
+// A plan's batch split, for metrics and the trace: per pipeline its samples, micro-batches and
+// the split of each stage of several ranks; and in one line: "8 (3:1), 4".
+nlohmann::json split_json(const Plan& plan);
+std::string split_text(const Plan& plan);
 
 struct RebalanceDecision {
   Plan plan;                 // the new split
