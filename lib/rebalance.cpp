@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <utility>
 
 #include "lib/batch_balance.hpp"
 
@@ -148,15 +149,18 @@ void Rebalancer::observe(const Plan& plan, const std::vector<double>& compute_ms
   }
 }
 
-std::optional<RebalanceDecision> Rebalancer::decide(const Plan& plan, int step) const {
+std::optional<RebalanceDecision> Rebalancer::decide(const Plan& plan, int step) {
   if (options_.every <= 0 || (step + 1) % options_.every != 0) return std::nullopt;
   const std::vector<int> samples = samples_per_step(plan, static_cast<int>(rate_.size()));
   for (size_t r = 0; r < rate_.size(); r++)
     if (samples[r] > 0 && rate_[r] <= 0) return std::nullopt;  // not measured yet
+  const bool behind_before = std::exchange(behind_, false);
   std::optional<Plan> next = rebalanced_plan(plan, rate_);
   if (!next || plan_yaml(*next) == plan_yaml(plan)) return std::nullopt;  // nothing would change
   RebalanceDecision d{*next, predicted_step_ms(plan, rate_), predicted_step_ms(*next, rate_)};
   if (d.gain() < options_.threshold) return std::nullopt;
+  behind_ = !behind_before;  // seen once: wait for the next decision; twice: change
+  if (behind_) return std::nullopt;
   return d;
 }
 

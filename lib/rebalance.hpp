@@ -7,10 +7,12 @@
 // share, measured each step). Every `every` steps it re-balances the plan's split with the
 // planner's balancing (lib/batch_balance.hpp): each split stage by speed, then the pipelines'
 // sample counts by water-filling under the linear 1F1B model, a pipeline's samples left over
-// forming a smaller last micro-batch. It proposes the new split only when the model predicts a
-// step at least `threshold` faster than the current split under the same rates (hysteresis:
-// measurement noise alone does not flip the split back and forth). Layers, stages and
-// micro-batch sizes never change.
+// forming a smaller last micro-batch. Hysteresis, so that measurement noise alone does not flip
+// the split back and forth: a new split is taken only when the model predicts a step at least
+// `threshold` faster than the current split under the same rates, and only when two
+// consecutive decisions find the current split that much slower than the best (a spike seen
+// once does not move it; a lasting change is followed `every` steps later), the second
+// decision's split then taken. Layers, stages and micro-batch sizes never change.
 #pragma once
 
 #include <optional>
@@ -64,13 +66,14 @@ class Rebalancer {
 
   // After a step under `plan`: every rank's compute ms of that step on its device.
   void observe(const Plan& plan, const std::vector<double>& compute_ms);
-  // After step `step`: a new split when one is due and worth it.
-  std::optional<RebalanceDecision> decide(const Plan& plan, int step) const;
+  // After step `step` (0-based): a new split when one is due, worth it and confirmed.
+  std::optional<RebalanceDecision> decide(const Plan& plan, int step);
   const std::vector<double>& ms_per_sample() const { return rate_; }
 
  private:
   RebalanceOptions options_;
   std::vector<double> rate_;  // per rank, smoothed; 0 until measured
+  bool behind_ = false;       // the last decision found the current split worth changing
 };
 
 }  // namespace eth

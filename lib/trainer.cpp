@@ -216,7 +216,7 @@ void save_checkpoint(RankRuntime& runtime, const TrainOptions& o, const Checkpoi
 // Collective, after step `step`: rank 0 decides whether the split changes (lib/rebalance.hpp)
 // and every rank receives its decision; on a change, every rank starts the new split's runtime,
 // moves its parameters and optimizer state into it (its layers are the same) and drops the old.
-std::unique_ptr<Running> rebalance(std::unique_ptr<Running> running, const Rebalancer& rebalancer, int step,
+std::unique_ptr<Running> rebalance(std::unique_ptr<Running> running, Rebalancer& rebalancer, int step,
                                    const Job& job, const TrainOptions& o, kernels::Backend& backend, uint64_t seed,
                                    std::ostream& log, std::optional<MetricsWriter>& metrics, StepTrace& trace) {
   std::optional<RebalanceDecision> decision;

@@ -109,10 +109,13 @@ TEST(Rebalance, DecidesOnlyEveryNStepsAndAboveTheThreshold) {
   for (int r = 0; r < 4; r++) compute[r] = samples[r] * 1.0;
   rebalancer.observe(plan, compute);
   EXPECT_FALSE(rebalancer.decide(plan, 0));  // step 1: not a decision step
-  // Rank 1 eight times as slow: a decision, and it is a gain.
+  // Rank 1 eight times as slow: proposed at step 4, confirmed and taken at step 6.
   compute[1] *= 8;
   for (int i = 0; i < 4; i++) rebalancer.observe(plan, compute);
-  const std::optional<RebalanceDecision> d = rebalancer.decide(plan, 3);
+  EXPECT_FALSE(rebalancer.decide(plan, 3));
+  rebalancer.observe(plan, compute);
+  EXPECT_FALSE(rebalancer.decide(plan, 4));  // step 5: not a decision step
+  const std::optional<RebalanceDecision> d = rebalancer.decide(plan, 5);
   ASSERT_TRUE(d);
   EXPECT_GE(d->gain(), 0.05);
   EXPECT_LT(d->plan.pipelines[0].stages[0].split[1], 2);
@@ -120,6 +123,28 @@ TEST(Rebalance, DecidesOnlyEveryNStepsAndAboveTheThreshold) {
   Rebalancer off({0, 0.05}, 4);
   off.observe(plan, compute);
   EXPECT_FALSE(off.decide(plan, 1));
+  EXPECT_FALSE(off.decide(plan, 3));
+}
+
+TEST(Rebalance, ASpikeSeenOnceMovesNothing) {
+  const std::optional<Plan> best = rebalanced_plan(two_pipelines(), {1.0, 1.0, 1.0, 1.0});
+  ASSERT_TRUE(best);
+  const std::vector<int> samples = samples_per_step(*best, 4);
+  auto compute = [&](double rank1) {
+    std::vector<double> ms(4);
+    for (int r = 0; r < 4; r++) ms[r] = samples[r] * (r == 1 ? rank1 : 1.0);
+    return ms;
+  };
+  // Rank 1 eight times as slow at one decision, back to normal by the next: no change.
+  Rebalancer rebalancer({1, 0.05}, 4);
+  rebalancer.observe(*best, compute(8.0));
+  EXPECT_FALSE(rebalancer.decide(*best, 0));
+  for (int i = 0; i < 8; i++) rebalancer.observe(*best, compute(1.0));  // the spike forgotten
+  EXPECT_FALSE(rebalancer.decide(*best, 1));
+  // Slow for good: seen at two decisions in a row, the second one changes the split.
+  for (int i = 0; i < 8; i++) rebalancer.observe(*best, compute(8.0));
+  EXPECT_FALSE(rebalancer.decide(*best, 2));
+  EXPECT_TRUE(rebalancer.decide(*best, 3));
 }
 
 TEST(Rebalance, HysteresisKeepsANearlyBalancedSplit) {
@@ -135,11 +160,13 @@ TEST(Rebalance, HysteresisKeepsANearlyBalancedSplit) {
   Rebalancer eager({1, 0.0}, 4), steady({1, 0.05}, 4);
   eager.observe(*best, compute);
   steady.observe(*best, compute);
-  const std::optional<RebalanceDecision> moved = eager.decide(*best, 0);
+  EXPECT_FALSE(eager.decide(*best, 0));  // proposed,
+  const std::optional<RebalanceDecision> moved = eager.decide(*best, 1);  // and confirmed
   ASSERT_TRUE(moved);
   EXPECT_GT(moved->gain(), 0.0);
   EXPECT_LT(moved->gain(), 0.05);
   EXPECT_FALSE(steady.decide(*best, 0));
+  EXPECT_FALSE(steady.decide(*best, 1));
   // And a split that is already the best for the rates is never proposed again.
   Rebalancer settled({1, 0.0}, 4);
   const std::vector<int> again = samples_per_step(moved->plan, 4);
@@ -147,6 +174,7 @@ TEST(Rebalance, HysteresisKeepsANearlyBalancedSplit) {
   for (int r = 0; r < 4; r++) same.push_back(again[r] * (r == 3 ? 1.3 : 1.0));
   settled.observe(moved->plan, same);
   EXPECT_FALSE(settled.decide(moved->plan, 0));
+  EXPECT_FALSE(settled.decide(moved->plan, 1));
 }
 
 TEST(Slowdown, ParsesAndTakesTheLatestRule) {
