@@ -11,7 +11,8 @@
 #   plans: eth_plan at micro-batch 2 (--micro-batches 2: a pipeline's samples can then move two
 #     at a time) for the profiles as measured ("true": predicts T_true) and for cpu-full 2x
 #     slower (forward and backward times doubled: "slow", predicts T_slow, the planner's
-#     prediction for the slowed cluster);
+#     prediction for the slowed cluster); and eth_plan --evaluate of each plan on the other
+#     cluster (what the model expects of the runs that do not re-balance);
 #   1. slowdown: the true plan, rank 0 2x slower from step SLOW_AT (--slowdown 0:2:SLOW_AT), with
 #      --rebalance-every EVERY and without re-balancing;
 #   2. wrong profile: the slow plan (declared profile wrong by 2x for rank 0 from the start) run
@@ -50,6 +51,13 @@ plan() {  # plan NAME FULL_PROFILE
 say "== plans: true profiles, and cpu-full 2x slower"
 plan true "$PROF_FULL"
 plan slow "$WORK/cpu-full-2x-slower.yaml"
+evaluate() {  # evaluate NAME PLAN FULL_PROFILE: the simulated step of a plan on other profiles
+  "$BUILD/app/eth_plan" --evaluate "$2" --topology "$TOPO" --model "$MODEL" --seq-len $T --profile "$3" "$PROF_HALF" \
+    > "$WORK/$1.txt"
+  say "$1: $(grep '^iteration' "$WORK/$1.txt")"
+}
+evaluate true-plan-slowed-cluster "$WORK/true.yaml" "$WORK/cpu-full-2x-slower.yaml"
+evaluate slow-plan-true-cluster "$WORK/slow.yaml" "$PROF_FULL"
 
 train() {  # train NAME PLAN ARGS...
   say "-- $1 ($(cat /proc/loadavg))"

@@ -18,6 +18,10 @@ def predicted(work, name):
     return float(re.search(r"iteration_ms:\s*([0-9.eE+-]+)", open(f"{work}/{name}.yaml").read()).group(1))
 
 
+def simulated(work, name):
+    return float(re.search(r"iteration: simulated ([0-9.]+) ms", open(f"{work}/{name}.txt").read()).group(1))
+
+
 def records(work, run):
     rows = [json.loads(line) for line in open(f"{work}/{run}/metrics.jsonl")]
     steps = {r["step"]: r["ms"] for r in rows if "ms" in r}
@@ -46,7 +50,9 @@ def main():
                      "rebalance_every": every, "rebalance_threshold": 0.05,
                      "plans": "eth_plan --micro-batches 2 on the shipped profiles (true) and with cpu-full 2x slower (slow)",
                      "measured": "median over the window of metrics 'ms' (rank 0's step wall time), median over repetitions"},
-           "predicted_true_ms": round(t_true, 1), "predicted_slowed_cluster_ms": round(t_slow, 1), "runs": {}}
+           "predicted_true_ms": round(t_true, 1), "predicted_slowed_cluster_ms": round(t_slow, 1),
+           "predicted_true_plan_on_slowed_cluster_ms": round(simulated(work, "true-plan-slowed-cluster"), 1),
+           "predicted_slow_plan_on_true_cluster_ms": round(simulated(work, "slow-plan-true-cluster"), 1), "runs": {}}
     for kind in ("slowdown-rebalance", "slowdown-fixed", "wrong-rebalance", "wrong-fixed"):
         reps = []
         for r in range(1, runs + 1):
@@ -70,7 +76,9 @@ def main():
         "wrong profile: re-balanced vs predicted_true (%)": round(100 * (wr - t_true) / t_true, 1),
         "wrong profile: fixed vs predicted_true (%)": round(100 * (wf - t_true) / t_true, 1),
     }
-    print(f"predicted: true profiles {t_true:.1f} ms; cpu-full 2x slower {t_slow:.1f} ms")
+    print(f"predicted: true profiles {t_true:.1f} ms; cpu-full 2x slower {t_slow:.1f} ms; true plan on the slowed "
+          f"cluster {out['predicted_true_plan_on_slowed_cluster_ms']} ms; slow plan on the true cluster "
+          f"{out['predicted_slow_plan_on_true_cluster_ms']} ms")
     for kind, v in R.items():
         print(f"{kind}: steps 3-{slow_at - 1} {v['before_ms']:.1f} ms, steps {settled[0]}-{settled[1]} {v['after_ms']:.1f} ms; "
               f"re-balances {[ (e['after_step'], e['samples']) for e in v['repetitions'][0]['rebalances']]} (rep 1)")
