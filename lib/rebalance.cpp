@@ -126,12 +126,12 @@ nlohmann::json split_json(const Plan& plan) {
 std::string split_text(const Plan& plan) {
   std::string text;
   for (const PlanPipeline& pipe : plan.pipelines) {
-    text += (text.empty() ? "" : ", ") + std::to_string(pipe.samples());
+    if (!text.empty()) text += ", ";
+    text += std::to_string(pipe.samples());
     for (const PlanStage& stage : pipe.stages) {
       if (stage.ranks.size() < 2) continue;
-      std::string split;
-      for (int n : stage.split) split += (split.empty() ? "" : ":") + std::to_string(n);
-      text += " (" + split + ")";
+      for (size_t i = 0; i < stage.split.size(); i++) text += (i == 0 ? " (" : ":") + std::to_string(stage.split[i]);
+      text += ")";
     }
   }
   return text;

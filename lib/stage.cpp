@@ -56,8 +56,8 @@ Stage::Stage(const GptConfig& config, LayerRange layers, int B, int T, int slots
       B_(B),
       T_(T),
       slots_(slots),
-      backend_(backend),
       rows_(static_cast<size_t>(slots), B),
+      backend_(backend),
       slot_(slot_layout(config, layers, B, T)) {
   assert(B > 0 && T > 0 && T <= config.max_seq_len && slots > 0);
   const size_t BT = static_cast<size_t>(B) * T;
