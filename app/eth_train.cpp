@@ -18,6 +18,7 @@ namespace {
 bool parse_options(int argc, char** argv, eth::TrainOptions& o, eth::planner::AutoPlanRequest& auto_plan,
                    bool print_help) {
   std::string grad_sync = "block", fail_at;
+  std::vector<std::string> slowdowns;
   po::options_description desc("eth_train options");
   desc.add_options()
       ("help,h", "print this help")
@@ -52,6 +53,12 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o, eth::planner::Au
       ("profiles", po::value(&auto_plan.profiles_dir)->default_value(auto_plan.profiles_dir),
        "without --plan on several ranks: directory of profiles the planner uses")
       ("profile", po::value(&auto_plan.profile_files)->multitoken(), "... and profile files, preferred over the directory's")
+      ("rebalance-every", po::value(&o.rebalance.every)->default_value(o.rebalance.every),
+       "online re-balancing: every N steps, re-split the batch among pipelines and stage ranks by measured speed (0: off)")
+      ("rebalance-threshold", po::value(&o.rebalance.threshold)->default_value(o.rebalance.threshold, "0.05"),
+       "re-balance only when the predicted step is at least this fraction faster (hysteresis)")
+      ("slowdown", po::value(&slowdowns)->multitoken(),
+       "RANK:FACTOR:STEP: that rank computes FACTOR times slower from STEP on (tests, benchmarks; repeatable)")
       ("fail-at", po::value(&fail_at), "STEP:RANK: that rank throws at that step (fault-handling tests)");
   try {
     if (!eth::parse_command_line(argc, argv, desc, print_help)) return false;
@@ -66,6 +73,11 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o, eth::planner::Au
   if (!fail_at.empty() && std::sscanf(fail_at.c_str(), "%d:%d", &o.fail_at_step, &o.fail_rank) != 2)
     throw eth::AgreedError("--fail-at: value: expected STEP:RANK, got " + fail_at);
   o.fail_at_step--;  // 1-based on the command line, as in the log
+  try {
+    for (const std::string& text : slowdowns) o.slowdowns.push_back(eth::parse_slowdown(text));
+  } catch (const eth::InputError& e) {
+    throw eth::AgreedError(e.what());
+  }
   return true;
 }
 

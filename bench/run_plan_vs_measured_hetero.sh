@@ -38,26 +38,9 @@ STEPS=${STEPS:-10}
 RUNS=${RUNS:-3}
 WARMUP=${WARMUP:-2}
 REPS=${REPS:-5}
-source scripts/env.sh
-export OMP_NUM_THREADS=1
-PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
-
-TOPO=inputs/topologies/workstation-3cpu-2speeds.yaml
-MODEL=inputs/models/demo.yaml
-T=64
-BATCH=16
-PROF_FULL=inputs/profiles/cpu-full-demo-T64.yaml
-PROF_HALF=inputs/profiles/cpu-half-demo-T64.yaml
+source bench/two_speed_cpus.sh   # TOPO MODEL T BATCH PROF_FULL PROF_HALF WORK LOG, say, mpmd
 BEST=inputs/plans/workstation-3cpu-2speeds-planner.yaml
 HAND_PLANS=(idle mixed)   # inputs/plans/workstation-3cpu-2speeds-NAME.yaml
-WORK=${WORK:-$(mktemp -d)}
-mkdir -p "$WORK" bench/results
-LOG=$WORK/log.txt
-: > "$LOG"
-say() { echo "$@" | tee -a "$LOG"; }
-MPI=(mpirun --bind-to none --mca mpi_yield_when_idle 1)
-# mpmd BIN ARGS...: rank 0 on core 0, ranks 1-2 on core 1, same binary and arguments.
-mpmd() { "${MPI[@]}" -np 1 taskset -c 0 "$@" : -np 2 taskset -c 1 "$@"; }
 say "== work dir $WORK; load before: $(cat /proc/loadavg)"
 
 # 0. The link (see bench/run_plan_vs_measured.sh for why the all-reduce bus bandwidth of the

@@ -43,6 +43,9 @@ class TimingBackend final : public kernels::Backend {
   void record_event(void* event) override { inner_.record_event(event); }
   bool event_done(void* event) override { return inner_.event_done(event); }
   void wait_event(void* event) override { inner_.wait_event(event); }
+  void* create_timed_event() override { return inner_.create_timed_event(); }
+  double elapsed_ms(void* start, void* end) override { return inner_.elapsed_ms(start, end); }
+  void stall(double ms) override { inner_.stall(ms); }
 
   void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
                        int T, int C) override;

@@ -65,6 +65,14 @@ class Device {
   virtual void record_event(void* event) = 0;      // marks everything enqueued so far
   virtual bool event_done(void* event) = 0;        // non-blocking
   virtual void wait_event(void* event) = 0;        // the host blocks until it is done
+  // A timed event also records when the stream reached it: elapsed_ms(start, end), both done, is
+  // the stream's time between them (the device time of the work enqueued in between).
+  virtual void* create_timed_event() = 0;
+  virtual double elapsed_ms(void* start, void* end) = 0;
+
+  // Keeps the stream busy for `ms`, as `ms` of work would: the --slowdown test switch
+  // (lib/slowdown.hpp), which must slow what the device does, not only the host.
+  virtual void stall(double ms) = 0;
 };
 
 // A point in a device's compute stream. A fresh event counts as done; record() moves it to the
@@ -73,6 +81,12 @@ class Event {
  public:
   Event() = default;
   explicit Event(Device& device) : device_(&device), handle_(device.create_event()) {}
+  static Event timed(Device& device) {
+    Event e;
+    e.device_ = &device;
+    e.handle_ = device.create_timed_event();
+    return e;
+  }
   ~Event() {
     if (device_ != nullptr) device_->destroy_event(handle_);
   }
@@ -91,6 +105,11 @@ class Event {
   void record() { device_->record_event(handle_); }
   bool done() const { return device_->event_done(handle_); }
   void wait() const { device_->wait_event(handle_); }
+  // Both timed: the stream's ms from `start` to this event (waits for this one).
+  double ms_since(const Event& start) const {
+    wait();
+    return device_->elapsed_ms(start.handle_, handle_);
+  }
   void* handle() const { return handle_; }  // cudaEvent_t on CUDA, for another stream to wait on
 
  private:

@@ -69,6 +69,13 @@ void write_attribute(hid_t file, const char* name, hid_t type, const void* value
   H5_CHECK(H5Sclose(space));
 }
 
+void write_string_attribute(hid_t file, const char* name, const std::string& text) {
+  const hid_t string_type = H5_CHECK(H5Tcopy(H5T_C_S1));
+  H5_CHECK(H5Tset_size(string_type, text.size() + 1));
+  write_attribute(file, name, string_type, text.c_str());
+  H5_CHECK(H5Tclose(string_type));
+}
+
 // Reads a scalar attribute, or fails naming the file and attribute.
 template <typename T>
 T read_attribute(hid_t file, const std::string& path, const char* name, hid_t type) {
@@ -126,10 +133,10 @@ CheckpointWriter::CheckpointWriter(const std::string& path, const GptConfig& mod
   H5_CHECK(H5Pclose(access));
   if (file_ < 0) fail_input(path, "checkpoint", "a path where an HDF5 file can be created", "one that cannot");
   // Metadata is collective: every rank writes the same attributes and creates every dataset.
-  const hid_t string_type = H5_CHECK(H5Tcopy(H5T_C_S1));
-  H5_CHECK(H5Tset_size(string_type, sizeof kFormat));
-  write_attribute(file_, "format", string_type, kFormat);
-  H5_CHECK(H5Tclose(string_type));
+  write_string_attribute(file_, "format", kFormat);
+  // The batch split the run continues with (online re-balancing changes it): a resume under the
+  // same plan takes it, so that it computes the same numbers bit for bit.
+  if (!header.plan_yaml.empty()) write_string_attribute(file_, "plan", header.plan_yaml);
   write_attribute(file_, "version", H5T_NATIVE_INT, &kVersion);
   write_attribute(file_, "step", H5T_NATIVE_INT, &header.step);
   write_attribute(file_, "global_batch", H5T_NATIVE_INT, &header.global_batch);
@@ -206,6 +213,7 @@ CheckpointReader::CheckpointReader(const std::string& path, const GptConfig& mod
     header_.global_batch = read_attribute<int>(file_, path, "global_batch", H5T_NATIVE_INT);
     header_.seed = read_attribute<uint64_t>(file_, path, "seed", H5T_NATIVE_UINT64);
     if (version >= 2) read_checksums(model);
+    if (H5Aexists(file_, "plan") > 0) header_.plan_yaml = read_string_attribute(file_, path, "plan");
   } catch (...) {
     H5Fclose(file_);
     throw;

@@ -29,6 +29,7 @@ struct CheckpointHeader {
   int step = 0;           // optimizer steps taken; the run resumes at step + 1
   int global_batch = 0;   // samples per step: the data stream resumes at sample step * global_batch
   uint64_t seed = 0;      // of parameters and data order
+  std::string plan_yaml;  // the plan with the batch split in use (lib/plan.hpp's YAML); may be empty
 };
 
 class CheckpointWriter {

@@ -14,9 +14,26 @@ std::vector<int> sorted(std::vector<int> v) {
   return v;
 }
 
-// Each rank's samples of one micro-batch, in the stage's rank order.
-std::vector<int> rows_of(const PlanStage& stage, int micro_batch) {
-  return stage.split.empty() ? std::vector<int>{micro_batch} : stage.split;
+// Each rank's samples of one micro-batch (the last one when `last`), in the stage's rank order.
+std::vector<int> rows_of(const PlanPipeline& pipe, const PlanStage& stage, bool last) {
+  if (stage.split.empty()) return {last ? pipe.last_micro_batch : pipe.micro_batch};
+  return last ? stage.last_split : stage.split;
+}
+
+ParallelContext::Exchanges neighbour_exchanges(const PlanPipeline& pipe, int s, bool last) {
+  ParallelContext::Exchanges x;
+  const PlanStage& mine = pipe.stages[s];
+  if (s > 0) {
+    const PlanStage& prev = pipe.stages[s - 1];
+    x.from_previous = RowExchange(prev.ranks, rows_of(pipe, prev, last), mine.ranks, rows_of(pipe, mine, last));
+    x.grads_to_previous = RowExchange(mine.ranks, rows_of(pipe, mine, last), prev.ranks, rows_of(pipe, prev, last));
+  }
+  if (s + 1 < static_cast<int>(pipe.stages.size())) {
+    const PlanStage& next = pipe.stages[s + 1];
+    x.to_next = RowExchange(mine.ranks, rows_of(pipe, mine, last), next.ranks, rows_of(pipe, next, last));
+    x.grads_from_next = RowExchange(next.ranks, rows_of(pipe, next, last), mine.ranks, rows_of(pipe, mine, last));
+  }
+  return x;
 }
 
 }  // namespace
@@ -67,19 +84,8 @@ ParallelContext build_parallel_context(const Topology& topology, const Plan& pla
   if (ctx.role.idle()) return ctx;  // in the groups above as a node member only
 
   const PlanPipeline& pipe = plan.pipelines[ctx.role.pipeline];
-  const int s = ctx.role.stage;
-  if (s > 0) {
-    const PlanStage& prev = pipe.stages[s - 1];
-    const PlanStage& mine = pipe.stages[s];
-    ctx.from_previous = RowExchange(prev.ranks, rows_of(prev, pipe.micro_batch), mine.ranks, rows_of(mine, pipe.micro_batch));
-    ctx.grads_to_previous = RowExchange(mine.ranks, rows_of(mine, pipe.micro_batch), prev.ranks, rows_of(prev, pipe.micro_batch));
-  }
-  if (s + 1 < ctx.stages) {
-    const PlanStage& mine = pipe.stages[s];
-    const PlanStage& next = pipe.stages[s + 1];
-    ctx.to_next = RowExchange(mine.ranks, rows_of(mine, pipe.micro_batch), next.ranks, rows_of(next, pipe.micro_batch));
-    ctx.grads_from_next = RowExchange(next.ranks, rows_of(next, pipe.micro_batch), mine.ranks, rows_of(mine, pipe.micro_batch));
-  }
+  ctx.full = neighbour_exchanges(pipe, ctx.role.stage, false);
+  if (pipe.short_last()) ctx.last = neighbour_exchanges(pipe, ctx.role.stage, true);
   return ctx;
 }
 

@@ -34,7 +34,12 @@ struct ParallelContext {
 
   // Micro-batch rows (samples) between this stage and its neighbours: activations flow from
   // previous to next, gradients back. Empty on the first (previous) or last (next) stage.
-  RowExchange from_previous, to_next, grads_from_next, grads_to_previous;
+  struct Exchanges {
+    RowExchange from_previous, to_next, grads_from_next, grads_to_previous;
+  };
+  Exchanges full;   // of a full micro-batch (the stages' split)
+  Exchanges last;   // of a smaller last micro-batch (last_split), when the pipeline has one
+  const Exchanges& exchanges(bool short_micro_batch) const { return short_micro_batch ? last : full; }
 
   bool first_stage() const { return role.stage == 0; }
   bool last_stage() const { return role.stage == stages - 1; }

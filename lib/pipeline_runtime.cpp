@@ -1,5 +1,6 @@
 #include "lib/pipeline_runtime.hpp"
 
+#include <cassert>
 #include <cmath>
 
 #include "mpi_topology/host_messages.hpp"
@@ -22,7 +23,7 @@ int grad_tag(int micro_batch) { return 2 * micro_batch + 1; }
 
 PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const ParallelContext& ctx, int seq_len,
                                  GradSyncMode sync, const AdamWConfig& adamw, kernels::Backend& backend,
-                                 std::unique_ptr<SumReducer> reducer, uint64_t seed)
+                                 std::unique_ptr<SumReducer> reducer, uint64_t seed, PipelineRuntime* previous)
     : model_(model),
       plan_(plan),
       ctx_(ctx),
@@ -37,9 +38,13 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
       sync_(ctx, stage_.layout(), whole_, sync, std::move(reducer), backend, stage_.grads()),
       actions_(one_f_one_b(pipe_, ctx.role.stage)),
       owners_(tensor_owners(model, plan, ctx.world_size)) {
-  std::vector<float> host(stage_.layout().size());
-  init_gpt2_parameters(model, stage_.layout(), seed, host.data());
-  backend.copy_to_device(stage_.params(), host.data(), host.size() * sizeof(float));
+  if (previous) {
+    take_state(*previous);
+  } else {
+    std::vector<float> host(stage_.layout().size());
+    init_gpt2_parameters(model, stage_.layout(), seed, host.data());
+    backend.copy_to_device(stage_.params(), host.data(), host.size() * sizeof(float));
+  }
   const size_t BT = static_cast<size_t>(ctx.role.samples) * T_;
   const size_t rows = BT * C_;  // one micro-batch of this rank's activations
   inputs_.resize(BT);
@@ -60,6 +65,10 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
   }
   if (!ctx.last_stage()) dout_wire_ = WireBuffer(backend, dout_.data(), rows, direct);
   for (int i = 0; i < pipe_.micro_batches; i++) backward_done_.emplace_back(backend);
+  for (int k = 0; k < 2 * pipe_.micro_batches; k++) {
+    compute_start_.push_back(kernels::Event::timed(backend));
+    compute_end_.push_back(kernels::Event::timed(backend));
+  }
   activation_sends_.resize(static_cast<size_t>(slots_));
   grad_sends_.resize(static_cast<size_t>(slots_));
 }
@@ -76,9 +85,9 @@ size_t PipelineRuntime::device_bytes(const GptConfig& model, const Plan& plan, c
   return floats * sizeof(float);
 }
 
-void PipelineRuntime::fetch(SampleStream& data, uint64_t first, std::vector<int32_t>& inputs,
+void PipelineRuntime::fetch(SampleStream& data, uint64_t first, int count, std::vector<int32_t>& inputs,
                             std::vector<int32_t>& targets) {
-  for (int b = 0; b < ctx_.role.samples; b++)
+  for (int b = 0; b < count; b++)
     data.sample(first + static_cast<uint64_t>(b), inputs.data() + static_cast<size_t>(b) * T_,
                 targets.data() + static_cast<size_t>(b) * T_);
 }
@@ -95,9 +104,10 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
   const size_t row = static_cast<size_t>(T_) * C_;  // one sample's activations
   const int rank = ctx_.world_rank;
   const bool first = ctx_.first_stage(), last = ctx_.last_stage();
-  // This rank's first sample of micro-batch i is base + i * micro_batch.
-  const uint64_t base = static_cast<uint64_t>(step) * plan_.global_batch + plan_.first_sample(ctx_.role.pipeline) +
-                        ctx_.role.sample_offset;
+  // Micro-batch i starts at sample base + i * micro_batch (only the last may be smaller).
+  const uint64_t base = static_cast<uint64_t>(step) * plan_.global_batch + plan_.first_sample(ctx_.role.pipeline);
+  auto is_short = [&](int i) { return pipe_.rows(i) < pipe_.micro_batch; };
+  auto my_rows = [&](int i) { return is_short(i) ? ctx_.role.last_samples : ctx_.role.samples; };
   trace.begin_step();
   stage_.zero_grads();
   StepResult result;
@@ -112,11 +122,12 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
   };
   auto post_receive = [&](size_t j) {
     const Action& r = actions_[j];
+    const ParallelContext::Exchanges& x = ctx_.exchanges(is_short(r.micro_batch));
     if (r.kind == ActionKind::recv_activation) {
-      ctx_.from_previous.post_recvs(rank, input_wires_[r.micro_batch % slots_].wire(), row,
+      x.from_previous.post_recvs(rank, input_wires_[r.micro_batch % slots_].wire(), row,
                                     activation_tag(r.micro_batch), MPI_COMM_WORLD, receives[j]);
     } else {
-      ctx_.grads_from_next.post_recvs(rank, dout_wire_.wire(), row, grad_tag(r.micro_batch), MPI_COMM_WORLD,
+      x.grads_from_next.post_recvs(rank, dout_wire_.wire(), row, grad_tag(r.micro_batch), MPI_COMM_WORLD,
                                       receives[j]);
     }
     posted[j] = true;
@@ -135,6 +146,7 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
     const Action& a = actions_[index];
     const int i = a.micro_batch;
     const int slot = i < 0 ? 0 : i % slots_;
+    const ParallelContext::Exchanges& x = ctx_.exchanges(i >= 0 && is_short(i));
     const double t0 = trace.now_ms();
     switch (a.kind) {
       case ActionKind::recv_activation:
@@ -150,31 +162,38 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
       }
       case ActionKind::forward:
         if (a.after_send_of >= 0) wait_all(activation_sends_[slot]);  // the slot's output has left
-        if (first || last) fetch(train, base + static_cast<uint64_t>(i) * pipe_.micro_batch, inputs_, targets_);
-        stage_.forward(slot, inputs_.data(), first ? nullptr : stage_.input_buffer(slot));
+        if (first || last) {
+          const int offset = is_short(i) ? ctx_.role.last_offset : ctx_.role.sample_offset;
+          fetch(train, base + static_cast<uint64_t>(i) * pipe_.micro_batch + offset, my_rows(i), inputs_, targets_);
+        }
+        compute_start_[i].record();
+        stage_.forward(slot, inputs_.data(), first ? nullptr : stage_.input_buffer(slot), my_rows(i));
         if (last) stage_.loss(slot, targets_.data(), true);
+        end_compute(i);
         trace.add(SpanKind::forward, i, t0);
         break;
       case ActionKind::send_activation:
-        send_rows(ctx_.to_next, output_wires_[slot], output_final_[slot], activation_tag(i), activation_sends_[slot]);
+        send_rows(x.to_next, output_wires_[slot], output_final_[slot], activation_tag(i), activation_sends_[slot]);
         trace.add(SpanKind::comm_wait, i, t0);
         break;
       case ActionKind::backward: {
         // The last backward reports finished units, so that their reductions start early.
         const bool final_backward = i == pipe_.micro_batches - 1;
+        compute_start_[pipe_.micro_batches + i].record();
         stage_.backward(slot, dout_.data(), [&](int unit) {
           if (final_backward) sync_.unit_done(unit);
         });
         backward_done_[i].record();
         backwards_enqueued++;
+        end_compute(pipe_.micro_batches + i);
         trace.add(SpanKind::backward, i, t0);
         break;
       }
       case ActionKind::send_grad: {
         if (a.after_send_of >= 0) wait_all(grad_sends_[slot]);  // the slot's previous gradient has left
         WireBuffer& wire = grad_send_wires_[slot];
-        backend_.copy(wire.buffer(), stage_.input_grad(), sizeof(float) * stage_.micro_batch() * row);
-        send_rows(ctx_.grads_to_previous, wire, grad_final_[slot], grad_tag(i), grad_sends_[slot]);
+        backend_.copy(wire.buffer(), stage_.input_grad(), sizeof(float) * my_rows(i) * row);
+        send_rows(x.grads_to_previous, wire, grad_final_[slot], grad_tag(i), grad_sends_[slot]);
         trace.add(SpanKind::comm_wait, i, t0);
         break;
       }
@@ -203,8 +222,19 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
     post_ready_receives(index + 1);
     sync_.poll();
   }
+  double device_ms = 0;
+  for (size_t k = 0; k < compute_end_.size(); k++) device_ms += compute_end_[k].ms_since(compute_start_[k]);
+  trace.set_device_compute(device_ms);
   trace.end_step();
   return result;
+}
+
+void PipelineRuntime::end_compute(int k) {
+  kernels::Event& end = compute_end_[k];
+  end.record();
+  if (slowdown_ <= 1.0) return;
+  backend_.stall((slowdown_ - 1.0) * end.ms_since(compute_start_[k]));
+  end.record();
 }
 
 void PipelineRuntime::forward_only(int tag, const int32_t* inputs, const int32_t* targets) {
@@ -213,7 +243,7 @@ void PipelineRuntime::forward_only(int tag, const int32_t* inputs, const int32_t
   // Evaluation is not timed: wait for the previous forward, which read slot 0's input.
   backend_.synchronize();
   if (!ctx_.first_stage()) {
-    ctx_.from_previous.post_recvs(ctx_.world_rank, input_wires_[0].wire(), row, tag, MPI_COMM_WORLD, requests);
+    ctx_.full.from_previous.post_recvs(ctx_.world_rank, input_wires_[0].wire(), row, tag, MPI_COMM_WORLD, requests);
     wait_all(requests);
     input_wires_[0].stage_in();
   }
@@ -221,7 +251,7 @@ void PipelineRuntime::forward_only(int tag, const int32_t* inputs, const int32_t
   if (ctx_.last_stage()) {
     stage_.loss(0, targets, false);
   } else {
-    send_rows(ctx_.to_next, output_wires_[0], output_final_[0], tag, requests);
+    send_rows(ctx_.full.to_next, output_wires_[0], output_final_[0], tag, requests);
     wait_all(requests);
   }
 }
@@ -229,7 +259,8 @@ void PipelineRuntime::forward_only(int tag, const int32_t* inputs, const int32_t
 double PipelineRuntime::evaluate(SampleStream& val, int samples) {
   const EvalShare share = evaluation_share(plan_, ctx_.role.pipeline, samples);
   for (int i = 0; i < share.micro_batches; i++) {
-    fetch(val, share.first + static_cast<uint64_t>(i) * pipe_.micro_batch + ctx_.role.sample_offset, inputs_, targets_);
+    fetch(val, share.first + static_cast<uint64_t>(i) * pipe_.micro_batch + ctx_.role.sample_offset, ctx_.role.samples,
+          inputs_, targets_);
     forward_only(activation_tag(i), inputs_.data(), targets_.data());
   }
   double sum = ctx_.last_stage() ? stage_.take_loss_sum() : 0.0;
@@ -267,6 +298,14 @@ void PipelineRuntime::save_checkpoint(const std::string& path, const CheckpointH
     }
   }
   writer.finish();
+}
+
+void PipelineRuntime::take_state(PipelineRuntime& from) {
+  assert(from.stage_.layout().size() == stage_.layout().size());
+  for (CheckpointGroup g : {CheckpointGroup::params, CheckpointGroup::adam_m, CheckpointGroup::adam_v})
+    backend_.copy(state_buffer(g), from.state_buffer(g), stage_.layout().size() * sizeof(float));
+  optimizer_.set_steps_taken(from.optimizer_.steps_taken());
+  backend_.synchronize();  // the copies have read the old buffers before they are freed
 }
 
 CheckpointHeader PipelineRuntime::load_checkpoint(const std::string& path) {

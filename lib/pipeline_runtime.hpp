@@ -40,7 +40,7 @@ class PipelineRuntime final : public RankRuntime {
  public:
   PipelineRuntime(const GptConfig& model, const Plan& plan, const ParallelContext& ctx, int seq_len,
                   GradSyncMode sync, const AdamWConfig& adamw, kernels::Backend& backend,
-                  std::unique_ptr<SumReducer> reducer, uint64_t seed);
+                  std::unique_ptr<SumReducer> reducer, uint64_t seed, PipelineRuntime* previous = nullptr);
 
   StepResult step(int step, SampleStream& train, float lr, StepTrace& trace) override;
 
@@ -53,17 +53,22 @@ class PipelineRuntime final : public RankRuntime {
   void gather_parameters(float* full) override;
   void save_checkpoint(const std::string& path, const CheckpointHeader& header) override;
   CheckpointHeader load_checkpoint(const std::string& path) override;
+  void slow_down(double factor) override { slowdown_ = factor; }
   int collectives_per_step() const override { return sync_.collectives_per_step(); }
   std::string reduction_path() const override { return sync_.path(); }
   const Stage& stage() const { return stage_; }
 
  private:
-  void fetch(SampleStream& data, uint64_t first, std::vector<int32_t>& inputs, std::vector<int32_t>& targets);
+  // `count` consecutive samples from `first` (this rank's share of a micro-batch).
+  void fetch(SampleStream& data, uint64_t first, int count, std::vector<int32_t>& inputs, std::vector<int32_t>& targets);
   void forward_only(int micro_batch_tag, const int32_t* inputs, const int32_t* targets);
   // Enqueues the wire copy, records `ready` after it, waits for it, and posts the sends.
   void send_rows(const RowExchange& exchange, WireBuffer& wire, kernels::Event& ready, int tag,
                  std::vector<MPI_Request>& requests);
   float* state_buffer(CheckpointGroup group);  // parameters or a moment, (stage layout size)
+  void take_state(PipelineRuntime& old);        // its parameters, moments and step count
+  // Ends compute k's timing; under --slowdown, first stalls the stream for (factor - 1) times it.
+  void end_compute(int k);
 
   const GptConfig& model_;
   const Plan& plan_;
@@ -78,6 +83,10 @@ class PipelineRuntime final : public RankRuntime {
   GradSync sync_;
   std::vector<Action> actions_;
   std::vector<int> owners_;                                // per tensor of whole_: its lowest owner
+  double slowdown_ = 1.0;                                  // --slowdown (lib/slowdown.hpp)
+  // Per forward (micro-batch i) and backward (m + i): timed events around its compute, so that
+  // the step's compute is measured on the device (online re-balancing reads it).
+  std::vector<kernels::Event> compute_start_, compute_end_;
 
   std::vector<int32_t> inputs_, targets_;                  // (B, T) host, this rank's samples
   kernels::DeviceBuffer<float> dout_;                      // (B, T, C) gradient from the next stage

@@ -23,6 +23,29 @@ YAML::Node flow(YAML::Node n) {
   return n;
 }
 
+// A split stage's share of a smaller last micro-batch of `last` samples (0: none): every rank
+// at least one sample (a rank with none would have nothing to compute or send) and at most its
+// full share (its buffers are sized for that).
+void check_last_split(const std::string& file, const std::string& sp, const PlanStage& stage, int last) {
+  if (last == 0) {
+    if (!stage.last_split.empty())
+      fail_input(file, sp + ".last_split", "nothing: the pipeline's last micro-batch is full", "a split");
+    return;
+  }
+  if (stage.last_split.size() != stage.ranks.size())
+    fail_input(file, sp + ".last_split", strprintf("%zu sample counts, one per rank", stage.ranks.size()),
+               std::to_string(stage.last_split.size()));
+  int sum = 0;
+  for (size_t i = 0; i < stage.last_split.size(); i++) {
+    if (stage.last_split[i] < 1 || stage.last_split[i] > stage.split[i])
+      fail_input(file, strprintf("%s.last_split[%zu]", sp.c_str(), i),
+                 strprintf("1 to split[%zu] = %d samples", i, stage.split[i]), std::to_string(stage.last_split[i]));
+    sum += stage.last_split[i];
+  }
+  if (sum != last)
+    fail_input(file, sp + ".last_split", strprintf("samples adding up to last_micro_batch %d", last), strprintf("a sum of %d", sum));
+}
+
 }  // namespace
 
 int Plan::first_sample(int pipeline) const {
@@ -43,6 +66,7 @@ Plan read_plan(const yaml::Field& root, const std::string& source) {
     PlanPipeline pipe;
     pipe.micro_batch = pf.child("micro_batch").as_int(1, kMax);
     pipe.micro_batches = pf.child("micro_batches").as_int(1, kMax);
+    if (pf.has("last_micro_batch")) pipe.last_micro_batch = pf.child("last_micro_batch").as_int(0, kMax);
     const yaml::Field stages = pf.child("stages");
     for (size_t s = 0; s < stages.size(); s++) {
       const yaml::Field sf = stages.at(s);
@@ -52,6 +76,7 @@ Plan read_plan(const yaml::Field& root, const std::string& source) {
       if (layers.size() != 2) layers.fail("[begin, end)", std::to_string(layers.size()) + " numbers");
       stage.layers = {layers.at(0).as_int(0, kMax), layers.at(1).as_int(0, kMax)};
       if (sf.has("split")) stage.split = sf.child("split").as_ints(0, kMax);
+      if (sf.has("last_split")) stage.last_split = sf.child("last_split").as_ints(0, kMax);
       pipe.stages.push_back(std::move(stage));
     }
     plan.pipelines.push_back(std::move(pipe));
@@ -93,11 +118,13 @@ std::string plan_yaml(const Plan& plan) {
     YAML::Node p;
     p["micro_batch"] = pipe.micro_batch;
     p["micro_batches"] = pipe.micro_batches;
+    if (pipe.short_last()) p["last_micro_batch"] = pipe.last_micro_batch;
     for (const PlanStage& stage : pipe.stages) {
       YAML::Node s;
       s["ranks"] = flow(YAML::Node(stage.ranks));
       s["layers"] = flow(YAML::Node(std::vector<int>{stage.layers.begin, stage.layers.end}));
       if (stage.ranks.size() > 1) s["split"] = flow(YAML::Node(stage.split));
+      if (stage.ranks.size() > 1 && pipe.short_last()) s["last_split"] = flow(YAML::Node(stage.last_split));
       p["stages"].push_back(s);
     }
     root["pipelines"].push_back(p);
@@ -122,6 +149,9 @@ void validate_plan(const Plan& plan, const Topology& topology, const GptConfig& 
     if (pipe.micro_batch < 1) fail_input(file, pp + ".micro_batch", "at least 1", std::to_string(pipe.micro_batch));
     if (pipe.micro_batches < 1) fail_input(file, pp + ".micro_batches", "at least 1", std::to_string(pipe.micro_batches));
     if (pipe.stages.empty()) fail_input(file, pp + ".stages", "at least one stage", "none");
+    if (pipe.last_micro_batch >= pipe.micro_batch)
+      fail_input(file, pp + ".last_micro_batch", strprintf("fewer samples than micro_batch %d (0: the last is full)", pipe.micro_batch),
+                 std::to_string(pipe.last_micro_batch));
     samples += pipe.samples();
     int next_layer = 0;
     for (size_t s = 0; s < pipe.stages.size(); s++) {
@@ -155,6 +185,7 @@ void validate_plan(const Plan& plan, const Topology& topology, const GptConfig& 
         if (sum != pipe.micro_batch)
           fail_input(file, sp + ".split", strprintf("samples adding up to micro_batch %d", pipe.micro_batch),
                      strprintf("a sum of %d", sum));
+        check_last_split(file, sp, stage, pipe.short_last() ? pipe.last_micro_batch : 0);
       }
     }
     if (next_layer != model.num_layers)
@@ -196,11 +227,13 @@ std::vector<RankRole> rank_roles(const Plan& plan, int world_size) {
     const PlanPipeline& pipe = plan.pipelines[p];
     for (size_t s = 0; s < pipe.stages.size(); s++) {
       const PlanStage& stage = pipe.stages[s];
-      int offset = 0;
+      int offset = 0, last_offset = 0;
       for (size_t i = 0; i < stage.ranks.size(); i++) {
         const int n = stage.split.empty() ? pipe.micro_batch : stage.split[i];
-        roles[stage.ranks[i]] = {static_cast<int>(p), static_cast<int>(s), static_cast<int>(i), offset, n};
+        const int last = !pipe.short_last() ? n : stage.last_split.empty() ? pipe.last_micro_batch : stage.last_split[i];
+        roles[stage.ranks[i]] = {static_cast<int>(p), static_cast<int>(s), static_cast<int>(i), offset, n, last_offset, last};
         offset += n;
+        last_offset += last;
       }
     }
   }

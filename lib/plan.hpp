@@ -19,14 +19,19 @@ struct PlanStage {
   std::vector<int> ranks;
   LayerRange layers;
   std::vector<int> split;     // samples of each micro-batch per rank, summing to micro_batch
+  std::vector<int> last_split = {};  // of a smaller last micro-batch, each at most split[i]; else empty
 };
 
 struct PlanPipeline {
   int micro_batch = 1;        // samples per micro-batch
   int micro_batches = 1;      // micro-batches per step
   std::vector<PlanStage> stages;
+  int last_micro_batch = 0;   // samples of the last micro-batch when below micro_batch; 0: full
 
-  int samples() const { return micro_batch * micro_batches; }
+  bool short_last() const { return last_micro_batch > 0; }
+  int samples() const { return micro_batch * (micro_batches - 1) + (short_last() ? last_micro_batch : micro_batch); }
+  // Samples of micro-batch i.
+  int rows(int i) const { return short_last() && i == micro_batches - 1 ? last_micro_batch : micro_batch; }
 };
 
 // What the planner predicted; empty in a hand-written plan.
@@ -54,8 +59,10 @@ struct RankRole {
   int pipeline = -1;
   int stage = -1;
   int index_in_stage = -1;    // position among the stage's ranks
-  int sample_offset = 0;      // its first sample within each micro-batch
-  int samples = 0;            // its samples of each micro-batch (split[index_in_stage])
+  int sample_offset = 0;      // its first sample within each full micro-batch
+  int samples = 0;            // its samples of each full micro-batch (split[index_in_stage])
+  int last_offset = 0;        // the same for a smaller last micro-batch (last_split)
+  int last_samples = 0;
 };
 
 // Reads a plan; throws InputError naming the file and field of a malformed entry.
@@ -66,7 +73,8 @@ std::string plan_yaml(const Plan& plan);
 Plan plan_from_yaml(const std::string& text, const std::string& source);
 
 // Checks the invariants against the topology and model: every rank in exactly one stage or idle; each
-// pipeline's stages cover layers [0, L) in order; each split sums to its micro-batch; pipeline
+// pipeline's stages cover layers [0, L) in order; each split sums to its micro-batch (a smaller
+// last micro-batch: each rank at least 1 and at most its full share); pipeline
 // samples add up to the global batch; predicted memory fits each device. Throws InputError
 // naming plan.source and the field.
 void validate_plan(const Plan& plan, const Topology& topology, const GptConfig& model);

@@ -46,15 +46,21 @@ class RankRuntime {
   // file is not a checkpoint of this model.
   virtual CheckpointHeader load_checkpoint(const std::string& path) = 0;
 
+  // Compute `factor` times slower from the next step on (the test switch of lib/slowdown.hpp);
+  // a rank without compute ignores it.
+  virtual void slow_down(double /*factor*/) {}
+
   virtual int collectives_per_step() const = 0;   // gradient sums on this rank
   virtual std::string reduction_path() const = 0;  // one line for the log
 };
 
-// The runtime of this rank's role in `plan`: a pipeline stage, or idle.
+// The runtime of this rank's role in `plan`: a pipeline stage, or idle. Its parameters are
+// initialised from `seed`, or, given `previous` (the same rank's runtime under another batch
+// split of the same stages: online re-balancing), taken over from it with its AdamW state.
 std::unique_ptr<RankRuntime> make_rank_runtime(const GptConfig& model, const Plan& plan, const ParallelContext& ctx,
                                                int seq_len, GradSyncMode sync, const AdamWConfig& adamw,
                                                kernels::Backend& backend, std::unique_ptr<SumReducer> reducer,
-                                               uint64_t seed);
+                                               uint64_t seed, RankRuntime* previous = nullptr);
 
 // Per tensor of the one-stage layout of `model`: the lowest rank that holds it (never an idle
 // one): the rank that writes it to checkpoints and sends it to rank 0.

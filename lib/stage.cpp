@@ -56,6 +56,7 @@ Stage::Stage(const GptConfig& config, LayerRange layers, int B, int T, int slots
       B_(B),
       T_(T),
       slots_(slots),
+      rows_(static_cast<size_t>(slots), B),
       backend_(backend),
       slot_(slot_layout(config, layers, B, T)) {
   assert(B > 0 && T > 0 && T <= config.max_seq_len && slots > 0);
@@ -109,16 +110,20 @@ const float* Stage::output(int slot) const {
          acts_.size * static_cast<size_t>(n - 1) + acts_.res3;
 }
 
-void Stage::forward(int slot, const int32_t* host_tokens, const float* input) {
-  const int B = B_, T = T_, C = config_.channels, NH = config_.num_heads;
+void Stage::forward(int slot, const int32_t* host_tokens, const float* input, int rows) {
+  if (rows == 0) rows = B_;
+  assert(0 < rows && rows <= B_);
+  rows_[slot] = rows;
+  const int B = rows, T = T_, C = config_.channels, NH = config_.num_heads;
   const int N = B * T;
   const size_t BTC = static_cast<size_t>(N) * C;
   float* s = slot_base(slot);
   float* p = params_.data();
 
   if (layout_.has_embedding()) {
-    int32_t* tokens = tokens_.data() + static_cast<size_t>(N) * slot;
-    int32_t* upload = tokens_upload_.data() + static_cast<size_t>(N) * slot;
+    const size_t capacity = static_cast<size_t>(B_) * T;  // a slot's tokens
+    int32_t* tokens = tokens_.data() + capacity * slot;
+    int32_t* upload = tokens_upload_.data() + capacity * slot;
     tokens_uploaded_[slot].wait();  // the slot's previous upload has read the pinned buffer
     std::copy(host_tokens, host_tokens + N, upload);
     backend_.copy_to_device_async(tokens, upload, sizeof(int32_t) * N);
@@ -157,7 +162,7 @@ void Stage::forward(int slot, const int32_t* host_tokens, const float* input) {
 
 void Stage::loss(int slot, const int32_t* host_targets, bool with_grad) {
   assert(layout_.has_head());
-  const int B = B_, T = T_, C = config_.channels;
+  const int B = rows_[slot], T = T_, C = config_.channels;
   const int N = B * T;
   float* s = slot_base(slot);
   targets_uploaded_.wait();  // the previous upload has read the pinned buffer
@@ -185,7 +190,7 @@ void Stage::backward(int slot, const float* doutput, const std::function<void(in
   auto done = [&on_unit_done](int unit) {
     if (on_unit_done) on_unit_done(unit);
   };
-  const int B = B_, T = T_, C = config_.channels, NH = config_.num_heads;
+  const int B = rows_[slot], T = T_, C = config_.channels, NH = config_.num_heads;
   const int N = B * T;
   const size_t BTC = static_cast<size_t>(N) * C;
   float* s = slot_base(slot);
@@ -235,7 +240,7 @@ void Stage::backward(int slot, const float* doutput, const std::function<void(in
   }
 
   if (layout_.has_embedding()) {
-    const int32_t* tokens = tokens_.data() + static_cast<size_t>(N) * slot;
+    const int32_t* tokens = tokens_.data() + static_cast<size_t>(B_) * T * slot;
     backend_.encoder_backward(g + layout_.wte(), g + layout_.wpe(), dres, tokens, B, T, C);
     done(0);
   }

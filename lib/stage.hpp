@@ -9,7 +9,9 @@
 //                  from the dlogits its loss() just left)  -> input_grad()    (B, T, C)
 //
 // Activations are kept per slot, so several micro-batches can be in flight (1F1B keeps S - s of
-// them at stage s of S). The last stage has one logits buffer: loss(slot) must directly follow
+// them at stage s of S). B is the capacity: forward(slot, ..., rows) may take fewer samples (a
+// smaller last micro-batch), which then use the first rows of every buffer; loss(slot) and
+// backward(slot) use the rows of that slot's forward. The last stage has one logits buffer: loss(slot) must directly follow
 // forward(slot), and backward(slot) directly follow loss(slot), as in every 1F1B schedule.
 //
 // Parameter gradients accumulate over micro-batches as sums over samples; the caller scales by
@@ -46,14 +48,15 @@ class Stage {
   float* grads() { return grads_.data(); }      // (layout().size())
   void zero_grads();
 
-  void forward(int slot, const int32_t* host_tokens /* (B, T) */, const float* input /* (B, T, C) */);
+  void forward(int slot, const int32_t* host_tokens /* (rows, T) */, const float* input /* (rows, T, C) */,
+               int rows = 0 /* 0: B */);
   // Where a non-first stage's input for `slot` lives: receive into it and pass it to forward(),
   // which then uses it in place.
   float* input_buffer(int slot) { return slot_base(slot) + slot_.input; }  // (B, T, C)
   const float* output(int slot) const;  // (B, T, C): the last layer's residual stream
   float* output(int slot) { return const_cast<float*>(std::as_const(*this).output(slot)); }
 
-  // Last stage only. Adds the sum over the B samples of each sample's mean token loss to the
+  // Last stage only. Adds the sum over the slot's samples of each sample's mean token loss to the
   // device's loss sum; with_grad leaves dlogits for backward(slot).
   void loss(int slot, const int32_t* host_targets /* (B, T) */, bool with_grad);
   // The loss sum since the last call (waits for the stream), and resets it to zero.
@@ -65,7 +68,7 @@ class Stage {
   // unit 0) are complete for this backward, so that their reduction can start early.
   void backward(int slot, const float* doutput /* (B, T, C) */,
                 const std::function<void(int unit)>& on_unit_done = {});
-  const float* input_grad() const { return dresidual_.data(); }  // (B, T, C)
+  const float* input_grad() const { return dresidual_.data(); }  // (rows, T, C) of the last backward
 
   // Floats a stage allocates besides parameters, gradients and optimizer state, for memory
   // models: its activations per slot, and its scratch shared by all slots (logits included).
@@ -102,6 +105,7 @@ class Stage {
   ParamLayout layout_;
   int B_, T_;
   [[maybe_unused]] int slots_;  // checked by assertions only
+  std::vector<int> rows_;  // per slot: samples of its current micro-batch (<= B_)
   kernels::Backend& backend_;
 
   // One slot: the stage input (B, T, C) (encoded on the first stage), the stacked LayerActs of

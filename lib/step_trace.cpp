@@ -51,6 +51,10 @@ void StepTrace::add(SpanKind kind, int micro_batch, double start_ms) {
 
 void StepTrace::end_step() { times_.step_ms = now_ms() - step_start_; }
 
+void StepTrace::mark(const std::string& name, const nlohmann::json& args) {
+  if (keep_spans_) marks_.push_back({now_ms(), name, args});
+}
+
 void StepTrace::write_chrome_trace(const std::string& path, const std::vector<std::string>& row_names) const {
   int rank = 0, size = 1;
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
@@ -79,6 +83,8 @@ void StepTrace::write_chrome_trace(const std::string& path, const std::vector<st
                         {"ts", all[i + 2] * 1e3}, {"dur", (all[i + 3] - all[i + 2]) * 1e3}});
     }
   }
+  for (const Mark& m : marks_)
+    events.push_back({{"name", m.name}, {"ph", "i"}, {"s", "g"}, {"pid", 0}, {"tid", 0}, {"ts", m.at_ms * 1e3}, {"args", m.args}});
   std::ofstream out(path);
   if (!out) fail_input(path, "--trace", "a writable path", "a path that cannot be opened");
   out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() << '\n';

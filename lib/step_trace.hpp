@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace eth {
 
 enum class SpanKind { forward, backward, comm_wait, reduce, optimizer };
@@ -20,6 +22,9 @@ struct Span {
 
 struct StepTimes {
   double step_ms = 0, compute_ms = 0, comm_wait_ms = 0, reduce_ms = 0, optimizer_ms = 0;
+  // The device's time in forward and backward (timed events: what the host's compute spans
+  // cannot see where work is asynchronous, as on a GPU); 0 for a rank without compute.
+  double device_compute_ms = 0;
   double idle_ms() const { return step_ms - compute_ms - comm_wait_ms - reduce_ms - optimizer_ms; }
 };
 
@@ -33,6 +38,9 @@ class StepTrace {
   void add(SpanKind kind, int micro_batch, double start_ms);  // ends now
   const StepTimes& step_times() const { return times_; }      // of the current step, so far
   void end_step();
+  void set_device_compute(double ms) { times_.device_compute_ms = ms; }
+  // An instant event of the whole job (a re-balance), drawn across every row; rank 0's are written.
+  void mark(const std::string& name, const nlohmann::json& args);
 
   // Collective: rank 0 writes every rank's spans as one Chrome trace JSON. `row_names` label
   // the rows ("rank 3: pipeline 1 stage 0"), rank by rank, on rank 0.
@@ -44,6 +52,12 @@ class StepTrace {
   double step_start_ = 0;
   StepTimes times_;
   std::vector<Span> spans_;
+  struct Mark {
+    double at_ms;
+    std::string name;
+    nlohmann::json args;
+  };
+  std::vector<Mark> marks_;
 };
 
 }  // namespace eth

@@ -17,8 +17,10 @@
 #include "lib/pipeline_runtime.hpp"
 #include "lib/preemption.hpp"
 #include "lib/plan.hpp"
+#include "lib/rebalance.hpp"
 #include "lib/strprintf.hpp"
 #include "lib/token_data.hpp"
+#include "mpi_topology/host_messages.hpp"
 #include "mpi_topology/mpi_session.hpp"
 
 namespace eth {
@@ -37,6 +39,7 @@ struct Job {
   Plan plan;
   std::vector<TokenShard> train, val;
   CheckpointHeader resume;   // step 0: a fresh start
+  bool split_resumed = false;  // the plan's batch split is the checkpoint's (re-balanced) one
 };
 
 // Without a plan: the whole model on one rank, the batch in micro-batches.
@@ -92,6 +95,13 @@ Job load_job(const TrainOptions& o, int world_size) {
     fail_input("--checkpoint-every", "value", "0 (no checkpoints) or a positive step count", std::to_string(o.checkpoint_every));
   if (o.keep_checkpoints < 0)
     fail_input("--keep-checkpoints", "value", "0 (keep all) or a positive count", std::to_string(o.keep_checkpoints));
+  if (o.rebalance.every < 0)
+    fail_input("--rebalance-every", "value", "0 (no re-balancing) or a positive step count", std::to_string(o.rebalance.every));
+  if (!(o.rebalance.threshold >= 0 && o.rebalance.threshold < 1))
+    fail_input("--rebalance-threshold", "value", "a fraction of the step time in [0, 1)", strprintf("%g", o.rebalance.threshold));
+  for (const SlowdownRule& r : o.slowdowns)
+    if (r.rank >= world_size)
+      fail_input("--slowdown", "value", strprintf("a rank below %d, the ranks of this job", world_size), std::to_string(r.rank));
   job.resume.seed = o.seed;
   if (!o.resume_path.empty()) {
     job.resume = CheckpointReader(o.resume_path, job.model).header();
@@ -109,6 +119,15 @@ Job load_job(const TrainOptions& o, int world_size) {
                            "checkpoint's global batch",
                            job.plan.global_batch),
                  std::to_string(job.resume.global_batch));
+    // Under the plan it was written with, the run continues with the checkpoint's batch split.
+    if (!job.resume.plan_yaml.empty()) {
+      Plan split = plan_from_yaml(job.resume.plan_yaml, o.resume_path + " (attribute plan)");
+      if (same_stages(split, job.plan)) {
+        validate_plan(split, job.topology, job.model);
+        job.plan = std::move(split);
+        job.split_resumed = true;
+      }
+    }
   }
   return job;
 }
@@ -160,6 +179,44 @@ StepReport gather_times(const StepTimes& mine, const Plan& plan, int world) {
   return report;
 }
 
+// The job under one batch split: the plan, this rank's context and runtime. Re-balancing
+// replaces it as a whole (the runtime refers to the plan and context, and its buffers are sized
+// for this split).
+struct Running {
+  Plan plan;
+  ParallelContext ctx;
+  std::unique_ptr<RankRuntime> runtime;
+};
+
+// Collective: communicators, the memory check and the runtime of `plan`, its state initialised
+// from `seed` or taken over from `previous` (re-balancing).
+std::unique_ptr<Running> start(const Job& job, Plan plan, const TrainOptions& o, kernels::Backend& backend,
+                               uint64_t seed, Running* previous = nullptr) {
+  auto running = std::make_unique<Running>();
+  running->plan = std::move(plan);
+  running->ctx = build_parallel_context(job.topology, running->plan, job.model);
+  const ParallelContext& ctx = running->ctx;
+  std::string error;
+  // A plan that does not fit this rank's device: one line naming rank, host and device.
+  const size_t free_bytes = backend.free_memory_bytes();
+  const size_t needed = ctx.role.idle() ? 0 : PipelineRuntime::device_bytes(job.model, running->plan, ctx.role, o.seq_len);
+  char host[MPI_MAX_PROCESSOR_NAME];
+  int host_length = 0;
+  MPI_CHECK(MPI_Get_processor_name(host, &host_length));
+  if (free_bytes > 0 && needed > free_bytes)
+    error = strprintf("rank %d on %.*s, %s: %s puts %.2f GiB of stage state on this device (pipeline %d, stage %d), "
+                      "expected at most the %.2f GiB free",
+                      ctx.world_rank, host_length, host, backend.name().c_str(), running->plan.source.c_str(),
+                      needed / 1073741824.0, ctx.role.pipeline, ctx.role.stage, free_bytes / 1073741824.0);
+  agree_on_errors(error);
+  ReducerChoice reducer = choose_sum_reducer(backend, ctx.node_of_rank);
+  if (!reducer.error.empty()) error = strprintf("rank %d on %.*s: %s", ctx.world_rank, host_length, host, reducer.error.c_str());
+  agree_on_errors(error);
+  running->runtime = make_rank_runtime(job.model, running->plan, ctx, o.seq_len, o.grad_sync, o.adamw, backend,
+                                       std::move(reducer.reducer), seed, previous ? previous->runtime.get() : nullptr);
+  return running;
+}
+
 void save_parameters(RankRuntime& runtime, const GptConfig& model, const std::string& path, int rank) {
   std::vector<float> full(rank == 0 ? ParamLayout(model, {0, model.num_layers}).size() : 0);
   runtime.gather_parameters(full.data());
@@ -196,6 +253,34 @@ void save_checkpoint(RankRuntime& runtime, const TrainOptions& o, const Checkpoi
   if (rank == 0) log << "checkpoint " << files.complete_path(header.step) << '\n';
 }
 
+// Collective, after step `step`: rank 0 decides whether the split changes (lib/rebalance.hpp)
+// and every rank receives its decision; on a change, every rank starts the new split's runtime,
+// moves its parameters and optimizer state into it (its layers are the same) and drops the old.
+std::unique_ptr<Running> rebalance(std::unique_ptr<Running> running, Rebalancer& rebalancer, int step,
+                                   const Job& job, const TrainOptions& o, kernels::Backend& backend, uint64_t seed,
+                                   std::ostream& log, std::optional<MetricsWriter>& metrics, StepTrace& trace) {
+  std::optional<RebalanceDecision> decision;
+  if (running->ctx.world_rank == 0) decision = rebalancer.decide(running->plan, step);
+  const std::string text = broadcast_text(decision ? plan_yaml(decision->plan) : std::string());
+  if (text.empty()) return running;
+  const double t0 = trace.now_ms();
+  Plan next = plan_from_yaml(text, strprintf("%s, re-balanced after step %d", job.plan.source.c_str(), step + 1));
+  std::unique_ptr<Running> replaced = start(job, std::move(next), o, backend, seed, running.get());
+  if (!decision) return replaced;
+  const double rebuild_ms = trace.now_ms() - t0;
+  log << strprintf("step %5d | re-balanced: pipeline samples %s -> %s | predicted %.1f -> %.1f ms (%.1f%% faster) | "
+                   "switch %.1f ms\n",
+                   step + 1, split_text(running->plan).c_str(), split_text(replaced->plan).c_str(), decision->current_ms,
+                   decision->predicted_ms, 100 * decision->gain(), rebuild_ms);
+  const nlohmann::json event = {{"after_step", step + 1},         {"old", split_json(running->plan)},
+                                {"new", split_json(replaced->plan)}, {"predicted_old_ms", decision->current_ms},
+                                {"predicted_new_ms", decision->predicted_ms}, {"predicted_gain", decision->gain()},
+                                {"switch_ms", rebuild_ms}, {"ms_per_sample", rebalancer.ms_per_sample()}};
+  metrics->write({{"step", step + 1}, {"rebalance", event}});
+  trace.mark("re-balance", event);
+  return replaced;
+}
+
 }  // namespace
 
 double train(const TrainOptions& options, kernels::Backend& backend, std::ostream& log) {
@@ -219,33 +304,15 @@ double train(const TrainOptions& options, kernels::Backend& backend, std::ostrea
   agree_on_errors(error);
   Job& job = *loaded;
 
-  const ParallelContext ctx = build_parallel_context(job.topology, job.plan, job.model);
   // A resumed run keeps the checkpoint's seed, so that its data order continues.
   const uint64_t seed = job.resume.seed;
   SampleStream train_data(std::move(job.train), o.seq_len, seed, true);
   const bool validate = !job.val.empty();
   SampleStream val_data(std::move(job.val), o.seq_len, seed, false);
-  // A plan that does not fit this rank's device: one line naming rank, host and device.
-  const size_t free_bytes = backend.free_memory_bytes();
-  const size_t needed = ctx.role.idle() ? 0 : PipelineRuntime::device_bytes(job.model, job.plan, ctx.role, o.seq_len);
-  char host[MPI_MAX_PROCESSOR_NAME];
-  int host_length = 0;
-  MPI_CHECK(MPI_Get_processor_name(host, &host_length));
-  if (free_bytes > 0 && needed > free_bytes)
-    error = strprintf("rank %d on %.*s, %s: %s puts %.2f GiB of stage state on this device (pipeline %d, stage %d), "
-                      "expected at most the %.2f GiB free",
-                      rank, host_length, host, backend.name().c_str(), job.plan.source.c_str(),
-                      needed / 1073741824.0, ctx.role.pipeline, ctx.role.stage, free_bytes / 1073741824.0);
-  agree_on_errors(error);
-  ReducerChoice reducer = choose_sum_reducer(backend, ctx.node_of_rank);
-  if (!reducer.error.empty()) error = strprintf("rank %d on %.*s: %s", rank, host_length, host, reducer.error.c_str());
-  agree_on_errors(error);
-  const std::unique_ptr<RankRuntime> owned_runtime = make_rank_runtime(
-      job.model, job.plan, ctx, o.seq_len, o.grad_sync, o.adamw, backend, std::move(reducer.reducer), seed);
-  RankRuntime& runtime = *owned_runtime;
+  std::unique_ptr<Running> running = start(job, job.plan, o, backend, seed);
   if (!o.resume_path.empty()) {
     try {
-      runtime.load_checkpoint(o.resume_path);
+      running->runtime->load_checkpoint(o.resume_path);
     } catch (const InputError& e) {
       error = e.what();
     }
@@ -260,26 +327,33 @@ double train(const TrainOptions& options, kernels::Backend& backend, std::ostrea
     log << strprintf("model %s: %d layers, %d heads, %d channels; %d rank(s) in %zu pipeline(s); global batch %d x %d tokens\n",
                      job.model.name.c_str(), job.model.num_layers, job.model.num_heads, job.model.channels, world,
                      job.plan.pipelines.size(), job.plan.global_batch, o.seq_len);
+    if (o.rebalance.every > 0)
+      log << strprintf("re-balancing every %d steps when the predicted gain is at least %.0f%%\n", o.rebalance.every,
+                       100 * o.rebalance.threshold);
     log << strprintf("gradient sync: %s, %d collective(s) per step on rank 0; %s\n",
-                     grad_sync_name(o.grad_sync), runtime.collectives_per_step(),
-                     runtime.reduction_path().c_str());
+                     grad_sync_name(o.grad_sync), running->runtime->collectives_per_step(),
+                     running->runtime->reduction_path().c_str());
   }
   MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
   StepTrace trace(!o.trace_path.empty());
   const double tokens_per_step = static_cast<double>(job.plan.global_batch) * o.seq_len;
   double loss = 0.0;
   if (rank == 0 && job.resume.step > 0)
-    log << strprintf("resumed from %s after step %d\n", o.resume_path.c_str(), job.resume.step);
+    log << strprintf("resumed from %s after step %d%s\n", o.resume_path.c_str(), job.resume.step,
+                     job.split_resumed ? strprintf(", with its batch split (pipeline samples %s)", split_text(job.plan).c_str()).c_str() : "");
+  Rebalancer rebalancer(o.rebalance, world);
   for (int step = job.resume.step; step < o.steps; step++) {
     if (step == o.fail_at_step && rank == o.fail_rank)
       throw std::runtime_error(strprintf("injected failure at step %d (--fail-at)", step + 1));
     const float lr = schedule.at(step);
+    RankRuntime& runtime = *running->runtime;
+    runtime.slow_down(slowdown_factor(o.slowdowns, rank, step));
     const StepResult r = runtime.step(step, train_data, lr, trace);
     if (!r.applied)
       throw AgreedError(strprintf("step %d: loss %g, gradient norm %g: not finite; the step was not applied",
                                   step + 1, r.loss, r.grad_norm));
     loss = r.loss;
-    const StepReport report = gather_times(trace.step_times(), job.plan, world);
+    const StepReport report = gather_times(trace.step_times(), running->plan, world);
     if (rank == 0) {
       const double ms = report.ranks[0].step_ms;
       std::string line = strprintf("step %5d/%d | loss %.4f | lr %.2e | grad norm %.3f | %.1f ms | %.0f tok/s",
@@ -292,15 +366,21 @@ double train(const TrainOptions& options, kernels::Backend& backend, std::ostrea
       log.flush();
       nlohmann::json ranks = nlohmann::json::array();
       for (const StepTimes& t : report.ranks)
-        ranks.push_back({{"compute_ms", t.compute_ms}, {"comm_wait_ms", t.comm_wait_ms}, {"reduce_ms", t.reduce_ms},
+        ranks.push_back({{"compute_ms", t.compute_ms}, {"device_compute_ms", t.device_compute_ms},
+                         {"comm_wait_ms", t.comm_wait_ms}, {"reduce_ms", t.reduce_ms},
                          {"optimizer_ms", t.optimizer_ms}, {"idle_ms", t.idle_ms()}});
       metrics->write({{"step", step + 1}, {"loss", loss}, {"lr", lr}, {"grad_norm", r.grad_norm}, {"ms", ms},
                       {"tokens_per_s", tokens_per_step / ms * 1e3}, {"pipelines", report.pipelines}, {"ranks", ranks}});
+      std::vector<double> compute_ms;
+      for (const StepTimes& t : report.ranks) compute_ms.push_back(t.device_compute_ms);
+      rebalancer.observe(running->plan, compute_ms);
     }
     const bool last = step + 1 == o.steps;
     const int signal = agreed_preemption_signal();
+    if (!last && signal == 0 && o.rebalance.every > 0 && (step + 1) % o.rebalance.every == 0)
+      running = rebalance(std::move(running), rebalancer, step, job, o, backend, seed, log, metrics, trace);
     if ((o.checkpoint_every > 0 && (last || (step + 1) % o.checkpoint_every == 0)) || signal != 0)
-      save_checkpoint(runtime, o, {step + 1, job.plan.global_batch, seed}, rank, log);
+      save_checkpoint(*running->runtime, o, {step + 1, job.plan.global_batch, seed, plan_yaml(running->plan)}, rank, log);
     if (signal != 0) {
       if (rank == 0)
         log << strprintf("stopped by signal %d after step %d of %d: checkpoint written; continue with --resume latest\n",
@@ -308,7 +388,7 @@ double train(const TrainOptions& options, kernels::Backend& backend, std::ostrea
       return loss;
     }
     if (validate && (last || (o.eval_every > 0 && (step + 1) % o.eval_every == 0))) {
-      const double val_loss = runtime.evaluate(val_data, o.eval_samples);
+      const double val_loss = running->runtime->evaluate(val_data, o.eval_samples);
       if (rank == 0) {
         log << strprintf("step %5d | val loss %.4f\n", step + 1, val_loss);
         metrics->write({{"step", step + 1}, {"val_loss", val_loss}});
@@ -317,12 +397,12 @@ double train(const TrainOptions& options, kernels::Backend& backend, std::ostrea
   }
   if (!o.trace_path.empty()) {
     std::vector<std::string> rows;
-    for (const RankRole& role : rank_roles(job.plan, world))
+    for (const RankRole& role : rank_roles(running->plan, world))
       rows.push_back(role.idle() ? strprintf("rank %zu: idle", rows.size())
                                  : strprintf("rank %zu: pipeline %d stage %d", rows.size(), role.pipeline, role.stage));
     trace.write_chrome_trace(o.trace_path, rows);
   }
-  if (!o.save_params_path.empty()) save_parameters(runtime, job.model, o.save_params_path, rank);
+  if (!o.save_params_path.empty()) save_parameters(*running->runtime, job.model, o.save_params_path, rank);
   return loss;
 }
 

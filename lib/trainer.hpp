@@ -13,6 +13,8 @@
 #include "lib/grad_sync.hpp"
 #include "lib/lr_schedule.hpp"
 #include "lib/optimizer.hpp"
+#include "lib/rebalance.hpp"
+#include "lib/slowdown.hpp"
 
 namespace eth {
 
@@ -45,6 +47,8 @@ struct TrainOptions {
                                          // "latest": OUTPUT_DIR's newest undamaged one
   int fail_at_step = -1;                 // fault injection for tests: this rank throws at this step
   int fail_rank = -1;
+  RebalanceOptions rebalance;            // online re-balancing of the batch split (lib/rebalance.hpp)
+  std::vector<SlowdownRule> slowdowns;   // --slowdown, for tests and benchmarks (lib/slowdown.hpp)
 };
 
 // Collective over MPI_COMM_WORLD. A user's mistake on any rank becomes an AgreedError on every

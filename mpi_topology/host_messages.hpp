@@ -1,11 +1,12 @@
 // The few plain MPI operations the runtime needs beside its groups and exchanges, so that no
 // other folder calls MPI directly: waiting for requests, world sums of host values, and one
-// float array sent to a rank.
+// float array sent to a rank, rank 0's text on every rank.
 #pragma once
 
 #include <mpi.h>
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace eth {
@@ -17,5 +18,7 @@ void world_sum(double* values, int n);
 // Blocking point to point of `n` floats over MPI_COMM_WORLD.
 void send_floats(const float* data, size_t n, int to, int tag);
 void recv_floats(float* data, size_t n, int from, int tag);
+// Rank 0's string on every rank (collective over MPI_COMM_WORLD).
+std::string broadcast_text(std::string text);
 
 }  // namespace eth

@@ -3,6 +3,7 @@
 // runs ahead until it waits on an event, so a caller that reads or overwrites a buffer without
 // the event the execution model asks for (kernels/device.hpp) computes a wrong result on the
 // CPU, where CI sees it, instead of only on a GPU.
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -17,6 +18,10 @@
 
 namespace eth::kernels {
 namespace {
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 class AsyncCpuBackend final : public Backend {
  public:
@@ -73,17 +78,36 @@ class AsyncCpuBackend final : public Backend {
 
   // ---- ordering ------------------------------------------------------------------------
   // An event is the count of operations enqueued when it was recorded; it is done once the
-  // worker has completed that many.
+  // worker has completed that many. A timed one is recorded as an operation of its own that
+  // notes when the worker reached it.
+  struct AsyncEvent {
+    uint64_t count = 0;
+    bool timed = false;
+    double at_ms = 0;  // written by the worker, read by the host after waiting for `count`
+  };
   void synchronize() override { wait_for(enqueued_); }
-  void* create_event() override { return new uint64_t{0}; }
-  void destroy_event(void* event) override { delete static_cast<uint64_t*>(event); }
-  void record_event(void* event) override { *static_cast<uint64_t*>(event) = enqueued_; }
+  void* create_event() override { return new AsyncEvent; }
+  void* create_timed_event() override { return new AsyncEvent{0, true, 0}; }
+  void destroy_event(void* event) override { delete static_cast<AsyncEvent*>(event); }
+  void record_event(void* event) override {
+    auto* e = static_cast<AsyncEvent*>(event);
+    if (e->timed) enqueue([e] { e->at_ms = now_ms(); });
+    e->count = enqueued_;
+  }
   bool event_done(void* event) override {
     std::lock_guard<std::mutex> lock(mutex_);
     rethrow_worker_error();
-    return completed_ >= *static_cast<uint64_t*>(event);
+    return completed_ >= static_cast<AsyncEvent*>(event)->count;
   }
-  void wait_event(void* event) override { wait_for(*static_cast<uint64_t*>(event)); }
+  void wait_event(void* event) override { wait_for(static_cast<AsyncEvent*>(event)->count); }
+  double elapsed_ms(void* start, void* end) override {
+    wait_event(start);
+    wait_event(end);
+    return static_cast<AsyncEvent*>(end)->at_ms - static_cast<AsyncEvent*>(start)->at_ms;
+  }
+  void stall(double ms) override {
+    enqueue([ms] { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); });
+  }
 
   // ---- GPT-2 forward and backward --------------------------------------------------------
   void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,

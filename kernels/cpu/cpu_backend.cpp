@@ -1,13 +1,19 @@
 // The CPU backend: host memory, and the float instantiation of the reference ops.
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <thread>
 
 #include "kernels/backend.hpp"
 #include "kernels/cpu/gpt_ops.hpp"
 
 namespace eth::kernels {
 namespace {
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 class CpuBackend final : public Backend {
  public:
@@ -32,11 +38,17 @@ class CpuBackend final : public Backend {
   void fill_zero(float* x, size_t n) override { std::memset(x, 0, n * sizeof(float)); }
 
   void synchronize() override {}
+  // A plain event is nothing; a timed one holds the time it was recorded, in ms.
   void* create_event() override { return nullptr; }
-  void destroy_event(void*) override {}
-  void record_event(void*) override {}
+  void* create_timed_event() override { return new double{0}; }
+  void destroy_event(void* event) override { delete static_cast<double*>(event); }
+  void record_event(void* event) override {
+    if (event != nullptr) *static_cast<double*>(event) = now_ms();
+  }
   bool event_done(void*) override { return true; }
   void wait_event(void*) override {}
+  double elapsed_ms(void* start, void* end) override { return *static_cast<double*>(end) - *static_cast<double*>(start); }
+  void stall(double ms) override { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); }
 
   void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
                        int B, int T, int C) override {

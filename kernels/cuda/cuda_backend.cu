@@ -107,6 +107,17 @@ class CudaBackend final : public Backend {
     return true;
   }
   void wait_event(void* event) override { CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event))); }
+  void* create_timed_event() override {
+    cudaEvent_t event = nullptr;
+    CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDefault));
+    return event;
+  }
+  double elapsed_ms(void* start, void* end) override {
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(end)));
+    return ms;
+  }
+  void stall(double ms) override { cuda::stall(static_cast<long long>(ms * 1e6), stream_); }
 
   // ---- GPT-2 forward and backward --------------------------------------------------------
   void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,

@@ -56,4 +56,7 @@ void adamw_update(cudaStream_t stream, float* params, const float* grads, float*
                   float lr, float beta1, float beta2, float eps, float weight_decay, float grad_scale,
                   float correction1, float correction2);
 
+// elementwise.cu: one thread spinning on the global timer for `ns` (Device::stall)
+void stall(long long ns, cudaStream_t stream);
+
 }  // namespace eth::kernels::cuda

@@ -33,7 +33,24 @@ __global__ void residual_forward_kernel(float* out, const float* a, const float*
     out[i] = a[i] + b[i];
 }
 
+__device__ long long global_ns() {
+  long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__global__ void stall_kernel(long long ns) {
+  const long long start = global_ns();
+  while (global_ns() - start < ns) {
+  }
+}
+
 }  // namespace
+
+void stall(long long ns, cudaStream_t stream) {
+  stall_kernel<<<1, 1, 0, stream>>>(ns);
+  CUDA_CHECK_LAUNCH();
+}
 
 void gelu_forward(cudaStream_t stream, float* out, const float* inp, size_t n) {
   gelu_forward_kernel<<<grid_for(n, 256), 256, 0, stream>>>(out, inp, n);

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <optional>
 
+#include "lib/batch_balance.hpp"
 #include "lib/input_error.hpp"
 #include "lib/planner/local_search.hpp"
 #include "lib/planner/partition.hpp"
@@ -38,51 +39,11 @@ struct Layout {
   double model_ms = 0;  // linear model: (chunks - 1) * max stage + sum of stages
 };
 
-double shape_ms(const Shape& s, int chunks) { return (chunks - 1) * s.part.max_stage_ms + s.part.sum_stage_ms; }
-
-// Water-filling: samples per pipeline, in whole micro-batches of b0 where possible, so that all
-// pipelines finish together under the linear model. Nothing when there are fewer micro-batches
-// than pipelines.
+// Water-filling (lib/batch_balance.hpp) over the shapes, all at micro-batch b0.
 std::optional<std::vector<int>> balance_samples(const std::vector<Shape>& shapes, int global_batch, int b0, double* ms) {
-  const int P = static_cast<int>(shapes.size());
-  const int chunks = global_batch / b0, rest = global_batch % b0;
-  if (chunks < P) return std::nullopt;
-  auto count = [&](const Shape& s, double T) {
-    return T < s.part.sum_stage_ms ? 1 : std::max(1, int(std::floor((T - s.part.sum_stage_ms) / s.part.max_stage_ms)) + 1);
-  };
-  double lo = 0, hi = 0;
-  for (const Shape& s : shapes) hi = std::max(hi, shape_ms(s, chunks));
-  for (int it = 0; it < 100 && hi - lo > 1e-9 * hi; it++) {
-    const double mid = (lo + hi) / 2;
-    long long total = 0;
-    for (const Shape& s : shapes) total += count(s, mid);
-    (total >= chunks ? hi : lo) = mid;
-  }
-  std::vector<int> c(P);
-  long long total = 0;
-  for (int k = 0; k < P; k++) total += c[k] = std::min(chunks, count(shapes[k], hi));
-  for (; total < chunks; total++) {  // rounding in count() can leave chunks over: give each where it costs least
-    int best = 0;
-    for (int k = 1; k < P; k++)
-      if (shape_ms(shapes[k], c[k] + 1) < shape_ms(shapes[best], c[best] + 1)) best = k;
-    c[best]++;
-  }
-  for (; total > chunks; total--) {  // drop the excess from the slowest pipelines
-    int worst = -1;
-    for (int k = 0; k < P; k++)
-      if (c[k] > 1 && (worst < 0 || shape_ms(shapes[k], c[k]) > shape_ms(shapes[worst], c[worst]))) worst = k;
-    c[worst]--;
-  }
-  int take_rest = 0;  // the remainder (< b0 samples) goes where it costs least
-  for (int k = 1; k < P; k++)
-    if (shape_ms(shapes[k], c[k] + 1) < shape_ms(shapes[take_rest], c[take_rest] + 1)) take_rest = k;
-  std::vector<int> samples(P);
-  *ms = 0;
-  for (int k = 0; k < P; k++) {
-    samples[k] = c[k] * b0 + (k == take_rest ? rest : 0);
-    *ms = std::max(*ms, shape_ms(shapes[k], c[k] + (k == take_rest && rest > 0 ? 1 : 0)));
-  }
-  return samples;
+  std::vector<PipelineRate> rates;
+  for (const Shape& s : shapes) rates.push_back({s.part.max_stage_ms, s.part.sum_stage_ms, b0, 1});
+  return eth::balance_samples(rates, global_batch, ms);
 }
 
 std::vector<int> equal_samples(int P, int global_batch) {

@@ -5,26 +5,6 @@
 
 namespace eth::planner {
 
-std::vector<int> split_by_speed(int b, const std::vector<double>& speeds) {
-  const int n = static_cast<int>(speeds.size());
-  const double total = std::accumulate(speeds.begin(), speeds.end(), 0.0);
-  std::vector<int> split(n, 1);
-  std::vector<double> remainder(n, 0);
-  int left = b - n;
-  const int base_left = left;
-  for (int i = 0; i < n; i++) {
-    const double want = base_left * speeds[i] / total;
-    split[i] += static_cast<int>(want);
-    left -= static_cast<int>(want);
-    remainder[i] = want - static_cast<int>(want);
-  }
-  std::vector<int> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int c) { return remainder[a] > remainder[c]; });
-  for (int i = 0; left > 0; i = (i + 1) % n, left--) split[order[i]]++;
-  return split;
-}
-
 std::vector<int> stage_split(const CostModel& cost, const std::vector<int>& ranks, int b) {
   if (b < static_cast<int>(ranks.size())) return {};
   if (ranks.size() == 1) return {b};

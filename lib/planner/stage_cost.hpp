@@ -6,17 +6,13 @@
 
 #include <vector>
 
+#include "lib/batch_balance.hpp"  // split_by_speed
 #include "lib/planner/cost_model.hpp"
 
 namespace eth::planner {
 
 // A pipeline's devices before layers are assigned: the ranks of each stage, in stage order.
 using StageRanks = std::vector<std::vector<int>>;
-
-// Samples of a micro-batch of b >= speeds.size() for ranks of the given speeds (samples per
-// ms), each at least one, proportional to speed, largest remainders first (ties to the lower
-// index).
-std::vector<int> split_by_speed(int b, const std::vector<double>& speeds);
 
 // The samples each of `ranks` takes of a micro-batch of b, by the speed of one transformer
 // layer on its device type at micro-batch b. Empty when b < ranks.size(); {b} for one rank.

@@ -63,6 +63,16 @@ expect_one_error eth_train "sequence longer than the model's" "--seq-len" "max_s
 expect_one_error eth_train "batch not a multiple of the micro-batch" "--batch" "multiple of --micro-batch (4)" -- train \
   --model "$tiny" --train-data "$work/ok.bin" --seq-len 16 --batch 10 --micro-batch 4 --output-dir "$work/bad"
 expect_one_error eth_train "unknown option" "command line" "--bogus" -- train --model "$tiny" --train-data "$work/ok.bin" --bogus 1
+ok_run=(--model "$tiny" --train-data "$work/ok.bin" --seq-len 16 --steps 1 --output-dir "$work/bad")
+expect_one_error eth_train "a negative re-balancing interval" "--rebalance-every" "0 (no re-balancing) or a positive step count" \
+  "got -2" -- train "${ok_run[@]}" --rebalance-every -2
+expect_one_error eth_train "a re-balancing threshold of 1 or more" "--rebalance-threshold" "[0, 1)" -- train "${ok_run[@]}" \
+  --rebalance-threshold 1.5
+expect_one_error eth_train "a slowdown below 1" "--slowdown" "RANK:FACTOR:STEP" "got 0:0.5:2" -- train "${ok_run[@]}" \
+  --slowdown 0:0.5:2
+expect_one_error eth_train "a malformed slowdown" "--slowdown" "got 0:2" -- train "${ok_run[@]}" --slowdown 0:2
+expect_one_error eth_train "a slowdown of a rank the job does not have" "--slowdown" "a rank below 1" "got 3" -- \
+  train "${ok_run[@]}" --slowdown 3:2:1
 
 # eth_topo with 4 ranks writes a topology that eth_train then runs a plan on.
 OMP_NUM_THREADS=1 timeout 120 mpirun -np 4 "$build/app/eth_topo" -o "$work/topo.yaml" >"$work/out" 2>&1

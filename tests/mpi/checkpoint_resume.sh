@@ -10,10 +10,7 @@
 set -euo pipefail
 build=$1 src=$2
 source "$src/tests/mpi/mpi_test_env.sh"
-model="$src/inputs/models/tiny-4l.yaml"
-plans="$src/tests/mpi/plans"
-write_tiny_shard "$work/data.bin" 7
-common=(--model "$model" --train-data "$work/data.bin" --seq-len 16 --steps 6 --lr 1e-2 --warmup 1 --seed 42)
+tiny_job 6
 four=(--topology "$plans/cpu-2nodes-4.yaml")
 run reference 4 "${four[@]}" --plan "$plans/two-depths-4.yaml" --checkpoint-every 3
 checkpoint="$work/reference/checkpoints/step_3.h5"

@@ -27,6 +27,21 @@ TEST(ExecutionModel, CopyToDeviceTakesTheBytesAtTheCall) {
   for (float v : back) ASSERT_EQ(v, 1.5f);
 }
 
+// Timed events measure the stream, not the host: in asynchronous mode the host has long
+// returned from stall() when the worker runs it, and the events still span it. (A lower bound
+// only: a stall never ends early, however busy the machine.)
+TEST(ExecutionModel, TimedEventsSpanTheStreamsWork) {
+  for (auto make : {kernels::make_cpu_backend, kernels::make_async_cpu_backend}) {
+    auto backend = make();
+    kernels::Event start = kernels::Event::timed(*backend), end = kernels::Event::timed(*backend);
+    start.record();
+    backend->stall(30.0);
+    end.record();
+    EXPECT_GE(end.ms_since(start), 30.0) << backend->name();
+    EXPECT_TRUE(end.done()) << backend->name();
+  }
+}
+
 TEST(ExecutionModel, EventsMarkQueuedWork) {
   for (auto make : {kernels::make_cpu_backend, kernels::make_async_cpu_backend}) {
     auto backend = make();

@@ -138,6 +138,45 @@ TEST_F(PlanFiles, PlanRoundTrips) {
   EXPECT_EQ(back.predicted.memory_gb[3], 3);
 }
 
+// The split online re-balancing writes: pipeline 1 runs 4 + 3 samples, its wide stage 3:1 then 2:1.
+std::string short_last_plan() {
+  return edit(edit(edit(kGoodPlan, "global_batch: 12", "global_batch: 11"), "micro_batch: 4\n    micro_batches: 2\n",
+                   "micro_batch: 4\n    micro_batches: 2\n    last_micro_batch: 3\n"),
+              "split: [3, 1]", "split: [3, 1], last_split: [2, 1]");
+}
+
+TEST_F(PlanFiles, ShortLastMicroBatchRolesAndRoundTrip) {
+  const Plan plan = check(short_last_plan());
+  EXPECT_EQ(plan.pipelines[1].samples(), 7);
+  EXPECT_EQ(plan.pipelines[1].rows(0), 4);
+  EXPECT_EQ(plan.pipelines[1].rows(1), 3);
+  const std::vector<RankRole> roles = rank_roles(plan, 4);
+  EXPECT_EQ(roles[2].samples, 1);
+  EXPECT_EQ(roles[2].last_offset, 2);
+  EXPECT_EQ(roles[2].last_samples, 1);
+  EXPECT_EQ(roles[3].last_samples, 3);  // a stage of one rank takes the whole last micro-batch
+  EXPECT_EQ(roles[0].last_samples, roles[0].samples);  // pipeline 0's last micro-batch is full
+  const Plan back = plan_from_yaml(plan_yaml(plan), "again");
+  validate_plan(back, topology_, model_);
+  EXPECT_EQ(back.pipelines[1].last_micro_batch, 3);
+  EXPECT_EQ(back.pipelines[1].stages[0].last_split, (std::vector<int>{2, 1}));
+}
+
+TEST_F(PlanFiles, LastMicroBatchNotSmaller) {
+  expect_plan_error(edit(short_last_plan(), "last_micro_batch: 3", "last_micro_batch: 4"),
+                    {"pipelines[1].last_micro_batch", "fewer samples than micro_batch 4", "got 4"});
+}
+
+TEST_F(PlanFiles, LastSplitAboveFullShare) {
+  expect_plan_error(edit(short_last_plan(), "last_split: [2, 1]", "last_split: [1, 2]"),
+                    {"pipelines[1].stages[0].last_split[1]", "1 to split[1] = 1 samples", "got 2"});
+}
+
+TEST_F(PlanFiles, LastSplitDoesNotAddUp) {
+  expect_plan_error(edit(short_last_plan(), "last_split: [2, 1]", "last_split: [1, 1]"),
+                    {"pipelines[1].stages[0].last_split", "adding up to last_micro_batch 3", "sum of 2"});
+}
+
 TEST_F(PlanFiles, RankOutOfRange) {
   expect_plan_error(edit(kGoodPlan, "ranks: [3]", "ranks: [4]"),
                     {"pipelines[1].stages[1].ranks[0]", "below 4", "workstation-4cpu.yaml", "got 4"});
