@@ -87,7 +87,7 @@ void import_llmc_model(const std::string& llmc_path, const GptConfig& model, con
   const std::vector<float> zeros(layout.wte_size());  // the largest tensor
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  CheckpointWriter writer(checkpoint_path, model, {0, 0, 0}, MPI_COMM_WORLD);
+  CheckpointWriter writer(checkpoint_path, model, CheckpointHeader{}, MPI_COMM_WORLD);
   if (rank == 0)
     for (const ParamTensor& t : layout.tensors()) {
       writer.write(CheckpointGroup::params, t, whole.data() + t.offset);

@@ -20,7 +20,6 @@
 #include "lib/rebalance.hpp"
 #include "lib/strprintf.hpp"
 #include "lib/token_data.hpp"
-#include "mpi_topology/host_messages.hpp"
 #include "mpi_topology/mpi_session.hpp"
 
 namespace eth {

@@ -21,12 +21,4 @@ void recv_floats(float* data, size_t n, int from, int tag) {
   MPI_CHECK(MPI_Recv(data, static_cast<int>(n), MPI_FLOAT, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
 }
 
-std::string broadcast_text(std::string text) {
-  int length = static_cast<int>(text.size());
-  MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD));
-  text.resize(static_cast<size_t>(length));
-  MPI_CHECK(MPI_Bcast(text.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD));
-  return text;
-}
-
 }  // namespace eth

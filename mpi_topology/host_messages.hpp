@@ -6,7 +6,6 @@
 #include <mpi.h>
 
 #include <cstddef>
-#include <string>
 #include <vector>
 
 namespace eth {
@@ -18,7 +17,5 @@ void world_sum(double* values, int n);
 // Blocking point to point of `n` floats over MPI_COMM_WORLD.
 void send_floats(const float* data, size_t n, int to, int tag);
 void recv_floats(float* data, size_t n, int from, int tag);
-// Rank 0's string on every rank (collective over MPI_COMM_WORLD).
-std::string broadcast_text(std::string text);
 
 }  // namespace eth

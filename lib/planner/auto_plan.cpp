@@ -10,7 +10,6 @@
 #include "lib/planner/summary.hpp"
 #include "lib/strprintf.hpp"
 #include "lib/topology_discovery.hpp"
-#include "mpi_topology/host_messages.hpp"
 #include "mpi_topology/mpi_session.hpp"
 
 namespace eth::planner {

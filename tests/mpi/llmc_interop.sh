@@ -9,9 +9,7 @@ set -uo pipefail
 build=$1 src=$2
 source "$src/tests/mpi/mpi_test_env.sh"
 source "$src/tests/cli/cli_checks.sh"
-model="$src/inputs/models/tiny-4l.yaml"
-plans="$src/tests/mpi/plans"
-write_tiny_shard "$work/data.bin" 7
+tiny_job 1  # $model, $plans, $work/data.bin; this test's own options below
 write_tiny_shard "$work/val.bin" 8
 oracle() { $py "$src/tests/oracle/llmc_oracle.py" "$@"; }
 convert() { timeout 60 mpirun -np 1 "$build/app/eth_convert" --model "$model" "$@"; }

@@ -14,12 +14,9 @@ set -uo pipefail
 build=$1 src=$2
 source "$src/tests/mpi/mpi_test_env.sh"
 source "$src/tests/cli/cli_checks.sh"
-model="$src/inputs/models/tiny-4l.yaml"
-plans="$src/tests/mpi/plans"
-write_tiny_shard "$work/data.bin" 7
 steps=400
-common=(--model "$model" --train-data "$work/data.bin" --seq-len 16 --steps $steps --lr 1e-2 --warmup 1 --seed 42
-        --topology "$plans/cpu-2nodes-4.yaml" --plan "$plans/two-depths-4.yaml")
+tiny_job $steps
+common+=(--topology "$plans/cpu-2nodes-4.yaml" --plan "$plans/two-depths-4.yaml")
 set -e
 run reference 4
 set +e
