@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The unit and MPI tests built with AddressSanitizer and UndefinedBehaviorSanitizer (gcc,
-# -fsanitize=address,undefined, every UB report fatal) in build-sanitize. Leaks are reported too,
-# except allocations made inside Open MPI, PMIx, hwloc, libevent and HDF5, which keep state until
-# exit (scripts/lsan.supp). Any report fails the test that triggered it.
-#   bash scripts/sanitize.sh [CTEST ARGS...]      (default: -L "unit|mpi")
+# -fsanitize=address,undefined, every UB report fatal) in build-sanitize. Any report fails the test
+# that triggered it. Leaks are checked in the unit tests (except allocations Open MPI, PMIx,
+# hwloc, libevent and HDF5 keep until exit: scripts/lsan.supp) but not under mpirun: Open MPI's
+# components are dlopen'ed and unloaded before LeakSanitizer looks, so their allocations show as
+# leaks from "<unknown module>" that no suppression can name.
+#   bash scripts/sanitize.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -12,9 +14,10 @@ if [ ! -f build-sanitize/CMakeCache.txt ]; then
     -DETH_SANITIZE=address,undefined > /dev/null
 fi
 cmake --build build-sanitize -j"$(nproc)"
-export ASAN_OPTIONS=abort_on_error=0:detect_leaks=1:strict_string_checks=1
 export LSAN_OPTIONS=suppressions=$PWD/scripts/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 cd build-sanitize
-if [ $# -eq 0 ]; then set -- -L "unit|mpi"; fi
-ctest --output-on-failure -j2 "$@"
+status=0
+ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1 ctest --output-on-failure -j2 -L unit || status=1
+ASAN_OPTIONS=detect_leaks=0:strict_string_checks=1 ctest --output-on-failure -j2 -L mpi || status=1
+exit $status
