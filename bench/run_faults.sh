@@ -33,7 +33,7 @@ record() {
   done
   local t0 t1 rc ran resumed
   t0=$(date +%s.%N)
-  $inject "$(pgrep -P $job -x mpirun)" "$work/$name"
+  $inject "$(pgrep -n -x mpirun)" "$work/$name"
   wait $job
   rc=$?
   t1=$(date +%s.%N)
