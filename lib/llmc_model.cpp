@@ -9,6 +9,7 @@
 #include "lib/input_error.hpp"
 #include "lib/param_layout.hpp"
 #include "lib/strprintf.hpp"
+#include "mpi_topology/mpi_session.hpp"
 
 namespace eth {
 namespace {
@@ -86,7 +87,7 @@ void import_llmc_model(const std::string& llmc_path, const GptConfig& model, con
   const ParamLayout layout(model, {0, model.num_layers});
   const std::vector<float> zeros(layout.wte_size());  // the largest tensor
   int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   CheckpointWriter writer(checkpoint_path, model, CheckpointHeader{}, MPI_COMM_WORLD);
   if (rank == 0)
     for (const ParamTensor& t : layout.tensors()) {
@@ -103,7 +104,9 @@ void export_llmc_model(const std::string& checkpoint_path, const GptConfig& mode
   const ParamLayout layout(model, {0, model.num_layers});
   std::vector<float> whole(layout.size());
   for (const ParamTensor& t : layout.tensors()) reader.read(CheckpointGroup::params, t, whole.data() + t.offset);
-  write_llmc_model(llmc_path, model, whole);
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  if (rank == 0) write_llmc_model(llmc_path, model, whole);  // one writer of the one file
 }
 
 }  // namespace eth

@@ -11,7 +11,7 @@ MetricsWriter::MetricsWriter(const std::string& path, int resumed_step) : path_(
   std::ifstream previous(resumed_step > 0 ? path : std::string());
   for (std::string line; previous && std::getline(previous, line);) {
     const nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
-    if (!record.is_discarded() && record.value("step", 0) <= resumed_step) kept.push_back(line);
+    if (record.is_object() && record.value("step", 0) <= resumed_step) kept.push_back(line);  // a damaged line goes
   }
   out_.open(path, std::ios::trunc);
   if (!out_) fail_input(path, "file", "a writable metrics file", "a path that cannot be opened for writing");
