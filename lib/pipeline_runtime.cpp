@@ -1,5 +1,6 @@
 #include "lib/pipeline_runtime.hpp"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 
@@ -237,7 +238,7 @@ void PipelineRuntime::end_compute(int k) {
   end.record();
 }
 
-void PipelineRuntime::forward_only(int tag, const int32_t* inputs, const int32_t* targets) {
+void PipelineRuntime::forward_only(int tag, const int32_t* inputs, const int32_t* targets, int counted_rows) {
   const size_t row = static_cast<size_t>(T_) * C_;
   std::vector<MPI_Request> requests;
   // Evaluation is not timed: wait for the previous forward, which read slot 0's input.
@@ -249,7 +250,7 @@ void PipelineRuntime::forward_only(int tag, const int32_t* inputs, const int32_t
   }
   stage_.forward(0, inputs, ctx_.first_stage() ? nullptr : stage_.input_buffer(0));
   if (ctx_.last_stage()) {
-    stage_.loss(0, targets, false);
+    stage_.loss(0, targets, false, counted_rows);
   } else {
     send_rows(ctx_.full.to_next, output_wires_[0], output_final_[0], tag, requests);
     wait_all(requests);
@@ -259,13 +260,16 @@ void PipelineRuntime::forward_only(int tag, const int32_t* inputs, const int32_t
 double PipelineRuntime::evaluate(SampleStream& val, int samples) {
   const EvalShare share = evaluation_share(plan_, ctx_.role.pipeline, samples);
   for (int i = 0; i < share.micro_batches; i++) {
-    fetch(val, share.first + static_cast<uint64_t>(i) * pipe_.micro_batch + ctx_.role.sample_offset, ctx_.role.samples,
-          inputs_, targets_);
-    forward_only(activation_tag(i), inputs_.data(), targets_.data());
+    const int offset = i * pipe_.micro_batch;  // within the pipeline's windows
+    fetch(val, share.first + static_cast<uint64_t>(offset + ctx_.role.sample_offset), ctx_.role.samples, inputs_,
+          targets_);
+    // This rank's rows that are the pipeline's windows, not the last micro-batch's padding.
+    const int counted = std::clamp(share.counted - offset - ctx_.role.sample_offset, 0, ctx_.role.samples);
+    forward_only(activation_tag(i), inputs_.data(), targets_.data(), counted);
   }
   double sum = ctx_.last_stage() ? stage_.take_loss_sum() : 0.0;
   world_sum(&sum, 1);
-  return sum / static_cast<double>(share.total);
+  return sum / samples;
 }
 
 void PipelineRuntime::gather_parameters(float* full) {

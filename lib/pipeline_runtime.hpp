@@ -61,7 +61,8 @@ class PipelineRuntime final : public RankRuntime {
  private:
   // `count` consecutive samples from `first` (this rank's share of a micro-batch).
   void fetch(SampleStream& data, uint64_t first, int count, std::vector<int32_t>& inputs, std::vector<int32_t>& targets);
-  void forward_only(int micro_batch_tag, const int32_t* inputs, const int32_t* targets);
+  // The last stage counts the loss of its first counted_rows samples only.
+  void forward_only(int micro_batch_tag, const int32_t* inputs, const int32_t* targets, int counted_rows);
   // Enqueues the wire copy, records `ready` after it, waits for it, and posts the sends.
   void send_rows(const RowExchange& exchange, WireBuffer& wire, kernels::Event& ready, int tag,
                  std::vector<MPI_Request>& requests);

@@ -32,7 +32,7 @@ class IdleRank final : public RankRuntime {
   double evaluate(SampleStream&, int samples) override {
     double sum = 0.0;
     world_sum(&sum, 1);
-    return sum / static_cast<double>(evaluation_share(plan_, 0, samples).total);
+    return sum / samples;
   }
   void gather_parameters(float* full) override {
     gather_whole_model(whole_, owners_, rank_, [](const ParamTensor&, float*) {}, full);
@@ -100,17 +100,15 @@ void gather_whole_model(const ParamLayout& whole, const std::vector<int>& owners
 }
 
 EvalShare evaluation_share(const Plan& plan, int pipeline, int samples) {
+  int64_t before = 0;  // samples of the global batch that the pipelines before this one take
+  for (int p = 0; p < pipeline; p++) before += plan.pipelines[p].samples();
+  const int64_t mine = plan.pipelines[pipeline].samples();
+  const int64_t first = samples * before / plan.global_batch, end = samples * (before + mine) / plan.global_batch;
+  const int micro_batch = plan.pipelines[pipeline].micro_batch;
   EvalShare share;
-  for (size_t p = 0; p < plan.pipelines.size(); p++) {
-    const PlanPipeline& pipe = plan.pipelines[p];
-    const int windows = static_cast<int>(static_cast<int64_t>(samples) * pipe.samples() / plan.global_batch);
-    const int batches = std::max(1, windows / pipe.micro_batch);
-    if (static_cast<int>(p) == pipeline) {
-      share.first = share.total;
-      share.micro_batches = batches;
-    }
-    share.total += static_cast<uint64_t>(batches) * pipe.micro_batch;
-  }
+  share.first = static_cast<uint64_t>(first);
+  share.counted = static_cast<int>(end - first);
+  share.micro_batches = (share.counted + micro_batch - 1) / micro_batch;
   return share;
 }
 

@@ -71,12 +71,15 @@ std::vector<int> tensor_owners(const GptConfig& model, const Plan& plan, int wor
 void gather_whole_model(const ParamLayout& whole, const std::vector<int>& owners, int rank,
                         const std::function<void(const ParamTensor&, float*)>& read_mine, float* full);
 
-// Validation: pipeline p evaluates whole micro-batches of its batch share of `samples`, on the
-// windows after those of the pipelines before it; `total` counts every pipeline's windows.
+// Validation covers windows [0, samples) of the validation stream whatever the plan: pipeline p
+// takes the windows [first, first + counted), its proportional share of `samples` by its share of
+// the global batch (cumulative shares rounded down, so that the shares add up to `samples`), in
+// micro-batches of the plan's size; the last one is padded with the windows after it, whose loss
+// is not counted.
 struct EvalShare {
   uint64_t first = 0;     // the pipeline's first window
-  int micro_batches = 0;  // its micro-batches
-  uint64_t total = 0;     // windows evaluated by all pipelines together
+  int counted = 0;        // its windows
+  int micro_batches = 0;  // ceil(counted / micro_batch)
 };
 EvalShare evaluation_share(const Plan& plan, int pipeline, int samples);
 

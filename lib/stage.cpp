@@ -160,7 +160,7 @@ void Stage::forward(int slot, const int32_t* host_tokens, const float* input, in
   }
 }
 
-void Stage::loss(int slot, const int32_t* host_targets, bool with_grad) {
+void Stage::loss(int slot, const int32_t* host_targets, bool with_grad, int counted_rows) {
   assert(layout_.has_head());
   const int B = rows_[slot], T = T_, C = config_.channels;
   const int N = B * T;
@@ -174,7 +174,8 @@ void Stage::loss(int slot, const int32_t* host_targets, bool with_grad) {
   backend_.crossentropy_forward_backward(sample_losses_.data(), logits_.data(), targets_.data(), B, T,
                                          config_.vocab_size, config_.padded_vocab_size,
                                          with_grad ? 1.0f : 0.0f);
-  backend_.accumulate_sum(loss_sum_.data(), sample_losses_.data(), static_cast<size_t>(B));
+  const int counted = counted_rows < 0 ? B : std::min(counted_rows, B);
+  if (counted > 0) backend_.accumulate_sum(loss_sum_.data(), sample_losses_.data(), static_cast<size_t>(counted));
 }
 
 double Stage::take_loss_sum() {

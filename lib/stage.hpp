@@ -57,8 +57,9 @@ class Stage {
   float* output(int slot) { return const_cast<float*>(std::as_const(*this).output(slot)); }
 
   // Last stage only. Adds the sum over the slot's samples of each sample's mean token loss to the
-  // device's loss sum; with_grad leaves dlogits for backward(slot).
-  void loss(int slot, const int32_t* host_targets /* (B, T) */, bool with_grad);
+  // device's loss sum; with_grad leaves dlogits for backward(slot). counted_rows >= 0 adds only
+  // the first counted_rows samples (validation pads a pipeline's last micro-batch after them).
+  void loss(int slot, const int32_t* host_targets /* (B, T) */, bool with_grad, int counted_rows = -1);
   // The loss sum since the last call (waits for the stream), and resets it to zero.
   double take_loss_sum();
   const float* logits() const { return logits_.data(); }  // (B, T, Vp), after loss(.., false)

@@ -1,6 +1,7 @@
 """Compares two eth_train runs: per-step losses and gradient norms (metrics.jsonl; the run's
-steps, which may start later when it resumed from a checkpoint) and final parameters
-(--save-params, the one-stage layout of lib/param_layout.hpp).
+steps, which may start later when it resumed from a checkpoint), validation losses where the runs
+evaluated (they must have evaluated after the same steps) and final parameters (--save-params, the
+one-stage layout of lib/param_layout.hpp).
 
     compare_runs.py MODEL_YAML REF_DIR REF_PARAMS RUN_DIR RUN_PARAMS [TOLERANCE]
 
@@ -37,6 +38,11 @@ def per_step(run_dir, key):
     return {r["step"]: r[key] for r in map(json.loads, open(f"{run_dir}/metrics.jsonl")) if "loss" in r}
 
 
+def val_losses(run_dir):
+    """{step: val_loss}"""
+    return {r["step"]: r["val_loss"] for r in map(json.loads, open(f"{run_dir}/metrics.jsonl")) if "val_loss" in r}
+
+
 def losses(run_dir):
     """{step: loss}"""
     return per_step(run_dir, "loss")
@@ -53,6 +59,10 @@ def main():
     loss_diff = max(abs(a[s] - b[s]) / abs(a[s]) for s in b)
     ga, gb = per_step(ref_dir, "grad_norm"), per_step(run_dir, "grad_norm")
     norm_diff, norm_step = max((abs(ga[s] - gb[s]) / max(abs(ga[s]), 1e-30), s) for s in gb)
+    va, vb = val_losses(ref_dir), val_losses(run_dir)
+    if set(vb) != {s for s in va if s >= min(b)}:  # a resumed run evaluates after its first step only
+        sys.exit(f"FAIL: reference evaluated after steps {sorted(va)}, run after {sorted(vb)}")
+    val_diff = max((abs(va[s] - vb[s]) / abs(va[s]) for s in vb), default=0.0)
     p = np.fromfile(ref_params, dtype=np.float32).astype(np.float64)
     q = np.fromfile(run_params, dtype=np.float32).astype(np.float64)
     if p.size != q.size or p.size != sum(s for _, s in tensors(model)):
@@ -68,9 +78,11 @@ def main():
     print(f"losses over {len(b)} steps: max relative difference {loss_diff:.3e} (tolerance {tol:g})")
     print(f"grad norms over {len(gb)} steps: max relative difference {norm_diff:.3e} (tolerance {tol:g}) at step "
           f"{norm_step}: {ga[norm_step]:.9g} vs {gb[norm_step]:.9g}")
+    if vb:
+        print(f"validation losses after steps {sorted(vb)}: max relative difference {val_diff:.3e} (tolerance {tol:g})")
     print(f"parameters: relative difference {param_diff:.3e} (tolerance {tol:g}); "
           f"worst tensor {worst_name} {worst:.3e} (not a criterion, see the header)")
-    if not (loss_diff <= tol and norm_diff <= tol and param_diff <= tol):
+    if not (loss_diff <= tol and norm_diff <= tol and val_diff <= tol and param_diff <= tol):
         sys.exit("FAIL: the runs differ beyond float rounding")
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The central test: 5 steps of a plan on several ranks equal 5 steps of one rank with the same
-# global batch and seed, to float rounding. As a control, a second one-rank run with another
+# global batch and seed, to float rounding; so do the validation losses after steps 2, 4 and 5
+# (13 windows: no plan's pipelines divide them evenly, and every plan must evaluate the same ones). As a control, a second one-rank run with another
 # micro-batch split shows the size of pure summation-order differences.
 #   equivalence.sh BUILD_DIR SOURCE_DIR RANKS TOPOLOGY PLAN [ETH_TRAIN_OPTIONS...]
 # (the options go to the plan's run only, e.g. --grad-sync flat)
@@ -11,7 +12,9 @@ source "$src/tests/mpi/mpi_test_env.sh"
 model="$src/inputs/models/tiny-4l.yaml"
 batch=$($py -c "import yaml, sys; print(yaml.safe_load(open(sys.argv[1]))['global_batch'])" "$plan")
 write_tiny_shard "$work/data.bin" 7
-common=(--model "$model" --train-data "$work/data.bin" --seq-len 16 --steps 5 --lr 1e-2 --warmup 1 --seed 42)
+write_tiny_shard "$work/val.bin" 8
+common=(--model "$model" --train-data "$work/data.bin" --seq-len 16 --steps 5 --lr 1e-2 --warmup 1 --seed 42
+        --val-data "$work/val.bin" --eval-samples 13 --eval-every 2)
 run reference 1 --batch "$batch" --micro-batch "$batch"
 half=$batch; for d in 2 3 5; do [ $((batch % d)) -eq 0 ] && { half=$((batch / d)); break; }; done
 run control 1 --batch "$batch" --micro-batch "$half"
