@@ -45,8 +45,10 @@ class Backend : public Device {
                                const float* wte,     // (Vp, C)
                                const float* wpe,     // (maxT, C)
                                int B, int T, int C) = 0;
-  virtual void encoder_backward(float* dwte,            // (Vp, C) accumulated
-                                float* dwpe,            // (maxT, C) accumulated
+  // Either gradient may be null: it is then left out (the runtime adds a step's last word
+  // embedding rows late, lib/late_embedding_rows.hpp).
+  virtual void encoder_backward(float* dwte,            // (Vp, C) accumulated, or null
+                                float* dwpe,            // (maxT, C) accumulated, or null
                                 const float* dout,      // (B, T, C)
                                 const int32_t* tokens,  // (B, T)
                                 int B, int T, int C) = 0;

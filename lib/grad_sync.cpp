@@ -5,10 +5,15 @@
 namespace eth {
 
 GradSync::GradSync(const ParallelContext& ctx, const ParamLayout& layout, const ParamLayout& whole, GradSyncMode mode,
-                   std::unique_ptr<SumReducer> reducer, kernels::Device& device, float* grads)
+                   std::unique_ptr<SumReducer> reducer, kernels::Device& device, float* grads, bool tied_early)
     : mode_(mode), grads_(grads), reducer_(std::move(reducer)), device_(device) {
   const int L = ctx.blocks.back().unit_end - 2;
   const LayerRange mine = stage_units(layout.layers(), L);
+  const bool tied_first = tied_early && mode == GradSyncMode::block && ctx.tied.is_member();
+  if (tied_first) {
+    slices_.push_back({&ctx.tied, layout.head_wte(), layout.wte_size(),
+                       layout.has_head() ? L + 1 : kLastBackwardBegins, ctx.tied.members().front() == ctx.world_rank});
+  }
   // Backward finishes units from the top down, so slices are listed top down.
   for (size_t b = ctx.blocks.size(); b-- > 0;) {
     const GradBlock& block = ctx.blocks[b];
@@ -24,7 +29,7 @@ GradSync::GradSync(const ParallelContext& ctx, const ParamLayout& layout, const 
         slices_.push_back({group, layout.unit_offset(u), layout.unit_size(u), u, counted});
     }
   }
-  if (ctx.tied.is_member()) {
+  if (ctx.tied.is_member() && !tied_first) {
     // The first stage's wte is final with unit 0; a last stage's head copy with unit L+1. Last
     // in the order on every rank, so that NCCL's in-order streams see one order everywhere.
     const bool first = layout.has_embedding();

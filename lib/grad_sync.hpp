@@ -9,8 +9,10 @@
 // enqueued in the step's last backward (Stage::backward reports each unit): the reducer
 // (mpi_topology/sum_reducer.hpp, MPI or NCCL) begins once that work has completed on the device,
 // overlapping the remaining backward. Slices are listed, and started, in one global order:
-// blocks from the top of the model down, the tied embedding last. finish() waits for the rest.
-// Sums only: the optimizer applies 1/global_batch.
+// blocks from the top of the model down, the tied embedding last; or, where its embedding rows
+// are added late (tied_early, lib/late_embedding_rows.hpp), the tied embedding first, started
+// once the head's backward is done (or, on a first stage without the head, once the last
+// backward begins). finish() waits for the rest. Sums only: the optimizer applies 1/global_batch.
 #pragma once
 
 #include <memory>
@@ -34,9 +36,11 @@ class GradSync {
   // grads: the stage's flat gradient buffer (layout.size()), in the reducer's device memory;
   // whole: the one-stage layout of the model (flat mode's buffer).
   GradSync(const ParallelContext& ctx, const ParamLayout& layout, const ParamLayout& whole, GradSyncMode mode,
-           std::unique_ptr<SumReducer> reducer, kernels::Device& device, float* grads);
+           std::unique_ptr<SumReducer> reducer, kernels::Device& device, float* grads, bool tied_early);
 
-  // Called (block mode) from the last backward once `unit`'s gradient work is enqueued.
+  // Called (block mode) from the last backward once `unit`'s gradient work is enqueued, and
+  // with kLastBackwardBegins before it starts.
+  static constexpr int kLastBackwardBegins = -1;
   void unit_done(int unit);
   void poll() { reducer_->poll(); }  // never blocks; between pieces of other work
   // Starts what has not started and waits for every sum of this step; work enqueued afterwards

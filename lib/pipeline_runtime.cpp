@@ -36,7 +36,13 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
       stage_(model, pipe_.stages[ctx.role.stage].layers, ctx.role.samples, seq_len, slots_, backend),
       optimizer_(stage_.layout(), adamw, backend),
       whole_(model, {0, model.num_layers}),
-      sync_(ctx, stage_.layout(), whole_, sync, std::move(reducer), backend, stage_.grads()),
+      late_rows_(sync == GradSyncMode::block && ctx.tied.is_member() &&
+                         LateEmbeddingRows::worthwhile(plan, model, seq_len)
+                     ? LateEmbeddingRows(ctx.tied, backend, model.channels,
+                                         ctx.first_stage() ? ctx.role.samples * seq_len : 0,
+                                         LateEmbeddingRows::kept_rows(plan, seq_len))
+                     : LateEmbeddingRows()),
+      sync_(ctx, stage_.layout(), whole_, sync, std::move(reducer), backend, stage_.grads(), late_rows_.on()),
       actions_(one_f_one_b(pipe_, ctx.role.stage)),
       owners_(tensor_owners(model, plan, ctx.world_size)) {
   if (previous) {
@@ -179,11 +185,16 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
         break;
       case ActionKind::backward: {
         // The last backward reports finished units, so that their reductions start early.
+        // There, where the tied embedding is summed early, a first stage keeps its embedding rows
+        // out of dwte (lib/late_embedding_rows.hpp).
         const bool final_backward = i == pipe_.micro_batches - 1;
         compute_start_[pipe_.micro_batches + i].record();
+        if (final_backward) sync_.unit_done(GradSync::kLastBackwardBegins);
+        KeptEmbeddingRows keep;
+        if (final_backward && first && late_rows_.on()) keep = {late_rows_.rows(), late_rows_.ids()};
         stage_.backward(slot, dout_.data(), [&](int unit) {
           if (final_backward) sync_.unit_done(unit);
-        });
+        }, keep);
         backward_done_[i].record();
         backwards_enqueued++;
         end_compute(pipe_.micro_batches + i);
@@ -200,6 +211,8 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
       }
       case ActionKind::reduce_grads:
         sync_.finish();
+        if (late_rows_.on())
+          late_rows_.add_gathered(stage_.grads() + stage_.layout().head_wte(), first ? my_rows(pipe_.micro_batches - 1) * T_ : 0);
         for (auto& r : activation_sends_) wait_all(r);
         for (auto& r : grad_sends_) wait_all(r);
         trace.add(SpanKind::reduce, -1, t0);
@@ -228,6 +241,11 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
   trace.set_device_compute(device_ms);
   trace.end_step();
   return result;
+}
+
+std::string PipelineRuntime::reduction_path() const {
+  if (!late_rows_.on()) return sync_.path();
+  return sync_.path() + "; the tied embedding summed from the head's backward on, its last embedding rows gathered after";
 }
 
 void PipelineRuntime::end_compute(int k) {

@@ -24,6 +24,7 @@
 #include "kernels/backend.hpp"
 #include "lib/checkpoint.hpp"
 #include "lib/grad_sync.hpp"
+#include "lib/late_embedding_rows.hpp"
 #include "lib/lr_schedule.hpp"
 #include "lib/optimizer.hpp"
 #include "lib/parallel_context.hpp"
@@ -55,7 +56,7 @@ class PipelineRuntime final : public RankRuntime {
   CheckpointHeader load_checkpoint(const std::string& path) override;
   void slow_down(double factor) override { slowdown_ = factor; }
   int collectives_per_step() const override { return sync_.collectives_per_step(); }
-  std::string reduction_path() const override { return sync_.path(); }
+  std::string reduction_path() const override;
   const Stage& stage() const { return stage_; }
 
  private:
@@ -81,6 +82,7 @@ class PipelineRuntime final : public RankRuntime {
   Stage stage_;
   AdamW optimizer_;
   ParamLayout whole_;                                      // the one-stage layout of the model
+  LateEmbeddingRows late_rows_;                            // on where the tied embedding is summed early
   GradSync sync_;
   std::vector<Action> actions_;
   std::vector<int> owners_;                                // per tensor of whole_: its lowest owner

@@ -187,7 +187,8 @@ double Stage::take_loss_sum() {
   return sum;
 }
 
-void Stage::backward(int slot, const float* doutput, const std::function<void(int unit)>& on_unit_done) {
+void Stage::backward(int slot, const float* doutput, const std::function<void(int unit)>& on_unit_done,
+                     KeptEmbeddingRows keep) {
   auto done = [&on_unit_done](int unit) {
     if (on_unit_done) on_unit_done(unit);
   };
@@ -242,7 +243,11 @@ void Stage::backward(int slot, const float* doutput, const std::function<void(in
 
   if (layout_.has_embedding()) {
     const int32_t* tokens = tokens_.data() + static_cast<size_t>(B_) * T * slot;
-    backend_.encoder_backward(g + layout_.wte(), g + layout_.wpe(), dres, tokens, B, T, C);
+    if (keep.rows) {
+      backend_.copy(keep.rows, dres, sizeof(float) * BTC);
+      backend_.copy(keep.ids, tokens, sizeof(int32_t) * N);
+    }
+    backend_.encoder_backward(keep.rows ? nullptr : g + layout_.wte(), g + layout_.wpe(), dres, tokens, B, T, C);
     done(0);
   }
 }

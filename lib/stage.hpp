@@ -34,6 +34,12 @@
 
 namespace eth {
 
+// Where a first stage's backward leaves its word-embedding gradient rows (Stage::backward).
+struct KeptEmbeddingRows {
+  float* rows = nullptr;   // (B, T, C) device
+  int32_t* ids = nullptr;  // (B, T) device: their token ids
+};
+
 class Stage {
  public:
   Stage(const GptConfig& config, LayerRange layers, int B, int T, int slots,
@@ -67,8 +73,10 @@ class Stage {
   // on_unit_done(u), when given, is called as soon as the gradients of model unit u (see
   // lib/grad_blocks.hpp) and of wte (on the head: before unit L+1; on the embedding: with
   // unit 0) are complete for this backward, so that their reduction can start early.
+  // keep (a first stage's, lib/late_embedding_rows.hpp): the word embedding's gradient rows are
+  // copied there, with their token ids, instead of being added into dwte.
   void backward(int slot, const float* doutput /* (B, T, C) */,
-                const std::function<void(int unit)>& on_unit_done = {});
+                const std::function<void(int unit)>& on_unit_done = {}, KeptEmbeddingRows keep = {});
   const float* input_grad() const { return dresidual_.data(); }  // (rows, T, C) of the last backward
 
   // Floats a stage allocates besides parameters, gradients and optimizer state, for memory

@@ -59,11 +59,13 @@ void encoder_backward(F* dwte, F* dwpe, const F* dout, const int32_t* tokens, in
     for (int b = 0; b < B; b++) {
       for (int t = 0; t < T; t++) {
         const F* d = dout + (static_cast<size_t>(b) * T + t) * C;
-        F* de = dwte + static_cast<size_t>(tokens[b * T + t]) * C;
-        F* dp = dwpe + static_cast<size_t>(t) * C;
-        for (size_t c = cols.begin; c < cols.end; c++) {
-          de[c] += d[c];
-          dp[c] += d[c];
+        if (dwte) {
+          F* de = dwte + static_cast<size_t>(tokens[b * T + t]) * C;
+          for (size_t c = cols.begin; c < cols.end; c++) de[c] += d[c];
+        }
+        if (dwpe) {
+          F* dp = dwpe + static_cast<size_t>(t) * C;
+          for (size_t c = cols.begin; c < cols.end; c++) dp[c] += d[c];
         }
       }
     }

@@ -65,8 +65,11 @@ void encoder_backward(cudaStream_t stream, Scratch& scratch, float* dwte, float*
   const int N = B * T;
   if (N == 0 || C == 0) return;
   const size_t TC = static_cast<size_t>(T) * C;
-  wpe_backward_kernel<<<static_cast<unsigned>(ceil_div(TC, 256)), 256, 0, stream>>>(dwpe, dout, B, T, C);
-  CUDA_CHECK_LAUNCH();
+  if (dwpe) {
+    wpe_backward_kernel<<<static_cast<unsigned>(ceil_div(TC, 256)), 256, 0, stream>>>(dwpe, dout, B, T, C);
+    CUDA_CHECK_LAUNCH();
+  }
+  if (!dwte) return;
 
   // Scratch: sorted tokens, row indices before and after sorting, and CUB's temporary storage.
   size_t sort_bytes = 0;

@@ -13,48 +13,33 @@
 namespace eth::planner {
 namespace {
 
-// Times runs that every rank of `ranks` starts together. Backend work is only enqueued
-// (kernels/device.hpp): a run is timed from an idle device until its work has completed.
+// Times runs that every rank of `ranks` makes at once, back to back. Backend work is only
+// enqueued (kernels/device.hpp): a loop is timed from an idle device until its work has completed.
 class LockstepTimer {
  public:
   LockstepTimer(MPI_Comm ranks, kernels::Device& device) : ranks_(ranks), device_(device) {}
 
-  // Starts one timed run: waits for the device and every rank first.
-  void start() {
+  // ms per run of `run`: every rank starts `repetitions` runs back to back after a barrier, and
+  // the loop takes as long as its slowest rank. Where ranks share cores (several per core, or the
+  // ranks of a GPU-less node) the scheduler may favour some for a while, and a lone run's own
+  // time then ranges over 2-3x (124 to 318 ms for the same head forward, 8 ranks on 2 cores); the
+  // loop's end is when all the ranks' work is done, which sharing does not change. One warm-up
+  // run first: page faults, thread pool start. Collective.
+  double sustained_ms(int repetitions, const std::function<void()>& run) {
+    run();
     device_.synchronize();
     MPI_CHECK(MPI_Barrier(ranks_));
-    t0_ = std::chrono::steady_clock::now();
-  }
-  double stop_ms() const {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < repetitions; i++) run();
     device_.synchronize();
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
-  }
-
-  // The mean over ranks of each rank's median.
-  double mean_of_medians(std::vector<double> ms) const {
-    std::nth_element(ms.begin(), ms.begin() + long(ms.size() / 2), ms.end());
-    double sum = ms[ms.size() / 2];
-    int n = 1;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, ranks_));
-    MPI_CHECK(MPI_Comm_size(ranks_, &n));
-    return sum / n;
-  }
-
-  double median_ms(int repetitions, const std::function<void()>& run) {
-    run();  // warm-up: page faults, thread pool start
-    std::vector<double> ms;
-    for (int i = 0; i < repetitions; i++) {
-      start();
-      run();
-      ms.push_back(stop_ms());
-    }
-    return mean_of_medians(std::move(ms));
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &ms, 1, MPI_DOUBLE, MPI_MAX, ranks_));
+    return ms / repetitions;
   }
 
  private:
   MPI_Comm ranks_;
   kernels::Device& device_;
-  std::chrono::steady_clock::time_point t0_;
 };
 
 // Forward and backward ms of a one-layer stage at `layer` of the 3-layer model.
@@ -79,17 +64,14 @@ ComputeMs time_stage(kernels::Backend& backend, LockstepTimer& timer, const GptC
     stage.forward(0, first ? tokens.data() : nullptr, first ? nullptr : input.data());
     if (last) stage.loss(0, tokens.data(), true);
   };
+  // Backward needs a forward before it (the last stage's dlogits are consumed): it is timed as
+  // forward + backward less forward.
   ComputeMs c;
-  c.forward = timer.median_ms(reps, forward);
-  // Backward needs the forward before it (the last stage's dlogits are consumed); time it alone.
-  std::vector<double> ms;
-  for (int i = 0; i <= reps; i++) {
+  c.forward = timer.sustained_ms(reps, forward);
+  c.backward = std::max(0.0, timer.sustained_ms(reps, [&] {
     forward();
-    timer.start();
     stage.backward(0, dout.data());
-    if (i > 0) ms.push_back(timer.stop_ms());
-  }
-  c.backward = timer.mean_of_medians(std::move(ms));
+  }) - c.forward);
   return c;
 }
 
@@ -121,7 +103,7 @@ Profile measure_profile(kernels::Backend& backend, const GptConfig& model, const
   kernels::DeviceBuffer<float> params(backend, n), grads(backend, n), m1(backend, n), m2(backend, n);
   for (auto* b : {&params, &grads, &m1, &m2}) backend.fill_zero(b->data(), n);
   const kernels::AdamWParams hp{1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 1};
-  const double ms = timer.median_ms(options.repetitions, [&] {
+  const double ms = timer.sustained_ms(options.repetitions, [&] {
     backend.fill_zero(grads.data(), n);
     backend.sum_of_squares(grads.data(), n);
     backend.adamw_update(params.data(), grads.data(), m1.data(), m2.data(), n, hp);

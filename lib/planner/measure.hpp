@@ -1,13 +1,14 @@
 // eth_profile's measurement: times the project's own kernels (eth::Stage on a backend) for the
 // embedding, one transformer layer and the head + loss, forward and backward, per micro-batch
-// size, as medians of several repetitions. Per-kind costs are differences of three one-layer
+// size, each the time per run of several runs back to back. Per-kind costs are differences of three one-layer
 // stages of a 3-layer copy of the model: first (embedding + layer), middle (layer), last
 // (layer + head); a difference below zero (noise) is clamped to zero.
 //
-// Under mpirun every rank measures at once, in lockstep: each timed run starts after a barrier
-// on `ranks`, so that every run sees the memory-bandwidth and cache contention of the node's
-// other ranks doing the same work, as they do in training; the profile holds the mean over
-// ranks of each rank's median. One process (MPI_COMM_SELF) measures the device alone.
+// Under mpirun every rank measures at once, in lockstep: each timed loop starts after a barrier
+// on `ranks`, so that every run sees the contention of the node's other ranks doing the same work
+// (memory bandwidth and caches; the cores themselves where ranks outnumber them), as they do in
+// training; the profile holds the loop time of the slowest rank per run. One process
+// (MPI_COMM_SELF) measures the device alone.
 #pragma once
 
 #include <mpi.h>

@@ -4,22 +4,28 @@
 # (13 windows: no plan's pipelines divide them evenly, and every plan must evaluate the same ones). As a control, a second one-rank run with another
 # micro-batch split shows the size of pure summation-order differences.
 #   equivalence.sh BUILD_DIR SOURCE_DIR RANKS TOPOLOGY PLAN [ETH_TRAIN_OPTIONS...]
-# (the options go to the plan's run only, e.g. --grad-sync flat)
+# (the options go to the plan's run only, e.g. --grad-sync flat). MODEL (default
+# inputs/models/tiny-4l.yaml) names another model, LR (default 1e-2) another learning rate,
+# EXPECT a line the plan's log must hold.
 set -euo pipefail
 build=$1 src=$2 ranks=$3 topology=$4 plan=$5
 shift 5
 source "$src/tests/mpi/mpi_test_env.sh"
-model="$src/inputs/models/tiny-4l.yaml"
+model="$src/${MODEL:-inputs/models/tiny-4l.yaml}"
 batch=$($py -c "import yaml, sys; print(yaml.safe_load(open(sys.argv[1]))['global_batch'])" "$plan")
 write_tiny_shard "$work/data.bin" 7
 write_tiny_shard "$work/val.bin" 8
-common=(--model "$model" --train-data "$work/data.bin" --seq-len 16 --steps 5 --lr 1e-2 --warmup 1 --seed 42
+common=(--model "$model" --train-data "$work/data.bin" --seq-len 16 --steps 5 --lr "${LR:-1e-2}" --warmup 1 --seed 42
         --val-data "$work/val.bin" --eval-samples 13 --eval-every 2)
 run reference 1 --batch "$batch" --micro-batch "$batch"
 half=$batch; for d in 2 3 5; do [ $((batch % d)) -eq 0 ] && { half=$((batch / d)); break; }; done
 run control 1 --batch "$batch" --micro-batch "$half"
 run plan "$ranks" --topology "$topology" --plan "$plan" "$@"
 grep "collective" "$work/plan.log"
+if [ -n "${EXPECT:-}" ] && ! grep -q -- "$EXPECT" "$work/plan.log"; then
+  echo "FAIL: the plan's log does not say '$EXPECT'"
+  exit 1
+fi
 echo "control: one rank, micro-batch $half instead of $batch"
 $py "$src/tests/mpi/compare_runs.py" "$model" "$work/reference" "$work/reference.bin" "$work/control" "$work/control.bin"
 echo "plan $(basename "$plan") on $ranks ranks $*:"
