@@ -4,21 +4,24 @@
 
 namespace eth {
 
-void wait_all(std::vector<MPI_Request>& requests) {
-  MPI_CHECK(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
-  requests.clear();
+void wait_all(std::vector<MPI_Request>& requests, const WaitSite& site) { watched_wait_all(requests, site); }
+
+void world_sum(double* values, int n, const std::string& what) {
+  MPI_Request request;
+  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &request));
+  watched_wait_one(request, {what, {}});
 }
 
-void world_sum(double* values, int n) {
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+void send_floats(const float* data, size_t n, int to, int tag, const std::string& what) {
+  MPI_Request request;
+  MPI_CHECK(MPI_Isend(data, static_cast<int>(n), MPI_FLOAT, to, tag, MPI_COMM_WORLD, &request));
+  watched_wait_one(request, {what, {to}});
 }
 
-void send_floats(const float* data, size_t n, int to, int tag) {
-  MPI_CHECK(MPI_Send(data, static_cast<int>(n), MPI_FLOAT, to, tag, MPI_COMM_WORLD));
-}
-
-void recv_floats(float* data, size_t n, int from, int tag) {
-  MPI_CHECK(MPI_Recv(data, static_cast<int>(n), MPI_FLOAT, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+void recv_floats(float* data, size_t n, int from, int tag, const std::string& what) {
+  MPI_Request request;
+  MPI_CHECK(MPI_Irecv(data, static_cast<int>(n), MPI_FLOAT, from, tag, MPI_COMM_WORLD, &request));
+  watched_wait_one(request, {what, {from}});
 }
 
 }  // namespace eth
