@@ -9,6 +9,7 @@
 #include "lib/planner/auto_plan.hpp"
 #include "lib/trainer.hpp"
 #include "mpi_topology/mpi_session.hpp"
+#include "mpi_topology/watchdog.hpp"
 
 namespace po = boost::program_options;
 
@@ -17,7 +18,7 @@ namespace {
 // Returns false when the program should exit without training (--help).
 bool parse_options(int argc, char** argv, eth::TrainOptions& o, eth::planner::AutoPlanRequest& auto_plan,
                    bool print_help) {
-  std::string grad_sync = "block", fail_at;
+  std::string grad_sync = "block", fault;
   std::vector<std::string> slowdowns;
   po::options_description desc("eth_train options");
   desc.add_options()
@@ -59,7 +60,10 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o, eth::planner::Au
        "re-balance only when the predicted step is at least this fraction faster (hysteresis)")
       ("slowdown", po::value(&slowdowns)->multitoken(),
        "RANK:FACTOR:STEP: that rank computes FACTOR times slower from STEP on (tests, benchmarks; repeatable)")
-      ("fail-at", po::value(&fail_at), "STEP:RANK: that rank throws at that step (fault-handling tests)");
+      ("collective-timeout", po::value(&o.collective_timeout_s)->default_value(o.collective_timeout_s),
+       "seconds a collective or transfer may wait before the watchdog names it and the ranks missing, and ends the job (0: off)")
+      ("inject-fault", po::value(&fault),
+       "KIND:rank=R:step=S[:phase=P][:block=B]: one rank fails on purpose (fault-handling tests; docs/usage.md)");
   try {
     if (!eth::parse_command_line(argc, argv, desc, print_help)) return false;
   } catch (const eth::InputError& e) {
@@ -70,10 +74,8 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o, eth::planner::Au
   o.grad_sync = grad_sync == "block"       ? eth::GradSyncMode::block
                 : grad_sync == "per-layer" ? eth::GradSyncMode::per_layer
                                            : eth::GradSyncMode::flat;
-  if (!fail_at.empty() && std::sscanf(fail_at.c_str(), "%d:%d", &o.fail_at_step, &o.fail_rank) != 2)
-    throw eth::AgreedError("--fail-at: value: expected STEP:RANK, got " + fail_at);
-  o.fail_at_step--;  // 1-based on the command line, as in the log
   try {
+    if (!fault.empty()) o.fault = eth::parse_fault(fault);
     for (const std::string& text : slowdowns) o.slowdowns.push_back(eth::parse_slowdown(text));
   } catch (const eth::InputError& e) {
     throw eth::AgreedError(e.what());
@@ -116,8 +118,8 @@ int main(int argc, char** argv) {
     if (mpi.rank() == 0) std::cerr << "eth_train: error: " << e.what() << '\n';
     return 1;
   } catch (const std::exception& e) {
-    // One rank alone: its message, then the whole job ends rather than waiting on it.
-    std::cerr << "eth_train: rank " << mpi.rank() << ": " << e.what() << '\n';
+    // One rank alone: its message and where it was, then the whole job ends rather than waiting on it.
+    std::cerr << "eth_train: rank " << mpi.rank() << " (" << eth::progress_text() << "): " << e.what() << std::endl;
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   return 0;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Faults and what they cost (docs/results.md, "Faults"): each is injected into a 4-rank run of
 # the tiny-4l model (tests/mpi/plans/two-depths-4.yaml, 400 steps, a checkpoint every 20) once
-# it logged step 50; measured: the exit status, the seconds from the injection to the end of mpirun, the
+# it logged step 50 (--inject-fault faults fire in step 51, or at the step-60 checkpoint); measured: the exit status, the seconds from the injection to the end of mpirun, the
 # step `--resume latest` continues after, and what was lost (steps run but not in that
 # checkpoint). Writes bench/results/faults.json.
 #   bash bench/run_faults.sh [BUILD_DIR]
@@ -65,7 +65,17 @@ wait_until_ended() { while kill -0 "$1" 2> /dev/null; do sleep 0.05; done; }
 record sigusr1 400 "SIGUSR1 to mpirun (what the sbatch script forwards before a time limit)" usr1
 record sigterm 400 "SIGTERM to one rank (what Slurm sends srun's tasks on scancel)" term_one_rank
 record sigkill 400 "SIGKILL of one rank" kill_one_rank
-record throw 400 "rank 2 throws in step 51 (--fail-at 51:2)" nothing --fail-at 51:2
+f=--inject-fault
+record abort 400 "rank 2 aborts in the backward of step 51 ($f abort:rank=2:step=51:phase=backward)" nothing \
+  $f abort:rank=2:step=51:phase=backward
+record kill_in_checkpoint 400 "rank 2 SIGKILLs itself between its dataset writes of the step-60 checkpoint ($f kill:rank=2:step=60:phase=checkpoint)" \
+  nothing $f kill:rank=2:step=60:phase=checkpoint
+record nan 400 "a NaN in block 1's gradient on rank 2 in step 51 ($f nan:rank=2:step=51:block=1)" nothing \
+  $f nan:rank=2:step=51:block=1
+record truncate_shard 400 "rank 1 cuts the training shard to half at step 51 ($f truncate-shard:rank=1:step=51; the resume writes it anew)" \
+  nothing $f truncate-shard:rank=1:step=51
+record hang 400 "rank 2 hangs in the reduction of step 51, watchdog at 5 s ($f hang:rank=2:step=51:phase=reduction --collective-timeout 5)" \
+  nothing $f hang:rank=2:step=51:phase=reduction --collective-timeout 5
 record damaged 57 "the run ends after step 57; then the newest checkpoint's bytes are overwritten" damage_newest
 record truncated 57 "the run ends after step 57; then the newest checkpoint is cut to half its size" truncate_newest
 

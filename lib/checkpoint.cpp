@@ -7,6 +7,7 @@
 #include "lib/checksum.hpp"
 #include "lib/input_error.hpp"
 #include "mpi_topology/mpi_session.hpp"
+#include "mpi_topology/watchdog.hpp"
 #include "lib/strprintf.hpp"
 
 namespace eth {
@@ -174,8 +175,10 @@ void CheckpointWriter::write(CheckpointGroup group, const ParamTensor& t, const 
 
 void CheckpointWriter::finish() {
   // Each tensor has exactly one writer and every other rank holds 0 there: the sum is its value.
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, checksums_.data(), static_cast<int>(checksums_.size()), MPI_UINT64_T, MPI_SUM,
-                          comm_));
+  MPI_Request request;
+  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, checksums_.data(), static_cast<int>(checksums_.size()), MPI_UINT64_T, MPI_SUM,
+                           comm_, &request));
+  watched_wait_one(request, {"the sum of the checkpoint's checksums", {}});
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(comm_, &rank));
   if (rank == 0)

@@ -9,6 +9,17 @@ LayerRange stage_units(LayerRange layers, int num_layers) {
   return {layers.begin == 0 ? 0 : layers.begin + 1, layers.end == num_layers ? num_layers + 2 : layers.end + 1};
 }
 
+std::string units_name(int unit_begin, int unit_end, int num_layers) {
+  std::string name;
+  auto add = [&](const std::string& part) { name += (name.empty() ? "" : " + ") + part; };
+  if (unit_begin == 0) add("embedding");
+  const int first = std::max(unit_begin, 1) - 1, end = std::min(unit_end, num_layers + 1) - 1;  // layers [first, end)
+  if (end - first == 1) add("layer " + std::to_string(first));
+  if (end - first > 1) add("layers " + std::to_string(first) + "-" + std::to_string(end - 1));
+  if (unit_end == num_layers + 2) add("final layernorm");
+  return name;
+}
+
 std::vector<GradBlock> derive_grad_blocks(const Plan& plan, int num_layers) {
   const int units = num_layers + 2;
   // Every stage boundary of every pipeline cuts; between cuts the owners cannot change.

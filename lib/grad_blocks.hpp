@@ -12,6 +12,7 @@
 // and last stages (tied_embedding_group), which sums both uses over all pipelines.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "lib/plan.hpp"
@@ -27,7 +28,12 @@ struct GradBlock {
 // Units of a stage holding `layers` of an L-layer model.
 LayerRange stage_units(LayerRange layers, int num_layers);
 
-// Blocks in unit order, for a validated plan.
+// Units [unit_begin, unit_end) in words: "embedding + layer 0", "layers 1-2", "layer 3 + final
+// layernorm" (layers counted from 0, as plans count them). For messages.
+std::string units_name(int unit_begin, int unit_end, int num_layers);
+
+// Blocks in unit order, for a validated plan. Messages and --inject-fault number them by
+// this order: block 0 holds the embedding.
 std::vector<GradBlock> derive_grad_blocks(const Plan& plan, int num_layers);
 
 // Ranks of every pipeline's first and last stages, ascending.

@@ -1,5 +1,8 @@
 #include "lib/grad_sync.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include "lib/grad_blocks.hpp"
 
 namespace eth {
@@ -20,13 +23,15 @@ GradSync::GradSync(const ParallelContext& ctx, const ParamLayout& layout, const 
     if (block.unit_end <= mine.begin || block.unit_begin >= mine.end) continue;
     const ProcessGroup* group = &ctx.block_groups[b];
     const bool counted = block.owners.front() == ctx.world_rank;
+    const std::string name = "block " + std::to_string(b) + " (" + units_name(block.unit_begin, block.unit_end, L) + ")";
     if (mode != GradSyncMode::per_layer) {
       const size_t begin = layout.unit_offset(block.unit_begin);
       const size_t end = layout.unit_offset(block.unit_end - 1) + layout.unit_size(block.unit_end - 1);
-      slices_.push_back({group, begin, end - begin, block.unit_begin, counted});
+      slices_.push_back({group, begin, end - begin, block.unit_begin, counted, name, static_cast<int>(b)});
     } else {
       for (int u = block.unit_end - 1; u >= block.unit_begin; u--)
-        slices_.push_back({group, layout.unit_offset(u), layout.unit_size(u), u, counted});
+        slices_.push_back({group, layout.unit_offset(u), layout.unit_size(u), u, counted,
+                           units_name(u, u + 1, L) + " of " + name, static_cast<int>(b)});
     }
   }
   if (ctx.tied.is_member() && !tied_first) {
@@ -34,11 +39,11 @@ GradSync::GradSync(const ParallelContext& ctx, const ParamLayout& layout, const 
     // in the order on every rank, so that NCCL's in-order streams see one order everywhere.
     const bool first = layout.has_embedding();
     slices_.push_back({&ctx.tied, first ? layout.wte() : layout.head_wte(), layout.wte_size(), first ? 0 : L + 1,
-                       ctx.tied.members().front() == ctx.world_rank});
+                       ctx.tied.members().front() == ctx.world_rank, "the tied word embedding", -1});
   }
   reached_.assign(slices_.size(), false);
   if (mode != GradSyncMode::flat) {
-    for (const Slice& s : slices_) reducer_->add_slice(*s.group, grads + s.offset, s.size);
+    for (const Slice& s : slices_) reducer_->add_slice(*s.group, grads + s.offset, s.size, "reduction of " + s.name);
     return;
   }
   // The stage's units are contiguous in both layouts; its wte (embedding or head copy) goes to
@@ -48,7 +53,7 @@ GradSync::GradSync(const ParallelContext& ctx, const ParamLayout& layout, const 
   if (layout.has_embedding() || layout.has_head())
     placements_.push_back({layout.has_embedding() ? layout.wte() : layout.head_wte(), whole.wte(), layout.wte_size()});
   whole_ = kernels::DeviceBuffer<float>(device, whole.size());
-  reducer_->add_slice(ctx.flat, whole_.data(), whole.size());
+  reducer_->add_slice(ctx.flat, whole_.data(), whole.size(), "flat reduction of the whole model");
 }
 
 void GradSync::flat_sum() {
@@ -91,11 +96,26 @@ void GradSync::finish() {
   next_start_ = 0;
 }
 
-double GradSync::owned_sum_of_squares(kernels::Backend& backend) const {
+double GradSync::owned_sum_of_squares(kernels::Backend& backend, std::string& nonfinite) const {
   double sum = 0.0;
-  for (const Slice& s : slices_)
-    if (s.counted_here) sum += backend.sum_of_squares(grads_ + s.offset, s.size);
+  for (const Slice& s : slices_) {
+    if (!s.counted_here) continue;
+    const double squares = backend.sum_of_squares(grads_ + s.offset, s.size);
+    if (!std::isfinite(squares)) nonfinite += (nonfinite.empty() ? "" : ", ") + s.name;
+    sum += squares;
+  }
   return sum;
+}
+
+GradSync::Range GradSync::block_range(int block) const {
+  Range range;
+  for (const Slice& s : slices_) {  // per-layer mode: the block's units, adjacent
+    if (s.block != block) continue;
+    const size_t end = std::max(range.offset + range.size, s.offset + s.size);
+    range.offset = range.size == 0 ? s.offset : std::min(range.offset, s.offset);
+    range.size = end - range.offset;
+  }
+  return range;
 }
 
 int GradSync::collectives_per_step() const {

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kernels/backend.hpp"
@@ -48,8 +49,15 @@ class GradSync {
   void finish();
 
   // This rank's share of the squared global gradient norm: each block and the tied embedding
-  // counted by exactly one owner, so a world sum gives the norm of the whole model.
-  double owned_sum_of_squares(kernels::Backend& backend) const;
+  // counted by exactly one owner, so a world sum gives the norm of the whole model. Appends to
+  // `nonfinite` the name of each counted slice whose sum is not finite ("block 1 (layers 1-2)").
+  double owned_sum_of_squares(kernels::Backend& backend, std::string& nonfinite) const;
+  // Where block `block` (ParallelContext::blocks) lies in this rank's gradients; size 0 when
+  // this rank does not hold it.
+  struct Range {
+    size_t offset = 0, size = 0;
+  };
+  Range block_range(int block) const;
 
   int collectives_per_step() const;  // on this rank
   std::string path() const { return reducer_->path(); }
@@ -60,6 +68,8 @@ class GradSync {
     size_t offset, size;
     int start_unit;       // the unit whose completion makes the slice final
     bool counted_here;    // this rank counts it in the norm
+    std::string name;     // "block 1 (layers 1-2)", for messages
+    int block;            // its block, -1 for the tied embedding
   };
   void start_reached();  // starts the reached slices that every earlier one allows
   void flat_sum();       // flat mode: gather into the whole-model buffer, sum, scatter back

@@ -26,7 +26,8 @@ void LateEmbeddingRows::add_gathered(float* dwte, int count) {
   host_ids_.resize(static_cast<size_t>(count));
   backend_->copy_to_host(host_rows_.data(), rows_.data(), host_rows_.size() * sizeof(float));
   backend_->copy_to_host(host_ids_.data(), ids_.data(), host_ids_.size() * sizeof(int32_t));
-  gather_labelled_rows(tied_->comm(), host_rows_.data(), host_ids_.data(), count, C_, all_host_rows_, all_host_ids_);
+  gather_labelled_rows(tied_->comm(), tied_->members(), host_rows_.data(), host_ids_.data(), count, C_, all_host_rows_,
+                       all_host_ids_, "the gather of the tied embedding's last rows");
   const int total = static_cast<int>(all_host_ids_.size());
   backend_->copy_to_device(gathered_rows_.data(), all_host_rows_.data(), all_host_rows_.size() * sizeof(float));
   backend_->copy_to_device(gathered_ids_.data(), all_host_ids_.data(), all_host_ids_.size() * sizeof(int32_t));

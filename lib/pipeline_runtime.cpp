@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 
+#include "lib/fault_injection.hpp"
 #include "mpi_topology/host_messages.hpp"
 
 namespace eth {
@@ -19,6 +20,36 @@ const ParamTensor* find_tensor(const ParamLayout& layout, const std::string& nam
 // between two ranks with one tag never overtake each other, so steps need no tag of their own.
 int activation_tag(int micro_batch) { return 2 * micro_batch; }
 int grad_tag(int micro_batch) { return 2 * micro_batch + 1; }
+
+// What a wait on transfers of micro-batch i is for, as the watchdog names it.
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t k = 0; k < ranks.size(); k++) text += (k ? ", " : "") + std::to_string(ranks[k]);
+  return text;
+}
+WaitSite receiving(const char* what, int i, std::vector<int> from) {
+  std::string text = std::string("receive of micro-batch ") + std::to_string(i) + "'s " + what + " from " + ranks_text(from);
+  return {std::move(text), std::move(from)};
+}
+WaitSite sending(const char* what, int i, std::vector<int> to) {
+  std::string text = std::string("send of micro-batch ") + std::to_string(i) + "'s " + what + " to " + ranks_text(to);
+  return {std::move(text), std::move(to)};
+}
+
+// Where each action of a step is, for the progress record (watchdog.hpp) and error lines.
+const char* phase_of(ActionKind kind) {
+  switch (kind) {
+    case ActionKind::recv_activation:
+    case ActionKind::forward:
+    case ActionKind::send_activation: return "forward";
+    case ActionKind::recv_grad:
+    case ActionKind::backward:
+    case ActionKind::send_grad: return "backward";
+    case ActionKind::reduce_grads: return "reduction";
+    case ActionKind::optimizer_step: return "optimizer";
+  }
+  return "";
+}
 
 }  // namespace
 
@@ -99,6 +130,13 @@ void PipelineRuntime::fetch(SampleStream& data, uint64_t first, int count, std::
                 targets.data() + static_cast<size_t>(b) * T_);
 }
 
+void PipelineRuntime::poison_block(int block) {
+  const GradSync::Range range = sync_.block_range(block);
+  assert(range.size > 0);  // the trainer checked that this rank holds the block
+  const float nan = std::nanf("");
+  backend_.copy_to_device(stage_.grads() + range.offset, &nan, sizeof(float));  // enqueued: before the backward
+}
+
 void PipelineRuntime::send_rows(const RowExchange& exchange, WireBuffer& wire, kernels::Event& ready, int tag,
                                 std::vector<MPI_Request>& requests) {
   wire.stage_out();
@@ -155,6 +193,7 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
     const int slot = i < 0 ? 0 : i % slots_;
     const ParallelContext::Exchanges& x = ctx_.exchanges(i >= 0 && is_short(i));
     const double t0 = trace.now_ms();
+    set_progress(step + 1, phase_of(a.kind));
     switch (a.kind) {
       case ActionKind::recv_activation:
       case ActionKind::recv_grad: {
@@ -162,13 +201,18 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
           if (a.posted_after_backward >= 0) backward_done_[a.posted_after_backward].wait();
           post_receive(index);
         }
-        wait_all(receives[index]);
+        wait_all(receives[index], a.kind == ActionKind::recv_activation
+                                      ? receiving("activations", i, x.from_previous.senders_to(rank))
+                                      : receiving("gradients", i, x.grads_from_next.senders_to(rank)));
         (a.kind == ActionKind::recv_activation ? input_wires_[slot] : dout_wire_).stage_in();
         trace.add(SpanKind::comm_wait, i, t0);
         break;
       }
       case ActionKind::forward:
-        if (a.after_send_of >= 0) wait_all(activation_sends_[slot]);  // the slot's output has left
+        fault_point(FaultPhase::forward, step);
+        if (a.after_send_of >= 0)  // the slot's output has left
+          wait_all(activation_sends_[slot], sending("activations", a.after_send_of,
+                                                    ctx_.exchanges(is_short(a.after_send_of)).to_next.receivers_from(rank)));
         if (first || last) {
           const int offset = is_short(i) ? ctx_.role.last_offset : ctx_.role.sample_offset;
           fetch(train, base + static_cast<uint64_t>(i) * pipe_.micro_batch + offset, my_rows(i), inputs_, targets_);
@@ -188,6 +232,9 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
         // There, where the tied embedding is summed early, a first stage keeps its embedding rows
         // out of dwte (lib/late_embedding_rows.hpp).
         const bool final_backward = i == pipe_.micro_batches - 1;
+        fault_point(FaultPhase::backward, step);
+        // An injected NaN lands before the last backward adds to the block and starts its sum.
+        if (const int block = fault_nan_block(step); final_backward && block >= 0) poison_block(block);
         compute_start_[pipe_.micro_batches + i].record();
         if (final_backward) sync_.unit_done(GradSync::kLastBackwardBegins);
         KeptEmbeddingRows keep;
@@ -202,7 +249,10 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
         break;
       }
       case ActionKind::send_grad: {
-        if (a.after_send_of >= 0) wait_all(grad_sends_[slot]);  // the slot's previous gradient has left
+        if (a.after_send_of >= 0)  // the slot's previous gradient has left
+          wait_all(grad_sends_[slot],
+                   sending("gradients", a.after_send_of,
+                           ctx_.exchanges(is_short(a.after_send_of)).grads_to_previous.receivers_from(rank)));
         WireBuffer& wire = grad_send_wires_[slot];
         backend_.copy(wire.buffer(), stage_.input_grad(), sizeof(float) * my_rows(i) * row);
         send_rows(x.grads_to_previous, wire, grad_final_[slot], grad_tag(i), grad_sends_[slot]);
@@ -210,18 +260,22 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
         break;
       }
       case ActionKind::reduce_grads:
+        fault_point(FaultPhase::reduction, step);
         sync_.finish();
         if (late_rows_.on())
           late_rows_.add_gathered(stage_.grads() + stage_.layout().head_wte(), first ? my_rows(pipe_.micro_batches - 1) * T_ : 0);
-        for (auto& r : activation_sends_) wait_all(r);
-        for (auto& r : grad_sends_) wait_all(r);
+        if (!last)
+          for (auto& r : activation_sends_) wait_all(r, {"the step's last sends of activations", ctx_.full.to_next.receivers_from(rank)});
+        if (!first)
+          for (auto& r : grad_sends_)
+            wait_all(r, {"the step's last sends of gradients", ctx_.full.grads_to_previous.receivers_from(rank)});
         trace.add(SpanKind::reduce, -1, t0);
         break;
       case ActionKind::optimizer_step: {
         // Every rank learns the global loss (from the last stages) and norm (each block once):
         // the step's one read of device results.
-        double sums[2] = {last ? stage_.take_loss_sum() : 0.0, sync_.owned_sum_of_squares(backend_)};
-        world_sum(sums, 2);
+        double sums[2] = {last ? stage_.take_loss_sum() : 0.0, sync_.owned_sum_of_squares(backend_, result.nonfinite)};
+        world_sum(sums, 2, kStepSums);
         result.loss = sums[0] / plan_.global_batch;
         result.grad_norm = std::sqrt(sums[1]) / plan_.global_batch;
         result.applied = std::isfinite(result.loss) && std::isfinite(result.grad_norm);
@@ -263,7 +317,7 @@ void PipelineRuntime::forward_only(int tag, const int32_t* inputs, const int32_t
   backend_.synchronize();
   if (!ctx_.first_stage()) {
     ctx_.full.from_previous.post_recvs(ctx_.world_rank, input_wires_[0].wire(), row, tag, MPI_COMM_WORLD, requests);
-    wait_all(requests);
+    wait_all(requests, {"receive of validation activations", ctx_.full.from_previous.senders_to(ctx_.world_rank)});
     input_wires_[0].stage_in();
   }
   stage_.forward(0, inputs, ctx_.first_stage() ? nullptr : stage_.input_buffer(0));
@@ -271,11 +325,12 @@ void PipelineRuntime::forward_only(int tag, const int32_t* inputs, const int32_t
     stage_.loss(0, targets, false, counted_rows);
   } else {
     send_rows(ctx_.full.to_next, output_wires_[0], output_final_[0], tag, requests);
-    wait_all(requests);
+    wait_all(requests, {"send of validation activations", ctx_.full.to_next.receivers_from(ctx_.world_rank)});
   }
 }
 
 double PipelineRuntime::evaluate(SampleStream& val, int samples) {
+  set_phase("evaluation");
   const EvalShare share = evaluation_share(plan_, ctx_.role.pipeline, samples);
   for (int i = 0; i < share.micro_batches; i++) {
     const int offset = i * pipe_.micro_batch;  // within the pipeline's windows
@@ -286,7 +341,7 @@ double PipelineRuntime::evaluate(SampleStream& val, int samples) {
     forward_only(activation_tag(i), inputs_.data(), targets_.data(), counted);
   }
   double sum = ctx_.last_stage() ? stage_.take_loss_sum() : 0.0;
-  world_sum(&sum, 1);
+  world_sum(&sum, 1, kValidationSum);
   return sum / samples;
 }
 
@@ -309,6 +364,7 @@ float* PipelineRuntime::state_buffer(CheckpointGroup group) {
 void PipelineRuntime::save_checkpoint(const std::string& path, const CheckpointHeader& header) {
   CheckpointWriter writer(path, model_, header, MPI_COMM_WORLD);
   std::vector<float> host;
+  bool written = false;
   for (size_t i = 0; i < whole_.tensors().size(); i++) {
     if (owners_[i] != ctx_.world_rank) continue;
     const ParamTensor& t = whole_.tensors()[i];
@@ -318,7 +374,10 @@ void PipelineRuntime::save_checkpoint(const std::string& path, const CheckpointH
       backend_.copy_to_host(host.data(), state_buffer(g) + offset, t.size * sizeof(float));
       writer.write(g, t, host.data());
     }
+    if (!written) fault_point(FaultPhase::checkpoint, header.step - 1);  // between this rank's dataset writes
+    written = true;
   }
+  if (!written) fault_point(FaultPhase::checkpoint, header.step - 1);
   writer.finish();
 }
 

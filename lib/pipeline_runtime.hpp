@@ -69,6 +69,7 @@ class PipelineRuntime final : public RankRuntime {
                  std::vector<MPI_Request>& requests);
   float* state_buffer(CheckpointGroup group);  // parameters or a moment, (stage layout size)
   void take_state(PipelineRuntime& old);        // its parameters, moments and step count
+  void poison_block(int block);  // --inject-fault nan: a NaN into the block's gradient
   // Ends compute k's timing; under --slowdown, first stalls the stream for (factor - 1) times it.
   void end_compute(int k);
 

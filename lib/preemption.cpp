@@ -5,6 +5,7 @@
 #include <csignal>
 
 #include "mpi_topology/mpi_session.hpp"
+#include "mpi_topology/watchdog.hpp"
 
 namespace eth {
 namespace {
@@ -26,7 +27,9 @@ void install_preemption_handlers() {
 
 int agreed_preemption_signal() {
   int signal = received;
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &signal, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  MPI_Request request;
+  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, &signal, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &request));
+  watched_wait_one(request, {"the agreement on preemption signals", {}});
   return signal;
 }
 

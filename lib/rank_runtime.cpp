@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "lib/fault_injection.hpp"
 #include "lib/pipeline_runtime.hpp"
 #include "mpi_topology/host_messages.hpp"
 
@@ -18,10 +19,13 @@ class IdleRank final : public RankRuntime {
       : model_(model), plan_(plan), whole_(model, {0, model.num_layers}),
         owners_(tensor_owners(model, plan, ctx.world_size)), rank_(ctx.world_rank) {}
 
-  StepResult step(int, SampleStream&, float, StepTrace& trace) override {
+  StepResult step(int step, SampleStream&, float, StepTrace& trace) override {
     trace.begin_step();
+    // An idle rank's phases of a step are one moment: where the others' step sum meets it.
+    set_progress(step + 1, "reduction");
+    for (FaultPhase phase : {FaultPhase::forward, FaultPhase::backward, FaultPhase::reduction}) fault_point(phase, step);
     double sums[2] = {0.0, 0.0};  // what the ranks with stages add up: loss, squared norm
-    world_sum(sums, 2);
+    world_sum(sums, 2, kStepSums);
     trace.end_step();
     StepResult result;
     result.loss = sums[0] / plan_.global_batch;
@@ -31,14 +35,17 @@ class IdleRank final : public RankRuntime {
   }
   double evaluate(SampleStream&, int samples) override {
     double sum = 0.0;
-    world_sum(&sum, 1);
+    set_phase("evaluation");
+    world_sum(&sum, 1, kValidationSum);
     return sum / samples;
   }
   void gather_parameters(float* full) override {
     gather_whole_model(whole_, owners_, rank_, [](const ParamTensor&, float*) {}, full);
   }
   void save_checkpoint(const std::string& path, const CheckpointHeader& header) override {
-    CheckpointWriter(path, model_, header, MPI_COMM_WORLD).finish();  // collective; owns no tensor
+    CheckpointWriter writer(path, model_, header, MPI_COMM_WORLD);  // collective; owns no tensor
+    fault_point(FaultPhase::checkpoint, header.step - 1);
+    writer.finish();
   }
   CheckpointHeader load_checkpoint(const std::string& path) override { return CheckpointReader(path, model_).header(); }
   int collectives_per_step() const override { return 0; }
@@ -92,9 +99,9 @@ void gather_whole_model(const ParamLayout& whole, const std::vector<int>& owners
       host.resize(t.size);
       read_mine(t, host.data());
       if (owner == 0) std::copy(host.begin(), host.end(), full + t.offset);
-      else send_floats(host.data(), t.size, 0, tag);
+      else send_floats(host.data(), t.size, 0, tag, "send of " + t.name + " to rank 0");
     } else if (rank == 0) {
-      recv_floats(full + t.offset, t.size, owner, tag);
+      recv_floats(full + t.offset, t.size, owner, tag, "receive of " + t.name + " for the whole model");
     }
   }
 }

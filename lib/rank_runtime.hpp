@@ -25,7 +25,12 @@ struct StepResult {
   double loss = 0;       // mean per-sample loss of the global batch (every rank)
   double grad_norm = 0;  // global norm of the mean gradient, before clipping (every rank)
   bool applied = false;  // false when loss or norm was not finite: parameters unchanged
+  std::string nonfinite;  // this rank's: the blocks it counts in the norm whose gradient is not finite
 };
+
+// The world sums every rank makes, named for the watchdog in the same words on every rank.
+inline constexpr const char* kStepSums = "the step's sum of loss and gradient norm";
+inline constexpr const char* kValidationSum = "the sum of the validation loss";
 
 class RankRuntime {
  public:

@@ -8,6 +8,10 @@
 // Sample g of the stream is window perm_e(g mod W) of epoch e = g / W, where perm_e is a
 // shuffle seeded by (seed, e). It is a pure function of (data, T, seed, g): it does not depend
 // on the plan, so sample i of step s is the same for every way of splitting the batch.
+//
+// Shards are checked whole when loaded, then read a window at a time (as llm.c's loader does):
+// a rank holds no copy of its data, and a shard that shrinks under a running job (a truncated
+// or replaced file) is an error naming the file at the first read past its end, not stale data.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +22,7 @@ namespace eth {
 
 struct TokenShard {
   std::string path;
-  std::vector<uint16_t> tokens;
+  uint64_t tokens = 0;  // the header's count
 };
 
 // Reads and validates a shard: magic, version, size against the header's count, and every
@@ -27,19 +31,25 @@ TokenShard load_token_shard(const std::string& path, int vocab_size);
 
 class SampleStream {
  public:
-  // shuffle = false keeps windows in file order (for validation).
+  // shuffle = false keeps windows in file order (for validation). Opens every shard.
   SampleStream(std::vector<TokenShard> shards, int T, uint64_t seed, bool shuffle);
+  ~SampleStream();
+  SampleStream(const SampleStream&) = delete;
+  SampleStream& operator=(const SampleStream&) = delete;
 
   uint64_t windows() const { return total_windows_; }
 
-  // Writes sample g's inputs (T) and targets (T).
+  // Writes sample g's inputs (T) and targets (T). An InputError naming the shard when its file
+  // no longer holds the window.
   void sample(uint64_t g, int32_t* inputs, int32_t* targets);
 
  private:
-  const uint16_t* window_start(uint64_t w) const;
+  void read_window(uint64_t w);  // into window_
   void build_permutation(uint64_t epoch);
 
   std::vector<TokenShard> shards_;
+  std::vector<int> files_;              // per shard: its open descriptor
+  std::vector<uint16_t> window_;        // (T + 1) the window last read
   std::vector<uint64_t> first_window_;  // per shard: its first global window index
   int T_;
   uint64_t seed_;

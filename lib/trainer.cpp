@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -10,6 +11,7 @@
 
 #include "lib/checkpoint.hpp"
 #include "lib/checkpoint_files.hpp"
+#include "lib/grad_blocks.hpp"
 #include "lib/input_error.hpp"
 #include "lib/metrics.hpp"
 #include "lib/model_config.hpp"
@@ -21,6 +23,7 @@
 #include "lib/strprintf.hpp"
 #include "lib/token_data.hpp"
 #include "mpi_topology/mpi_session.hpp"
+#include "mpi_topology/watchdog.hpp"
 
 namespace eth {
 namespace {
@@ -53,6 +56,25 @@ void single_rank_job(const TrainOptions& o, Job& job) {
   job.plan.source = "(one rank, no --plan)";
   job.plan.global_batch = o.global_batch;
   job.plan.pipelines = {{o.micro_batch, o.global_batch / o.micro_batch, {{{0}, {0, job.model.num_layers}, {}}}}};
+}
+
+// --inject-fault against this job: a rank, step and phase it has, a block the rank holds.
+void check_fault(const FaultSpec& f, const TrainOptions& o, const Job& job, int world_size) {
+  if (f.rank >= world_size)
+    fail_input("--inject-fault", "rank", strprintf("a rank below %d, the ranks of this job", world_size), std::to_string(f.rank));
+  if (f.step > o.steps)
+    fail_input("--inject-fault", "step", strprintf("a step of this run, 1 to --steps %d", o.steps), std::to_string(f.step));
+  if (f.phase == FaultPhase::checkpoint && !(o.checkpoint_every > 0 && (f.step % o.checkpoint_every == 0 || f.step == o.steps)))
+    fail_input("--inject-fault", "step", "a step after which a checkpoint is written (--checkpoint-every)", std::to_string(f.step));
+  if (f.kind != FaultKind::nan) return;
+  const std::vector<GradBlock> blocks = derive_grad_blocks(job.plan, job.model.num_layers);
+  std::string held;
+  for (size_t b = 0; b < blocks.size(); b++)
+    if (std::count(blocks[b].owners.begin(), blocks[b].owners.end(), f.rank)) held += (held.empty() ? "" : ", ") + std::to_string(b);
+  if (f.block >= static_cast<int>(blocks.size()) || !std::count(blocks[f.block].owners.begin(), blocks[f.block].owners.end(), f.rank))
+    fail_input("--inject-fault", "block", strprintf("a gradient block rank %d holds (%s, of blocks 0 to %zu of %s)", f.rank,
+                                                    held.empty() ? "none" : held.c_str(), blocks.size() - 1, job.plan.source.c_str()),
+               std::to_string(f.block));
 }
 
 Job load_job(const TrainOptions& o, int world_size) {
@@ -98,6 +120,7 @@ Job load_job(const TrainOptions& o, int world_size) {
     fail_input("--rebalance-every", "value", "0 (no re-balancing) or a positive step count", std::to_string(o.rebalance.every));
   if (!(o.rebalance.threshold >= 0 && o.rebalance.threshold < 1))
     fail_input("--rebalance-threshold", "value", "a fraction of the step time in [0, 1)", strprintf("%g", o.rebalance.threshold));
+  if (o.fault) check_fault(*o.fault, o, job, world_size);
   for (const SlowdownRule& r : o.slowdowns)
     if (r.rank >= world_size)
       fail_input("--slowdown", "value", strprintf("a rank below %d, the ranks of this job", world_size), std::to_string(r.rank));
@@ -159,8 +182,10 @@ struct StepReport {
 StepReport gather_times(const StepTimes& mine, const Plan& plan, int world) {
   StepReport report;
   report.ranks.resize(static_cast<size_t>(world));
-  MPI_CHECK(MPI_Gather(&mine, sizeof(StepTimes), MPI_BYTE, report.ranks.data(), sizeof(StepTimes), MPI_BYTE, 0,
-                       MPI_COMM_WORLD));
+  MPI_Request request;
+  MPI_CHECK(MPI_Igather(&mine, sizeof(StepTimes), MPI_BYTE, report.ranks.data(), sizeof(StepTimes), MPI_BYTE, 0,
+                        MPI_COMM_WORLD, &request));
+  watched_wait_one(request, {"the gather of step times", {}});
   for (const PlanPipeline& pipe : plan.pipelines) {
     // A pipeline's time runs until its slowest rank's last backward; its bubble is the share
     // of that time its ranks spent not computing.
@@ -242,7 +267,9 @@ void save_checkpoint(RankRuntime& runtime, const TrainOptions& o, const Checkpoi
     error = e.what();
   }
   agree_on_errors(error);
-  MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));  // every rank has closed the file
+  MPI_Request closed;  // every rank has closed the file
+  MPI_CHECK(MPI_Ibarrier(MPI_COMM_WORLD, &closed));
+  watched_wait_one(closed, {"the barrier after the checkpoint write", {}});
   try {
     if (rank == 0) files.publish(header.step, o.keep_checkpoints);
   } catch (const InputError& e) {
@@ -287,6 +314,10 @@ double train(const TrainOptions& options, kernels::Backend& backend, std::ostrea
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world));
   install_preemption_handlers();
+  if (!(options.collective_timeout_s >= 0))  // every rank parsed the same command line
+    throw AgreedError(strprintf("--collective-timeout: value: expected seconds >= 0 (0: no watchdog), got %g",
+                                options.collective_timeout_s));
+  arm_watchdog(options.collective_timeout_s);
   TrainOptions o = options;
   o.resume_path = resolve_resume(options, rank, log);
   std::optional<Job> loaded;
@@ -302,6 +333,7 @@ double train(const TrainOptions& options, kernels::Backend& backend, std::ostrea
   }
   agree_on_errors(error);
   Job& job = *loaded;
+  arm_fault(o.fault, rank);
 
   // A resumed run keeps the checkpoint's seed, so that its data order continues.
   const uint64_t seed = job.resume.seed;
@@ -342,15 +374,19 @@ double train(const TrainOptions& options, kernels::Backend& backend, std::ostrea
                      job.split_resumed ? strprintf(", with its batch split (pipeline samples %s)", split_text(job.plan).c_str()).c_str() : "");
   Rebalancer rebalancer(o.rebalance, world);
   for (int step = job.resume.step; step < o.steps; step++) {
-    if (step == o.fail_at_step && rank == o.fail_rank)
-      throw std::runtime_error(strprintf("injected failure at step %d (--fail-at)", step + 1));
+    set_progress(step + 1, "start of the step");
+    fault_truncate_shard(step, o.train_shards.front());
     const float lr = schedule.at(step);
     RankRuntime& runtime = *running->runtime;
     runtime.slow_down(slowdown_factor(o.slowdowns, rank, step));
     const StepResult r = runtime.step(step, train_data, lr, trace);
-    if (!r.applied)
-      throw AgreedError(strprintf("step %d: loss %g, gradient norm %g: not finite; the step was not applied",
-                                  step + 1, r.loss, r.grad_norm));
+    if (!r.applied) {
+      // Every rank is here: the world sum of the norm is not finite on all of them.
+      const std::string blocks = gather_text(r.nonfinite.empty() ? "" : ", " + r.nonfinite);
+      throw AgreedError(strprintf("step %d: loss %g, gradient norm %g: not finite%s; the step was not applied",
+                                  step + 1, r.loss, r.grad_norm,
+                                  blocks.empty() ? "" : (" in the gradient of " + blocks.substr(2)).c_str()));
+    }
     loss = r.loss;
     const StepReport report = gather_times(trace.step_times(), running->plan, world);
     if (rank == 0) {
@@ -378,8 +414,10 @@ double train(const TrainOptions& options, kernels::Backend& backend, std::ostrea
     const int signal = agreed_preemption_signal();
     if (!last && signal == 0 && o.rebalance.every > 0 && (step + 1) % o.rebalance.every == 0)
       running = rebalance(std::move(running), rebalancer, step, job, o, backend, seed, log, metrics, trace);
-    if ((o.checkpoint_every > 0 && (last || (step + 1) % o.checkpoint_every == 0)) || signal != 0)
+    if ((o.checkpoint_every > 0 && (last || (step + 1) % o.checkpoint_every == 0)) || signal != 0) {
+      set_phase("checkpoint");
       save_checkpoint(*running->runtime, o, {step + 1, job.plan.global_batch, seed, plan_yaml(running->plan)}, rank, log);
+    }
     if (signal != 0) {
       if (rank == 0)
         log << strprintf("stopped by signal %d after step %d of %d: checkpoint written; continue with --resume latest\n",

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
+#include "lib/fault_injection.hpp"
 #include "lib/grad_sync.hpp"
 #include "lib/lr_schedule.hpp"
 #include "lib/optimizer.hpp"
@@ -45,8 +46,8 @@ struct TrainOptions {
   int keep_checkpoints = 0;              // the newest N complete checkpoints are kept; 0: all
   std::string resume_path;               // continue from this checkpoint (any plan of the same model),
                                          // "latest": OUTPUT_DIR's newest undamaged one
-  int fail_at_step = -1;                 // fault injection for tests: this rank throws at this step
-  int fail_rank = -1;
+  std::optional<FaultSpec> fault;        // --inject-fault, for tests (lib/fault_injection.hpp)
+  double collective_timeout_s = 300;     // the collective watchdog (mpi_topology/watchdog.hpp); 0: off
   RebalanceOptions rebalance;            // online re-balancing of the batch split (lib/rebalance.hpp)
   std::vector<SlowdownRule> slowdowns;   // --slowdown, for tests and benchmarks (lib/slowdown.hpp)
 };

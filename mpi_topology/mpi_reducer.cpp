@@ -1,6 +1,7 @@
 // The MPI implementation of SumReducer: per slice, the data as MPI sees it (wire_buffer.hpp),
 // an event after the work that makes it final (and the copy to the mirror), and the
 // hierarchical non-blocking sum, started by poll() once the event is done.
+#include <string>
 #include <vector>
 
 #include "mpi_topology/sum_reducer.hpp"
@@ -13,10 +14,10 @@ class MpiReducer final : public SumReducer {
  public:
   explicit MpiReducer(kernels::Device& device) : device_(device), direct_(mpi_reads_device_buffers(device)) {}
 
-  int add_slice(const ProcessGroup& group, float* data, size_t n) override {
+  int add_slice(const ProcessGroup& group, float* data, size_t n, const std::string& what) override {
     // A slice summed over nobody else needs no mirror.
     slices_.push_back({&group, WireBuffer(device_, data, n, direct_ || group.size() == 1), kernels::Event(device_),
-                       State::idle, {}});
+                       State::idle, {}, what});
     return static_cast<int>(slices_.size()) - 1;
   }
 
@@ -41,7 +42,7 @@ class MpiReducer final : public SumReducer {
         s.final.wait();
         begin_sum(s);
       }
-      s.pending.wait();
+      s.pending.wait(s.what);
       s.wire.stage_in();
       s.state = State::idle;
     }
@@ -57,6 +58,7 @@ class MpiReducer final : public SumReducer {
     kernels::Event final;  // the slice (and its mirror) is final
     State state;
     PendingReduce pending;
+    std::string what;  // for the watchdog
   };
 
   void begin_sum(Slice& s) {

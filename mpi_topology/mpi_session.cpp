@@ -6,7 +6,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <numeric>
 #include <thread>
+#include <vector>
+
+#include "mpi_topology/watchdog.hpp"
 
 namespace eth {
 
@@ -47,17 +51,39 @@ std::string agreed_error(const std::string& mine) {
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   int first_failed = mine.empty() ? INT32_MAX : rank;
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  MPI_Request request;
+  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &request));
+  watched_wait_one(request, {"the agreement on errors", {}});
   if (first_failed == INT32_MAX) return "";
   return broadcast_text(mine, first_failed);
 }
 
 std::string broadcast_text(std::string text, int root) {
+  const WaitSite site{"a broadcast from rank " + std::to_string(root), {root}};
   int length = static_cast<int>(text.size());
-  MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, root, MPI_COMM_WORLD));
+  MPI_Request request;
+  MPI_CHECK(MPI_Ibcast(&length, 1, MPI_INT, root, MPI_COMM_WORLD, &request));
+  watched_wait_one(request, site);
   text.resize(static_cast<size_t>(length));
-  MPI_CHECK(MPI_Bcast(text.data(), length, MPI_CHAR, root, MPI_COMM_WORLD));
+  MPI_CHECK(MPI_Ibcast(text.data(), length, MPI_CHAR, root, MPI_COMM_WORLD, &request));
+  watched_wait_one(request, site);
   return text;
+}
+
+std::string gather_text(const std::string& mine) {
+  int world = 1;
+  MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world));
+  std::vector<int> lengths(static_cast<size_t>(world)), offsets(static_cast<size_t>(world), 0);
+  int length = static_cast<int>(mine.size());
+  MPI_Request request;
+  MPI_CHECK(MPI_Iallgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD, &request));
+  watched_wait_one(request, {"a gather of text", {}});
+  std::exclusive_scan(lengths.begin(), lengths.end(), offsets.begin(), 0);
+  std::string all(static_cast<size_t>(offsets.back() + lengths.back()), '\0');
+  MPI_CHECK(MPI_Iallgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
+                            MPI_COMM_WORLD, &request));
+  watched_wait_one(request, {"a gather of text", {}});
+  return all;
 }
 
 void MpiSession::share_cores_among_local_ranks() const {

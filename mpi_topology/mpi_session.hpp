@@ -20,6 +20,8 @@ std::string agreed_error(const std::string& mine);
 
 // Collective over MPI_COMM_WORLD: rank `root`'s `text` on every rank.
 std::string broadcast_text(std::string text, int root = 0);
+// Collective over MPI_COMM_WORLD: every rank's `mine`, in rank order, concatenated, on every rank.
+std::string gather_text(const std::string& mine);
 
 class MpiSession {
  public:

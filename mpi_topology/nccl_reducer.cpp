@@ -18,6 +18,7 @@
 #include "kernels/device_buffer.hpp"
 #include "mpi_topology/mpi_session.hpp"
 #include "mpi_topology/sum_reducer.hpp"
+#include "mpi_topology/watchdog.hpp"
 
 namespace eth {
 namespace {
@@ -106,7 +107,8 @@ class NcclReducer final : public SumReducer {
     cudaStreamDestroy(broadcast_stream_);
   }
 
-  int add_slice(const ProcessGroup& group, float* data, size_t n) override {
+  int add_slice(const ProcessGroup& group, float* data, size_t n, const std::string& what) override {
+    sites_.push_back({what, group.members()});
     // A slice of this rank alone is already its sum: no communicator, nothing to start.
     if (group.size() == 1) {
       slices_.push_back({&group, data, n, {}, new_event(), new_event(), new_event(), new_event(), State::done,
@@ -178,7 +180,7 @@ class NcclReducer final : public SumReducer {
       while (s.state != State::idle && s.state != State::done) {
         if (s.state == State::staging) CUDA_RT_CHECK(cudaEventSynchronize(s.staged));
         if (s.state == State::summing) {
-          MPI_CHECK(MPI_Wait(&s.request, MPI_STATUS_IGNORE));
+          watched_wait_one(s.request, sites_[static_cast<size_t>(&s - slices_.data())]);
           s.state = State::ready_to_broadcast;
         }
         poll();
@@ -219,6 +221,7 @@ class NcclReducer final : public SumReducer {
   cudaStream_t reduce_stream_ = nullptr, broadcast_stream_ = nullptr;
   std::map<const ProcessGroup*, Comms> comms_;
   std::vector<Slice> slices_;
+  std::vector<WaitSite> sites_;  // per slice: its leader all-reduce, named for the watchdog
   size_t next_broadcast_ = 0;
 };
 

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "mpi_topology/mpi_session.hpp"
+#include "mpi_topology/watchdog.hpp"
 
 namespace eth {
 namespace {
@@ -157,18 +158,11 @@ bool PendingReduce::test() {
   return done_;
 }
 
-void PendingReduce::wait() {
-  while (!test()) {
-    // Block on the oldest request whose completion lets a phase start, else on the last phase.
-    if (started_[leader_allreduce] < started_[node_reduce]) {
-      MPI_CHECK(MPI_Wait(&requests_[node_reduce][started_[leader_allreduce]], MPI_STATUS_IGNORE));
-    } else if (started_[node_bcast] < started_[leader_allreduce]) {
-      MPI_CHECK(MPI_Wait(&requests_[leader_allreduce][started_[node_bcast]], MPI_STATUS_IGNORE));
-    } else {
-      std::vector<MPI_Request>& last = requests_[group_->nodes_ == 1 ? leader_allreduce : node_bcast];
-      MPI_CHECK(MPI_Waitall(static_cast<int>(chunks_), last.data(), MPI_STATUSES_IGNORE));
-    }
-  }
+void PendingReduce::wait(const std::string& what) {
+  if (done_) return;
+  // test() starts each phase as soon as the one before it completes: polling it is as prompt as
+  // blocking on the oldest request, and lets the watchdog see a member that never arrives.
+  watched_wait([this] { return test(); }, {what, group_->members()});
 }
 
 }  // namespace eth

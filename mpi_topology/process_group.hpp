@@ -10,6 +10,7 @@
 
 #include <cassert>
 #include <cstddef>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -35,7 +36,8 @@ class PendingReduce {
   PendingReduce& operator=(const PendingReduce&) = delete;
 
   bool test();  // advances as far as it can without blocking; true once the sum is complete
-  void wait();
+  // Polls test() through the watchdog (watchdog.hpp), which names the sum by `what`.
+  void wait(const std::string& what = "a sum over a process group");
 
  private:
   // Phases of a chunk: node reduce, leader all-reduce (leaders only), node broadcast. A group on

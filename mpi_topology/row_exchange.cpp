@@ -48,6 +48,22 @@ RowExchange::RowExchange(std::vector<int> from_ranks, std::vector<int> from_rows
       to_offsets_(offsets_of(to_rows)),
       transfers_(plan_row_transfers(from_rows, to_rows)) {}
 
+std::vector<int> RowExchange::senders_to(int world_rank) const {
+  const int me = index_of(to_ranks_, world_rank);
+  std::vector<int> ranks;
+  for (const RowTransfer& t : transfers_)
+    if (t.to == me) ranks.push_back(from_ranks_[t.from]);
+  return ranks;
+}
+
+std::vector<int> RowExchange::receivers_from(int world_rank) const {
+  const int me = index_of(from_ranks_, world_rank);
+  std::vector<int> ranks;
+  for (const RowTransfer& t : transfers_)
+    if (t.from == me) ranks.push_back(to_ranks_[t.to]);
+  return ranks;
+}
+
 void RowExchange::post_sends(int world_rank, const float* rows, size_t row_elems, int tag, MPI_Comm comm,
                              std::vector<MPI_Request>& requests) const {
   const int me = index_of(from_ranks_, world_rank);

@@ -36,6 +36,9 @@ class RowExchange {
                   std::vector<MPI_Request>& requests) const;
 
   const std::vector<RowTransfer>& transfers() const { return transfers_; }
+  // The ranks `world_rank` receives from (as a receiver) or sends to (as a sender), in row order.
+  std::vector<int> senders_to(int world_rank) const;
+  std::vector<int> receivers_from(int world_rank) const;
 
  private:
   std::vector<int> from_ranks_, from_offsets_, to_ranks_, to_offsets_;

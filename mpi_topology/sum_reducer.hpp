@@ -23,14 +23,15 @@ namespace eth {
 class SumReducer {
  public:
   virtual ~SumReducer() = default;
-  // Registers data[0, n) (device memory) to be summed over `group` (this rank a member).
-  // Returns the slice's index. Collective over the group's members (NCCL set-up).
-  virtual int add_slice(const ProcessGroup& group, float* data, size_t n) = 0;
+  // Registers data[0, n) (device memory) to be summed over `group` (this rank a member);
+  // `what` names it for the watchdog ("reduction of block 1 (layers 1-2)", the same words on
+  // every member). Returns the slice's index. Collective over the group's members (NCCL set-up).
+  virtual int add_slice(const ProcessGroup& group, float* data, size_t n, const std::string& what) = 0;
   // The work producing the slice has been enqueued on the compute stream: start its sum once
   // that work completes. In registration order.
   virtual void start(int slice) = 0;
   virtual void poll() = 0;  // advances started sums; never blocks
-  // Waits for every started sum; work enqueued on the compute stream afterwards sees the sums.
+  // Waits for every started sum (through the watchdog, mpi_topology/watchdog.hpp); work enqueued on the compute stream afterwards sees the sums.
   virtual void finish() = 0;
   virtual std::string path() const = 0;  // one line for the log
 };

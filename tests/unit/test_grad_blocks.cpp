@@ -58,6 +58,15 @@ TEST(GradBlocks, TwoPipelinesOfDifferentDepth) {
   check_blocks(plan, 4);
 }
 
+TEST(GradBlocks, UnitsAreNamedAsPlansCountLayers) {
+  // L = 4: unit 0 the embedding, units 1-4 layers 0-3, unit 5 the final layernorm.
+  EXPECT_EQ(units_name(0, 2, 4), "embedding + layer 0");
+  EXPECT_EQ(units_name(2, 4, 4), "layers 1-2");
+  EXPECT_EQ(units_name(4, 6, 4), "layer 3 + final layernorm");
+  EXPECT_EQ(units_name(0, 6, 4), "embedding + layers 0-3 + final layernorm");
+  EXPECT_EQ(units_name(5, 6, 4), "final layernorm");
+}
+
 TEST(GradBlocks, OnePipelineHasOneRankPerBlock) {
   Plan plan;
   plan.pipelines = {{2, 2, {stage({3}, 0, 1), stage({1, 2}, 1, 3), stage({0}, 3, 5)}}};

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lib/checkpoint.hpp"
+#include "lib/fault_injection.hpp"
 #include "lib/input_error.hpp"
 #include "lib/model_config.hpp"
 #include "lib/token_data.hpp"
@@ -139,6 +140,34 @@ TEST_F(InputErrors, ShardTokenOutOfVocabulary) {
 TEST_F(InputErrors, ShardMissing) {
   const std::string path = ScratchDirTest::path("absent.bin");
   expect_input_error([&] { load_token_shard(path, 10); }, {path, "file", "expected a readable llm.c token shard"});
+}
+
+TEST_F(InputErrors, ShardCutUnderAStreamIsAShortRead) {
+  // The stream reads a window at a time: a file cut after loading fails at the first window
+  // past the cut, naming the file, not with stale or garbage tokens.
+  const std::string path = write_shard("cut.bin", {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  SampleStream stream({load_token_shard(path, 10)}, 4, 7, false);
+  std::filesystem::resize_file(path, 1024 + 2 * 5);  // the header and tokens 0-4
+  int32_t in[4], tg[4];
+  stream.sample(0, in, tg);  // tokens 0-4: still there
+  EXPECT_EQ(tg[3], 5);
+  expect_input_error([&] { stream.sample(1, in, tg); },
+                     {path, "tokens 4 to 8", "1042 bytes it had when loaded", "a short read (2 bytes; the file now has 1034)"});
+}
+
+TEST_F(InputErrors, FaultSpecifications) {
+  const FaultSpec f = parse_fault("hang:rank=2:step=5:phase=reduction");
+  EXPECT_EQ(f.kind, FaultKind::hang);
+  EXPECT_EQ(f.rank, 2);
+  EXPECT_EQ(f.step, 5);
+  EXPECT_EQ(f.phase, FaultPhase::reduction);
+  EXPECT_EQ(parse_fault("nan:step=3:rank=1:block=0").block, 0);
+  EXPECT_EQ(parse_fault("truncate-shard:rank=0:step=1").kind, FaultKind::truncate_shard);
+  for (const char* bad : {"crash:rank=0:step=1:phase=forward", "abort:rank=0:step=1", "abort:rank=0:phase=forward",
+                          "kill:rank=-1:step=1:phase=forward", "hang:rank=0:step=0:phase=forward",
+                          "abort:rank=0:step=1:phase=optimizer", "nan:rank=0:step=1", "nan:rank=0:step=1:block=x",
+                          "truncate-shard:rank=0:step=1:phase=forward", "abort:rank=0:step=1:phase=forward:extra"})
+    expect_input_error([&] { parse_fault(bad); }, {"--inject-fault", "expected KIND:rank=R:step=S", bad});
 }
 
 TEST_F(InputErrors, ShardTooShortForTheSequence) {

@@ -1,0 +1,52 @@
+// Fault injection, for tests and benchmarks of fault handling (docs/usage.md, "Injecting
+// faults"): `eth_train --inject-fault SPEC` makes one rank fail in one way at one step. SPEC is
+//
+//   KIND:rank=R:step=S[:phase=P][:block=B]
+//
+//   abort           rank R aborts in phase P of step S: one line naming rank, step and phase, then
+//                   MPI_Abort (what eth_train does with an error one rank meets alone)
+//   kill            rank R says so in one line, then SIGKILLs itself in phase P of step S
+//   hang            rank R stops taking part in phase P of step S: it sleeps until it is killed,
+//                   and the others' collective watchdog (mpi_topology/watchdog.hpp) ends the job
+//   nan             a NaN into block B's gradient on rank R, before step S's reduction; the
+//                   non-finite norm stops the run before the update, naming step and block
+//   truncate-shard  rank R cuts the first training shard to half its size at the start of step
+//                   S; the data loader's next read past the cut fails, naming the file
+//
+// P (abort, kill, hang): forward, backward, reduction (before this rank's gradient sums
+// complete) or checkpoint (the checkpoint written after step S, between this rank's dataset
+// writes). S counts from 1, as the log does. This file is the only place that decides which
+// rank fails on purpose; the runtime calls its fault points, which do nothing unless armed.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace eth {
+
+enum class FaultKind { abort, kill, hang, nan, truncate_shard };
+enum class FaultPhase { none, forward, backward, reduction, checkpoint };
+
+struct FaultSpec {
+  FaultKind kind = FaultKind::abort;
+  int rank = 0;
+  int step = 1;                        // 1-based
+  FaultPhase phase = FaultPhase::none;  // abort, kill, hang
+  int block = -1;                       // nan: the gradient block (ParallelContext::blocks index)
+};
+
+// An InputError naming --inject-fault and the expected grammar otherwise.
+FaultSpec parse_fault(const std::string& text);
+
+// Arms `spec` in this process, which is rank `rank`; nothing fires on other ranks.
+void arm_fault(const std::optional<FaultSpec>& spec, int rank);
+
+// Phase `phase` of step `step` (0-based, as the training loop counts) has been reached on this
+// rank: an armed abort throws, kill and hang act, here and only here.
+void fault_point(FaultPhase phase, int step);
+// The gradient block this rank poisons with a NaN in step `step` (0-based), or -1.
+int fault_nan_block(int step);
+// At the start of step `step` (0-based): cuts `shard` to half its size if armed to.
+void fault_truncate_shard(int step, const std::string& shard);
+
+}  // namespace eth
