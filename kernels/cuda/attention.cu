@@ -23,10 +23,10 @@ namespace {
 // Rows per block: 64 while a key/value tile of 2 x 64 rows of H floats fits 48 KB of shared
 // memory with room to spare, 32 for H = 128.
 template <int H>
-constexpr int tile_rows() { return H <= 64 ? 64 : 32; }
+__host__ __device__ constexpr int tile_rows() { return H <= 64 ? 64 : 32; }
 // Rows of the other side staged per step in backward: 8 KB of shared memory per pair of tiles.
 template <int H>
-constexpr int sub_rows() { return 1024 / H; }
+__host__ __device__ constexpr int sub_rows() { return 1024 / H; }
 
 // Views of one (sample b, head h) of qkv (row stride 3C), out and dout (row stride C), lse.
 struct HeadView {

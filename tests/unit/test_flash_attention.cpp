@@ -45,6 +45,7 @@ Vec reference_lse(const Vec& qkv, int B, int T, int C, int NH) {
 struct Shape {
   int B, T, C, NH;
 };
+void PrintTo(const Shape& s, std::ostream* os) { *os << "B " << s.B << " T " << s.T << " C " << s.C << " NH " << s.NH; }
 
 class FlashAttention : public ::testing::TestWithParam<Shape> {};
 
