@@ -16,7 +16,6 @@ namespace ops = eth::kernels::cpu;
 using Vec = std::vector<double>;
 using FVec = std::vector<float>;
 
-FVec to_float(const Vec& v) { return FVec(v.begin(), v.end()); }
 Vec to_double(const FVec& v) { return Vec(v.begin(), v.end()); }
 
 // Each row's log-sum-exp of its scaled causal scores, in double: what lse must hold.
@@ -56,42 +55,43 @@ class FlashAttention : public ::testing::TestWithParam<Shape> {};
 // mask, tile edge or rescaling shows at 1e-2 or more.
 constexpr double kFp32Tolerance = 1e-5;
 
+// Random non-zero inputs, the materialised reference's results in double, and the blocked
+// kernels' results in F, every output poisoned before they write it.
+template <typename F>
+struct AttentionRun {
+  Vec qkv, dout, ref_out, ref_dqkv;  // double
+  std::vector<F> out, lse, dqkv;     // the blocked kernels'
+  AttentionRun(const Shape& s, uint64_t seed) {
+    const auto [B, T, C, NH] = s;
+    const size_t BTC = static_cast<size_t>(B) * T * C;
+    qkv = random_vector(3 * BTC, seed, 2.0), dout = random_vector(BTC, seed + 1);
+    ref_out.resize(BTC), ref_dqkv.resize(3 * BTC);
+    Vec att(static_cast<size_t>(B) * NH * T * T), datt(att.size());
+    ops::attention_forward(ref_out.data(), att.data(), qkv.data(), B, T, C, NH);
+    ops::attention_backward(ref_dqkv.data(), datt.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
+
+    const std::vector<F> q(qkv.begin(), qkv.end()), d(dout.begin(), dout.end());
+    out.resize(BTC), lse.resize(static_cast<size_t>(B) * NH * T), dqkv.resize(3 * BTC);
+    poison(out), poison(lse), poison(dqkv);
+    ops::flash_attention_forward(out.data(), lse.data(), q.data(), B, T, C, NH);
+    ops::flash_attention_backward(dqkv.data(), d.data(), q.data(), out.data(), lse.data(), B, T, C, NH);
+  }
+};
+
 TEST_P(FlashAttention, MatchesFloat64Reference) {
   const auto [B, T, C, NH] = GetParam();
-  const size_t BTC = static_cast<size_t>(B) * T * C;
-  const Vec qkv = random_vector(3 * BTC, 60, 2.0), dout = random_vector(BTC, 61);
-
-  Vec ref_out(BTC), att(static_cast<size_t>(B) * NH * T * T), ref_dqkv(3 * BTC), datt(att.size());
-  ops::attention_forward(ref_out.data(), att.data(), qkv.data(), B, T, C, NH);
-  ops::attention_backward(ref_dqkv.data(), datt.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
-
-  const FVec fqkv = to_float(qkv), fdout = to_float(dout);
-  FVec out(BTC), lse(static_cast<size_t>(B) * NH * T), dqkv(3 * BTC);
-  poison(out), poison(lse), poison(dqkv);
-  ops::flash_attention_forward(out.data(), lse.data(), fqkv.data(), B, T, C, NH);
-  ops::flash_attention_backward(dqkv.data(), fdout.data(), fqkv.data(), out.data(), lse.data(), B, T, C, NH);
-
-  expect_close("out", to_double(out), ref_out, kFp32Tolerance);
-  expect_close("lse", to_double(lse), reference_lse(qkv, B, T, C, NH), kFp32Tolerance);
-  expect_close("dqkv", to_double(dqkv), ref_dqkv, kFp32Tolerance);
+  const AttentionRun<float> run(GetParam(), 60);
+  expect_close("out", to_double(run.out), run.ref_out, kFp32Tolerance);
+  expect_close("lse", to_double(run.lse), reference_lse(run.qkv, B, T, C, NH), kFp32Tolerance);
+  expect_close("dqkv", to_double(run.dqkv), run.ref_dqkv, kFp32Tolerance);
 }
 
 // In double the blocked algorithm is the materialised one up to summation order: any
 // disagreement beyond rounding (1e-16 per operation, sums of at most T terms) is a bug.
 TEST_P(FlashAttention, EqualsMaterialisedInDouble) {
-  const auto [B, T, C, NH] = GetParam();
-  const size_t BTC = static_cast<size_t>(B) * T * C;
-  const Vec qkv = random_vector(3 * BTC, 62, 2.0), dout = random_vector(BTC, 63);
-  Vec ref_out(BTC), att(static_cast<size_t>(B) * NH * T * T), ref_dqkv(3 * BTC), datt(att.size());
-  ops::attention_forward(ref_out.data(), att.data(), qkv.data(), B, T, C, NH);
-  ops::attention_backward(ref_dqkv.data(), datt.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
-
-  Vec out(BTC), lse(static_cast<size_t>(B) * NH * T), dqkv(3 * BTC);
-  poison(out), poison(lse), poison(dqkv);
-  ops::flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH);
-  ops::flash_attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), B, T, C, NH);
-  expect_close("out", out, ref_out, 1e-12);
-  expect_close("dqkv", dqkv, ref_dqkv, 1e-12);
+  const AttentionRun<double> run(GetParam(), 62);
+  expect_close("out", run.out, run.ref_out, 1e-12);
+  expect_close("dqkv", run.dqkv, run.ref_dqkv, 1e-12);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttention,
