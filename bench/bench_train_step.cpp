@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/materialised_attention.hpp"
 #include "bench/timing_backend.hpp"
 #include "kernels/backend.hpp"
 #include "lib/command_line.hpp"
@@ -55,6 +56,7 @@ struct Options {
   uint64_t seed = 1337;
   float lr = 6e-4f;
   std::string json_path;  // empty: stdout only
+  std::string attention = "blocked";  // or "materialised": the attention the backends ran before
 };
 
 bool parse_options(int argc, char** argv, Options& o) {
@@ -71,8 +73,12 @@ bool parse_options(int argc, char** argv, Options& o) {
       ("sgemm-calls", po::value(&o.sgemm_calls)->default_value(o.sgemm_calls), "timed calls of each head GEMM after each timed step")
       ("profile-steps", po::value(&o.profile_steps)->default_value(o.profile_steps), "steps through the per-op timer (0: none)")
       ("seed", po::value(&o.seed)->default_value(o.seed), "seed of parameters and tokens")
+      ("attention", po::value(&o.attention)->default_value(o.attention),
+       "blocked (the backend's) or materialised (the (B, NH, T, T) one it replaced, for comparison)")
       ("json", po::value(&o.json_path), "also write the JSON here");
   if (!eth::parse_command_line(argc, argv, desc)) return false;
+  if (o.attention != "blocked" && o.attention != "materialised")
+    eth::fail_input("--attention", "value", "blocked or materialised", o.attention);
   if (o.layers < 0) eth::fail_input("--layers", "value", "0 or a positive layer count", std::to_string(o.layers));
   if (o.B <= 0) eth::fail_input("--batch", "value", "a positive sample count", std::to_string(o.B));
   if (o.T <= 0) eth::fail_input("--seq-len", "value", "a positive token count", std::to_string(o.T));
@@ -225,7 +231,15 @@ json run(const Options& o) {
     eth::fail_input("--seq-len", "value", "at most max_seq_len = " + std::to_string(model.max_seq_len), std::to_string(o.T));
   const int B = o.B, T = o.T, BT = B * T;
   const eth::AdamWConfig adamw;  // the trainer's defaults: betas (0.9, 0.95), wd 0.1, clip 1.0
-  std::unique_ptr<eth::kernels::Backend> backend = eth::kernels::make_cpu_backend();
+  // Both arms run through a TimingBackend, so that they carry the same per-op overhead (two clock
+  // reads per op, microseconds in a step of seconds).
+  std::unique_ptr<eth::kernels::Backend> cpu = eth::kernels::make_cpu_backend();
+  std::unique_ptr<eth::kernels::Backend> backend;
+  if (o.attention == "materialised") {
+    backend = std::make_unique<eth::bench::MaterialisedAttention>(*cpu);
+  } else {
+    backend = std::make_unique<eth::bench::TimingBackend>(*cpu);
+  }
 
   const int total_steps = o.warmup + o.steps * o.repeats;
   const Batches batches(std::max(total_steps, o.profile_steps), B, T, model.vocab_size, o.seed);
@@ -326,6 +340,7 @@ json run(const Options& o) {
                         {"openblas_corename", openblas_get_corename()}};
   return {{"benchmark", "train_step"},
           {"implementation", "eth (CPU backend: OpenBLAS sgemm + OpenMP)"},
+          {"attention", o.attention},
           {"config", config},
           {"threads", threads},
           {"timing", {{"warmup_steps", o.warmup}, {"steps_per_repeat", o.steps}, {"repeats", o.repeats},

@@ -1,7 +1,5 @@
 #include "bench/timing_backend.hpp"
 
-#include <chrono>
-
 namespace eth::bench {
 namespace {
 
@@ -10,20 +8,6 @@ std::string matmul_key(const char* op, int C, int OC) {
 }
 
 }  // namespace
-
-template <typename Fn>
-auto TimingBackend::timed(const std::string& key, Fn&& f) {
-  const auto start = std::chrono::steady_clock::now();
-  struct Record {  // adds the time on every way out, so f may return a value or void
-    OpTotal& total;
-    std::chrono::steady_clock::time_point start;
-    ~Record() {
-      total.ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-      total.calls++;
-    }
-  } record{totals_[key], start};
-  return f();
-}
 
 void TimingBackend::copy_to_device(void* dst, const void* src, size_t bytes) {
   timed("copy", [&] { inner_.copy_to_device(dst, src, bytes); });
@@ -70,12 +54,12 @@ void TimingBackend::matmul_backward(float* dinp, float* dweight, float* dbias, c
   timed(matmul_key("matmul_backward", C, OC),
         [&] { inner_.matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC); });
 }
-void TimingBackend::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
-  timed("attention_forward", [&] { inner_.attention_forward(out, att, qkv, B, T, C, NH); });
+void TimingBackend::attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH) {
+  timed("attention_forward", [&] { inner_.attention_forward(out, lse, qkv, B, T, C, NH); });
 }
-void TimingBackend::attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
-                                       const float* att, int B, int T, int C, int NH) {
-  timed("attention_backward", [&] { inner_.attention_backward(dqkv, datt, dout, qkv, att, B, T, C, NH); });
+void TimingBackend::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
+                                       const float* lse, int B, int T, int C, int NH) {
+  timed("attention_backward", [&] { inner_.attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH); });
 }
 void TimingBackend::gelu_forward(float* out, const float* inp, size_t n) {
   timed("gelu_forward", [&] { inner_.gelu_forward(out, inp, n); });

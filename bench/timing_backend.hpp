@@ -3,6 +3,7 @@
 // are keyed by shape as well, so the LM head stands apart from the layer GEMMs.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <string>
 
@@ -15,7 +16,7 @@ struct OpTotal {
   long calls = 0;
 };
 
-class TimingBackend final : public kernels::Backend {
+class TimingBackend : public kernels::Backend {
  public:
   explicit TimingBackend(kernels::Backend& inner) : inner_(inner) {}
 
@@ -60,8 +61,8 @@ class TimingBackend final : public kernels::Backend {
                       int OC) override;
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                        const float* weight, int N, int C, int OC) override;
-  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) override;
-  void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv, const float* att,
+  void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH) override;
+  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse,
                           int B, int T, int C, int NH) override;
   void gelu_forward(float* out, const float* inp, size_t n) override;
   void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override;
@@ -73,11 +74,23 @@ class TimingBackend final : public kernels::Backend {
   void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
                     const kernels::AdamWParams& hp) override;
 
- private:
+ protected:
   // Runs f() and adds its wall time under `key`.
   template <typename Fn>
-  auto timed(const std::string& key, Fn&& f);
+  auto timed(const std::string& key, Fn&& f) {
+    const auto start = std::chrono::steady_clock::now();
+    struct Record {  // adds the time on every way out, so f may return a value or void
+      OpTotal& total;
+      std::chrono::steady_clock::time_point start;
+      ~Record() {
+        total.ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        total.calls++;
+      }
+    } record{totals_[key], start};
+    return f();
+  }
 
+ private:
   kernels::Backend& inner_;
   std::map<std::string, OpTotal> totals_;
 };

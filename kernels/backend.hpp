@@ -81,17 +81,18 @@ class Backend : public Device {
                                const float* weight,  // (OC, C)
                                int N, int C, int OC) = 0;
 
-  // Causal self-attention. qkv holds q, k, v side by side per token; att keeps the softmax
-  // probabilities for backward (entries above the diagonal are written as zero).
+  // Causal self-attention; qkv holds q, k, v side by side per token. The (T, T) probabilities
+  // are never stored: forward keeps lse, each row's log-sum-exp of its scaled scores q.k/sqrt(hs),
+  // and backward recomputes the probabilities tile by tile from q, k and lse (FlashAttention-2).
   virtual void attention_forward(float* out,        // (B, T, C)
-                                 float* att,        // (B, NH, T, T)
+                                 float* lse,        // (B, NH, T)
                                  const float* qkv,  // (B, T, 3C)
                                  int B, int T, int C, int NH) = 0;
   virtual void attention_backward(float* dqkv,        // (B, T, 3C) overwritten
-                                  float* datt,        // (B, NH, T, T) scratch
                                   const float* dout,  // (B, T, C)
                                   const float* qkv,   // (B, T, 3C)
-                                  const float* att,   // (B, NH, T, T)
+                                  const float* out,   // (B, T, C) forward's
+                                  const float* lse,   // (B, NH, T) forward's
                                   int B, int T, int C, int NH) = 0;
 
   // GELU, tanh approximation (GPT-2's).

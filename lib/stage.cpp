@@ -17,7 +17,7 @@ Stage::SlotLayout Stage::slot_layout(const GptConfig& config, LayerRange layers,
   a.ln1_mean = take(BT);
   a.ln1_rstd = take(BT);
   a.qkv = take(BT * 3 * C);
-  a.att = take(BT * NH * static_cast<size_t>(T));
+  a.lse = take(BT * NH);
   a.atty = take(BT * C);
   a.res2 = take(BT * C);
   a.ln2 = take(BT * C);
@@ -44,8 +44,8 @@ Stage::ActivationFootprint Stage::activation_footprint(const GptConfig& config, 
   const size_t BT = static_cast<size_t>(B) * T;
   const size_t C = static_cast<size_t>(config.channels);
   const size_t logits = layers.end == config.num_layers ? BT * static_cast<size_t>(config.padded_vocab_size) : 0;
-  // branch, dresidual, dbtc (C each), dqkv (3C), dfch (4C), datt (NH * T), logits
-  const size_t scratch = BT * (10 * C + static_cast<size_t>(config.num_heads) * T) + logits;
+  // branch, dresidual, dbtc (C each), dqkv (3C), dfch (4C), logits
+  const size_t scratch = BT * 10 * C + logits;
   return {slot_layout(config, layers, B, T).size, scratch};
 }
 
@@ -62,7 +62,6 @@ Stage::Stage(const GptConfig& config, LayerRange layers, int B, int T, int slots
   assert(B > 0 && T > 0 && T <= config.max_seq_len && slots > 0);
   const size_t BT = static_cast<size_t>(B) * T;
   const size_t C = static_cast<size_t>(config.channels);
-  const size_t NH = static_cast<size_t>(config.num_heads);
   const size_t Vp = static_cast<size_t>(config.padded_vocab_size);
 
   params_ = kernels::DeviceBuffer<float>(backend, layout_.size());
@@ -88,7 +87,6 @@ Stage::Stage(const GptConfig& config, LayerRange layers, int B, int T, int slots
   dbtc_ = kernels::DeviceBuffer<float>(backend, BT * C);
   dqkv_ = kernels::DeviceBuffer<float>(backend, BT * 3 * C);
   dfch_ = kernels::DeviceBuffer<float>(backend, BT * 4 * C);
-  datt_ = kernels::DeviceBuffer<float>(backend, BT * NH * T);
   zero_grads();
 }
 
@@ -143,7 +141,7 @@ void Stage::forward(int slot, const int32_t* host_tokens, const float* input, in
     backend_.layernorm_forward(a + acts_.ln1, a + acts_.ln1_mean, a + acts_.ln1_rstd, x,
                                lp + w.ln1_w, lp + w.ln1_b, N, C);
     backend_.matmul_forward(a + acts_.qkv, a + acts_.ln1, lp + w.qkv_w, lp + w.qkv_b, N, C, 3 * C);
-    backend_.attention_forward(a + acts_.atty, a + acts_.att, a + acts_.qkv, B, T, C, NH);
+    backend_.attention_forward(a + acts_.atty, a + acts_.lse, a + acts_.qkv, B, T, C, NH);
     backend_.matmul_forward(branch_.data(), a + acts_.atty, lp + w.attproj_w, lp + w.attproj_b, N, C, C);
     backend_.residual_forward(a + acts_.res2, x, branch_.data(), BTC);
     backend_.layernorm_forward(a + acts_.ln2, a + acts_.ln2_mean, a + acts_.ln2_rstd, a + acts_.res2,
@@ -232,7 +230,7 @@ void Stage::backward(int slot, const float* doutput, const std::function<void(in
     // res2 = x + attproj(attention(qkv(ln1(x)))).
     backend_.matmul_backward(dbtc_.data(), lg + w.attproj_w, lg + w.attproj_b, dres, a + acts_.atty,
                              lp + w.attproj_w, N, C, C);
-    backend_.attention_backward(dqkv_.data(), datt_.data(), dbtc_.data(), a + acts_.qkv, a + acts_.att,
+    backend_.attention_backward(dqkv_.data(), dbtc_.data(), a + acts_.qkv, a + acts_.atty, a + acts_.lse,
                                 B, T, C, NH);
     backend_.matmul_backward(dbtc_.data(), lg + w.qkv_w, lg + w.qkv_b, dqkv_.data(), a + acts_.ln1,
                              lp + w.qkv_w, N, C, 3 * C);

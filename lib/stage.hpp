@@ -92,7 +92,7 @@ class Stage {
   struct LayerActs {
     size_t ln1, ln1_mean, ln1_rstd;  // (B, T, C), (B, T), (B, T)
     size_t qkv;                      // (B, T, 3C)
-    size_t att;                      // (B, NH, T, T)
+    size_t lse;                      // (B, NH, T) attention's softmax statistics
     size_t atty;                     // (B, T, C)
     size_t res2;                     // (B, T, C)
     size_t ln2, ln2_mean, ln2_rstd;  // (B, T, C), (B, T), (B, T)
@@ -142,7 +142,6 @@ class Stage {
   kernels::DeviceBuffer<float> dbtc_;           // (B, T, C)
   kernels::DeviceBuffer<float> dqkv_;           // (B, T, 3C)
   kernels::DeviceBuffer<float> dfch_;           // (B, T, 4C)
-  kernels::DeviceBuffer<float> datt_;           // (B, NH, T, T)
 };
 
 }  // namespace eth

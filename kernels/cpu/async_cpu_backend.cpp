@@ -134,12 +134,12 @@ class AsyncCpuBackend final : public Backend {
                        const float* weight, int N, int C, int OC) override {
     enqueue([=, this] { cpu_->matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC); });
   }
-  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) override {
-    enqueue([=, this] { cpu_->attention_forward(out, att, qkv, B, T, C, NH); });
+  void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH) override {
+    enqueue([=, this] { cpu_->attention_forward(out, lse, qkv, B, T, C, NH); });
   }
-  void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv, const float* att, int B,
-                          int T, int C, int NH) override {
-    enqueue([=, this] { cpu_->attention_backward(dqkv, datt, dout, qkv, att, B, T, C, NH); });
+  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse,
+                          int B, int T, int C, int NH) override {
+    enqueue([=, this] { cpu_->attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH); });
   }
   void gelu_forward(float* out, const float* inp, size_t n) override {
     enqueue([=, this] { cpu_->gelu_forward(out, inp, n); });

@@ -75,13 +75,13 @@ class CpuBackend final : public Backend {
                        const float* inp, const float* weight, int N, int C, int OC) override {
     cpu::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }
-  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
+  void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C,
                          int NH) override {
-    cpu::attention_forward(out, att, qkv, B, T, C, NH);
+    cpu::flash_attention_forward(out, lse, qkv, B, T, C, NH);
   }
-  void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
-                          const float* att, int B, int T, int C, int NH) override {
-    cpu::attention_backward(dqkv, datt, dout, qkv, att, B, T, C, NH);
+  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
+                          const float* lse, int B, int T, int C, int NH) override {
+    cpu::flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
   }
   void gelu_forward(float* out, const float* inp, size_t n) override { cpu::gelu_forward(out, inp, n); }
   void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {

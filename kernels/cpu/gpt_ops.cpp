@@ -1,27 +1,15 @@
 #include "kernels/cpu/gpt_ops.hpp"
 
-#include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/gemm.hpp"
+
 namespace eth::kernels::cpu {
 namespace {
-
-// Row-major GEMM: C = alpha * op(A) @ op(B) + beta * C. Inside an OpenMP parallel region the
-// OpenMP build of OpenBLAS runs single-threaded, which is what the per-head loops want.
-void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
-          const float* B, int ldb, float beta, float* C, int ldc) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-void gemm(bool trans_a, bool trans_b, int M, int N, int K, double alpha, const double* A, int lda,
-          const double* B, int ldb, double beta, double* C, int ldc) {
-  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
 
 // [begin, end) of `n` items owned by the calling thread of the current parallel region.
 struct Range { size_t begin, end; };

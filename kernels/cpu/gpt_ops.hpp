@@ -26,11 +26,23 @@ template <typename F>
 void matmul_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
                      int N, int C, int OC);
 
+// Causal attention, materialised: att (B, NH, T, T) keeps every softmax probability for
+// backward, datt (B, NH, T, T) is backward's scratch. The float64 reference of the tests, and
+// the baseline bench/bench_attention.cpp times the blocked version against.
 template <typename F>
 void attention_forward(F* out, F* att, const F* qkv, int B, int T, int C, int NH);
 template <typename F>
 void attention_backward(F* dqkv, F* datt, const F* dout, const F* qkv, const F* att,
                         int B, int T, int C, int NH);
+
+// Causal attention, blocked (kernels/cpu/flash_attention.cpp): what the backends run. Keeps
+// lse (B, NH, T), each row's log-sum-exp of its scaled scores; backward recomputes the
+// probabilities from q, k and lse, and reads forward's out (B, T, C).
+template <typename F>
+void flash_attention_forward(F* out, F* lse, const F* qkv, int B, int T, int C, int NH);
+template <typename F>
+void flash_attention_backward(F* dqkv, const F* dout, const F* qkv, const F* out, const F* lse,
+                              int B, int T, int C, int NH);
 
 template <typename F>
 void gelu_forward(F* out, const F* inp, size_t n);

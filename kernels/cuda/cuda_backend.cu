@@ -145,13 +145,13 @@ class CudaBackend final : public Backend {
                        const float* inp, const float* weight, int N, int C, int OC) override {
     cuda::matmul_backward(cublas_, stream_, *scratch_, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }
-  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
+  void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C,
                          int NH) override {
-    cuda::attention_forward(cublas_, stream_, out, att, qkv, B, T, C, NH);
+    cuda::attention_forward(stream_, out, lse, qkv, B, T, C, NH);
   }
-  void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
-                          const float* att, int B, int T, int C, int NH) override {
-    cuda::attention_backward(cublas_, stream_, dqkv, datt, dout, qkv, att, B, T, C, NH);
+  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
+                          const float* lse, int B, int T, int C, int NH) override {
+    cuda::attention_backward(stream_, dqkv, dout, qkv, out, lse, B, T, C, NH);
   }
   void gelu_forward(float* out, const float* inp, size_t n) override { cuda::gelu_forward(stream_, out, inp, n); }
   void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {

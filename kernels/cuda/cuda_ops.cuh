@@ -34,10 +34,10 @@ void matmul_backward(cublasHandle_t cublas, cudaStream_t stream, Scratch& scratc
                      const float* weight, int N, int C, int OC);
 
 // attention.cu
-void attention_forward(cublasHandle_t cublas, cudaStream_t stream, float* out, float* att,
-                       const float* qkv, int B, int T, int C, int NH);
-void attention_backward(cublasHandle_t cublas, cudaStream_t stream, float* dqkv, float* datt,
-                        const float* dout, const float* qkv, const float* att, int B, int T, int C, int NH);
+void attention_forward(cudaStream_t stream, float* out, float* lse, const float* qkv, int B, int T, int C,
+                       int NH);
+void attention_backward(cudaStream_t stream, float* dqkv, const float* dout, const float* qkv, const float* out,
+                        const float* lse, int B, int T, int C, int NH);
 
 // elementwise.cu
 void gelu_forward(cudaStream_t stream, float* out, const float* inp, size_t n);

@@ -38,9 +38,9 @@ double CostModel::memory_bytes(LayerRange layers, int b, int slots) const {
   const double BT = double(b) * seq_len_;
   const bool first = layers.begin == 0, last = layers.end == model_.num_layers;
   // Stage::activation_footprint in closed form (tests check they agree).
-  double per_slot = BT * C + layers.count() * BT * (16 * C + 4 + NH * seq_len_);
+  double per_slot = BT * C + layers.count() * BT * (16 * C + 4 + NH);
   if (last) per_slot += BT * (C + 2);
-  const double scratch = BT * (10 * C + NH * seq_len_) + (last ? BT * Vp : 0);
+  const double scratch = BT * 10 * C + (last ? BT * Vp : 0);
   const double tokens = (first ? BT * slots : 0) + (last ? BT : 0);  // int32 token ids and targets
   return 16 * param_floats(layers) + 4 * (per_slot * slots + scratch + tokens);
 }

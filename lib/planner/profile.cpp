@@ -139,7 +139,7 @@ Profile roofline_profile(const DeviceType& type, const GptConfig& model, int T,
     e.embedding = {ms(0, 3 * 4 * BT * C), ms(0, 4 * 4 * BT * C), 4 * BT * (C + 1), 4 * (Vp + maxT) * C};
     // Layer: 24 B T C^2 GEMM FLOPs + 4 B T^2 C attention FLOPs; activations written and read
     // once each forward, twice backward; weights read once.
-    const double layer_act = 4 * BT * (16 * C + 4 + NH * T);
+    const double layer_act = 4 * BT * (16 * C + 4 + NH);  // attention keeps (B, NH, T) statistics
     const double layer_params = 4 * (12 * C * C + 13 * C);
     const double layer_flops = 24 * BT * C * C + 4 * BT * T * C;
     e.layer = {ms(layer_flops, 2 * layer_act + layer_params), ms(2 * layer_flops, 4 * layer_act + 2 * layer_params),

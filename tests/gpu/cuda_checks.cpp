@@ -4,6 +4,7 @@
 // kernels' block sizes, so every tail path runs.
 #include "tests/gpu/cuda_checks.hpp"
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -135,28 +136,38 @@ std::vector<Comparison> check_matmul(Backend& gpu, Backend& cpu, bool with_bias,
   return out;
 }
 
-std::vector<Comparison> check_attention(const Backends& be) {
-  const int B = 3, T = 70, C = 96, NH = 4;
-  const size_t BTC = static_cast<size_t>(B) * T * C, att_size = static_cast<size_t>(B) * NH * T * T;
+// One shape per compiled head-size family of kernels/cuda/attention.cu (hs 24 -> 32, 64, 128),
+// each with T not a multiple of the tile (64 rows, 32 for hs 128), so partial tiles run too.
+std::vector<Comparison> check_attention_shape(const Backends& be, int B, int T, int C, int NH) {
+  const std::string shape = " (T " + std::to_string(T) + ", hs " + std::to_string(C / NH) + ")";
+  const size_t BTC = static_cast<size_t>(B) * T * C, stats = static_cast<size_t>(B) * NH * T;
   const Vec qkv = random_floats(3 * BTC, 30);
   std::vector<Comparison> out;
 
-  Vec ref(BTC), att(att_size);
-  be.cpu.attention_forward(ref.data(), att.data(), qkv.data(), B, T, C, NH);
-  // The GPU must write every element of att, the zeros above the diagonal included.
-  auto d_qkv = upload(be.gpu, qkv), d_out = upload(be.gpu, nans(BTC)), d_att = upload(be.gpu, nans(att_size));
-  be.gpu.attention_forward(d_out.data(), d_att.data(), d_qkv.data(), B, T, C, NH);
-  out.push_back(compare("attention_forward out", download(be.gpu, d_out), ref, kFp32));
-  out.push_back(compare("attention_forward att", download(be.gpu, d_att), att, kFp32));
+  Vec ref(BTC), lse(stats);
+  be.cpu.attention_forward(ref.data(), lse.data(), qkv.data(), B, T, C, NH);
+  auto d_qkv = upload(be.gpu, qkv), d_out = upload(be.gpu, nans(BTC)), d_lse = upload(be.gpu, nans(stats));
+  be.gpu.attention_forward(d_out.data(), d_lse.data(), d_qkv.data(), B, T, C, NH);
+  out.push_back(compare("attention_forward out" + shape, download(be.gpu, d_out), ref, kFp32));
+  out.push_back(compare("attention_forward lse" + shape, download(be.gpu, d_lse), lse, kFp32));
 
-  // Backward from the CPU's probabilities on both sides.
+  // Backward from the CPU's out and lse on both sides.
   const Vec dout = random_floats(BTC, 31);
-  Vec dqkv(3 * BTC), datt(att_size);
-  be.cpu.attention_backward(dqkv.data(), datt.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
-  auto d_dout = upload(be.gpu, dout), d_att_ref = upload(be.gpu, att), d_dqkv = upload(be.gpu, nans(3 * BTC)),
-       d_datt = upload(be.gpu, nans(att_size));
-  be.gpu.attention_backward(d_dqkv.data(), d_datt.data(), d_dout.data(), d_qkv.data(), d_att_ref.data(), B, T, C, NH);
-  out.push_back(compare("attention_backward dqkv", download(be.gpu, d_dqkv), dqkv, kFp32));
+  Vec dqkv(3 * BTC);
+  be.cpu.attention_backward(dqkv.data(), dout.data(), qkv.data(), ref.data(), lse.data(), B, T, C, NH);
+  auto d_dout = upload(be.gpu, dout), d_ref = upload(be.gpu, ref), d_lse_ref = upload(be.gpu, lse),
+       d_dqkv = upload(be.gpu, nans(3 * BTC));
+  be.gpu.attention_backward(d_dqkv.data(), d_dout.data(), d_qkv.data(), d_ref.data(), d_lse_ref.data(), B, T, C, NH);
+  out.push_back(compare("attention_backward dqkv" + shape, download(be.gpu, d_dqkv), dqkv, kFp32));
+  return out;
+}
+
+std::vector<Comparison> check_attention(const Backends& be) {
+  std::vector<Comparison> out;
+  for (const auto& [B, T, C, NH] : {std::array{3, 70, 96, 4}, std::array{2, 130, 256, 4}, std::array{2, 45, 256, 2}}) {
+    const std::vector<Comparison> one = check_attention_shape(be, B, T, C, NH);
+    out.insert(out.end(), one.begin(), one.end());
+  }
   return out;
 }
 

@@ -26,7 +26,8 @@ inline std::vector<double> random_vector(size_t n, uint64_t stream, double scale
 }
 
 // Fills a buffer a kernel must write entirely: any element it misses stays NaN and fails.
-inline void poison(std::vector<double>& v) { std::fill(v.begin(), v.end(), std::numeric_limits<double>::quiet_NaN()); }
+template <typename F>
+inline void poison(std::vector<F>& v) { std::fill(v.begin(), v.end(), std::numeric_limits<F>::quiet_NaN()); }
 
 // d loss / d x by central differences, perturbing x in place and restoring it.
 inline std::vector<double> numeric_gradient(std::vector<double>& x, const std::function<double()>& loss) {
