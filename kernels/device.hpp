@@ -44,6 +44,10 @@ class Device {
   virtual void release(void* ptr) = 0;        // waits for queued work first
   virtual void* allocate_pinned(size_t bytes) = 0;  // host memory for async copies (page-locked on CUDA)
   virtual void release_pinned(void* ptr) = 0;       // waits for queued work first
+  // The most bytes held through allocate() at once since the backend was made: the allocator's
+  // high-water mark, to check memory models against; 0 where not tracked (CUDA).
+  virtual size_t peak_allocated_bytes() const { return 0; }
+  virtual size_t allocated_bytes() const { return 0; }  // held through allocate() now; 0: not tracked
 
   // Enqueued; host_src may be reused as soon as the call returns (the bytes are taken now).
   virtual void copy_to_device(void* dst, const void* host_src, size_t bytes) = 0;

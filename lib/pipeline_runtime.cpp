@@ -64,7 +64,8 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
       T_(seq_len),
       C_(model.channels),
       slots_(activation_slots(ctx.role.stage, ctx.stages, pipe_.micro_batches)),
-      stage_(model, pipe_.stages[ctx.role.stage].layers, ctx.role.samples, seq_len, slots_, backend),
+      stage_(model, pipe_.stages[ctx.role.stage].layers, ctx.role.samples, seq_len, slots_, backend,
+             pipe_.stages[ctx.role.stage].recompute),
       optimizer_(stage_.layout(), adamw, backend),
       whole_(model, {0, model.num_layers}),
       late_rows_(sync == GradSyncMode::block && ctx.tied.is_member() &&
@@ -113,10 +114,11 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
 
 size_t PipelineRuntime::device_bytes(const GptConfig& model, const Plan& plan, const RankRole& role, int seq_len) {
   const PlanPipeline& pipe = plan.pipelines[role.pipeline];
-  const LayerRange layers = pipe.stages[role.stage].layers;
+  const PlanStage& stage = pipe.stages[role.stage];
+  const LayerRange layers = stage.layers;
   const int stages = static_cast<int>(pipe.stages.size());
   const size_t slots = static_cast<size_t>(activation_slots(role.stage, stages, pipe.micro_batches));
-  const Stage::ActivationFootprint acts = Stage::activation_footprint(model, layers, role.samples, seq_len);
+  const Stage::ActivationFootprint acts = Stage::activation_footprint(model, layers, role.samples, seq_len, stage.recompute);
   const size_t rows = static_cast<size_t>(role.samples) * seq_len * model.channels;  // one micro-batch's
   const size_t floats = 4 * ParamLayout(model, layers).size() + acts.per_slot * slots + acts.scratch +
                         rows * (slots + 1);  // dout and the gradient send slots

@@ -4,6 +4,7 @@
 #include <cassert>
 #include <fstream>
 #include <numeric>
+#include <optional>
 
 #include <yaml-cpp/yaml.h>
 
@@ -77,6 +78,12 @@ Plan read_plan(const yaml::Field& root, const std::string& source) {
       stage.layers = {layers.at(0).as_int(0, kMax), layers.at(1).as_int(0, kMax)};
       if (sf.has("split")) stage.split = sf.child("split").as_ints(0, kMax);
       if (sf.has("last_split")) stage.last_split = sf.child("last_split").as_ints(0, kMax);
+      if (sf.has("recompute")) {
+        const yaml::Field f = sf.child("recompute");
+        const std::optional<Recompute> mode = parse_recompute(f.as_string());
+        if (!mode) f.fail("none, selective or full", f.text());
+        stage.recompute = *mode;
+      }
       pipe.stages.push_back(std::move(stage));
     }
     plan.pipelines.push_back(std::move(pipe));
@@ -125,6 +132,7 @@ std::string plan_yaml(const Plan& plan) {
       s["layers"] = flow(YAML::Node(std::vector<int>{stage.layers.begin, stage.layers.end}));
       if (stage.ranks.size() > 1) s["split"] = flow(YAML::Node(stage.split));
       if (stage.ranks.size() > 1 && pipe.short_last()) s["last_split"] = flow(YAML::Node(stage.last_split));
+      if (stage.recompute != Recompute::none) s["recompute"] = to_string(stage.recompute);
       p["stages"].push_back(s);
     }
     root["pipelines"].push_back(p);
@@ -134,7 +142,7 @@ std::string plan_yaml(const Plan& plan) {
   if (pred.iteration_ms > 0) root["predicted"]["iteration_ms"] = pred.iteration_ms;
   if (!pred.pipeline_ms.empty()) root["predicted"]["pipeline_ms"] = flow(YAML::Node(pred.pipeline_ms));
   if (!pred.memory_gb.empty()) root["predicted"]["memory_gb"] = flow(YAML::Node(pred.memory_gb));
-  return "# ETH plan: pipelines, stages (ranks, layers [begin, end), per-rank sample split).\n" + yaml::emit(root) + '\n';
+  return "# ETH plan: pipelines, stages (ranks, layers [begin, end), per-rank sample split, recomputation).\n" + yaml::emit(root) + '\n';
 }
 
 void validate_plan(const Plan& plan, const Topology& topology, const GptConfig& model) {

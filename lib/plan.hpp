@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lib/model_config.hpp"
+#include "lib/recompute.hpp"
 #include "lib/topology.hpp"
 
 namespace eth {
@@ -20,6 +21,7 @@ struct PlanStage {
   LayerRange layers;
   std::vector<int> split;     // samples of each micro-batch per rank, summing to micro_batch
   std::vector<int> last_split = {};  // of a smaller last micro-batch, each at most split[i]; else empty
+  Recompute recompute = Recompute::none;  // what its ranks keep for backward (lib/recompute.hpp)
 };
 
 struct PlanPipeline {

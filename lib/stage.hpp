@@ -9,9 +9,11 @@
 //                  from the dlogits its loss() just left)  -> input_grad()    (B, T, C)
 //
 // Activations are kept per slot, so several micro-batches can be in flight (1F1B keeps S - s of
-// them at stage s of S). B is the capacity: forward(slot, ..., rows) may take fewer samples (a
+// them at stage s of S); the stage's recomputation mode (lib/recompute.hpp) says which: the
+// rest is recomputed by backward(slot) into one set shared by all slots. B is the capacity: forward(slot, ..., rows) may take fewer samples (a
 // smaller last micro-batch), which then use the first rows of every buffer; loss(slot) and
-// backward(slot) use the rows of that slot's forward. The last stage has one logits buffer: loss(slot) must directly follow
+// backward(slot) use the rows of that slot's forward. The last stage has one logits buffer (and,
+// under full recomputation, one final layernorm output): loss(slot) must directly follow
 // forward(slot), and backward(slot) directly follow loss(slot), as in every 1F1B schedule.
 //
 // Parameter gradients accumulate over micro-batches as sums over samples; the caller scales by
@@ -22,6 +24,7 @@
 // losses are summed on the device. take_loss_sum() is the one place the host waits.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <utility>
@@ -31,6 +34,7 @@
 #include "kernels/device_buffer.hpp"
 #include "lib/model_config.hpp"
 #include "lib/param_layout.hpp"
+#include "lib/recompute.hpp"
 
 namespace eth {
 
@@ -43,7 +47,7 @@ struct KeptEmbeddingRows {
 class Stage {
  public:
   Stage(const GptConfig& config, LayerRange layers, int B, int T, int slots,
-        kernels::Backend& backend);
+        kernels::Backend& backend, Recompute recompute = Recompute::none);
 
   const GptConfig& config() const { return config_; }
   const ParamLayout& layout() const { return layout_; }
@@ -58,7 +62,7 @@ class Stage {
                int rows = 0 /* 0: B */);
   // Where a non-first stage's input for `slot` lives: receive into it and pass it to forward(),
   // which then uses it in place.
-  float* input_buffer(int slot) { return slot_base(slot) + slot_.input; }  // (B, T, C)
+  float* input_buffer(int slot) { return slot_base(slot) + acts_.input; }  // (B, T, C)
   const float* output(int slot) const;  // (B, T, C): the last layer's residual stream
   float* output(int slot) { return const_cast<float*>(std::as_const(*this).output(slot)); }
 
@@ -80,35 +84,53 @@ class Stage {
   const float* input_grad() const { return dresidual_.data(); }  // (rows, T, C) of the last backward
 
   // Floats a stage allocates besides parameters, gradients and optimizer state, for memory
-  // models: its activations per slot, and its scratch shared by all slots (logits included).
+  // models: its activations per slot, and its scratch shared by all slots (logits and the
+  // recomputed activations included).
   struct ActivationFootprint {
     size_t per_slot;
     size_t scratch;
   };
-  static ActivationFootprint activation_footprint(const GptConfig& config, LayerRange layers, int B, int T);
+  static ActivationFootprint activation_footprint(const GptConfig& config, LayerRange layers, int B, int T,
+                                                  Recompute recompute = Recompute::none);
 
  private:
-  // Offsets of one layer's saved activations inside a slot; the same for every layer.
-  struct LayerActs {
-    size_t ln1, ln1_mean, ln1_rstd;  // (B, T, C), (B, T), (B, T)
-    size_t qkv;                      // (B, T, 3C)
-    size_t lse;                      // (B, NH, T) attention's softmax statistics
-    size_t atty;                     // (B, T, C)
-    size_t res2;                     // (B, T, C)
-    size_t ln2, ln2_mean, ln2_rstd;  // (B, T, C), (B, T), (B, T)
-    size_t fch, fch_gelu;            // (B, T, 4C)
-    size_t res3;                     // (B, T, C)
-    size_t size;
+  // One layer's activations, in this order; the first six are the attention half.
+  enum Act : int {
+    ln1, ln1_mean, ln1_rstd,  // (B, T, C), (B, T), (B, T)
+    qkv,                      // (B, T, 3C)
+    lse,                      // (B, NH, T) attention's softmax statistics
+    atty,                     // (B, T, C)
+    res2,                     // (B, T, C)
+    ln2, ln2_mean, ln2_rstd,  // (B, T, C), (B, T), (B, T)
+    fch, fch_gelu,            // (B, T, 4C)
+    res3,                     // (B, T, C)
+    kActs
   };
+  using LayerActs = std::array<float*, kActs>;  // one layer's, for one slot
 
-  struct SlotLayout {
-    LayerActs layer;
-    size_t input, layers, lnf, lnf_mean, lnf_rstd, size;
+  // Where a tensor lives: in its slot or in the shared recomputation set, at offset + i * stride
+  // for the stage's local layer i.
+  struct Place {
+    bool shared;
+    size_t offset, stride;
   };
-  static SlotLayout slot_layout(const GptConfig& config, LayerRange layers, int B, int T);
+  struct ActLayout {
+    std::array<Place, kActs> layer;
+    Place lnf, lnf_mean, lnf_rstd;  // last stage: (B, T, C), (B, T), (B, T)
+    size_t input;                   // in the slot (B, T, C): the stage input (encoded on the first stage)
+    size_t output;                  // in the slot (B, T, C), full only: the last layer's res3
+    size_t slot_size, shared_size;
+  };
+  static ActLayout act_layout(const GptConfig& config, LayerRange layers, int B, int T, Recompute recompute);
 
   float* slot_base(int slot);
-  const float* layer_input(float* slot, int local_layer);
+  float* at(int slot, Place place, int local_layer = 0);
+  LayerActs layer_acts(int slot, int local_layer);
+  const float* layer_input(int slot, int local_layer);
+  // The forward of the slot's layers (and final layernorm), from its input on; and of one
+  // layer's attention half (ln1, qkv, attention), which selective backward recomputes.
+  void layers_forward(int slot);
+  void attention_half_forward(int slot, int local_layer);
 
   GptConfig config_;
   ParamLayout layout_;
@@ -116,14 +138,13 @@ class Stage {
   [[maybe_unused]] int slots_;  // checked by assertions only
   std::vector<int> rows_;  // per slot: samples of its current micro-batch (<= B_)
   kernels::Backend& backend_;
-
-  // One slot: the stage input (B, T, C) (encoded on the first stage), the stacked LayerActs of
-  // its layers, and on the last stage the final layernorm's output and statistics.
-  SlotLayout slot_;
-  LayerActs& acts_ = slot_.layer;
+  Recompute recompute_;
+  ActLayout acts_;
+  int shared_holds_ = -1;  // full: the slot whose forward the shared set holds; -1 none
 
   kernels::DeviceBuffer<float> params_, grads_;
   kernels::DeviceBuffer<float> activations_;    // (slots, slot_size)
+  kernels::DeviceBuffer<float> shared_;         // (shared_size): recomputed activations
   kernels::DeviceBuffer<int32_t> tokens_;       // (slots, B, T) first stage, for encoder backward
   kernels::DeviceBuffer<int32_t> targets_;      // (B, T) last stage
   kernels::DeviceBuffer<float> logits_;         // (B, T, Vp) last stage; becomes dlogits

@@ -25,6 +25,9 @@ struct StepTimes {
   // The device's time in forward and backward (timed events: what the host's compute spans
   // cannot see where work is asynchronous, as on a GPU); 0 for a rank without compute.
   double device_compute_ms = 0;
+  // The backend's allocation high-water mark so far (kernels/device.hpp; 0 where not tracked),
+  // set by the trainer so that it is gathered with the times.
+  double peak_device_bytes = 0;
   double idle_ms() const { return step_ms - compute_ms - comm_wait_ms - reduce_ms - optimizer_ms; }
 };
 

@@ -388,7 +388,9 @@ double train(const TrainOptions& options, kernels::Backend& backend, std::ostrea
                                   blocks.empty() ? "" : (" in the gradient of " + blocks.substr(2)).c_str()));
     }
     loss = r.loss;
-    const StepReport report = gather_times(trace.step_times(), running->plan, world);
+    StepTimes mine = trace.step_times();
+    mine.peak_device_bytes = static_cast<double>(backend.peak_allocated_bytes());
+    const StepReport report = gather_times(mine, running->plan, world);
     if (rank == 0) {
       const double ms = report.ranks[0].step_ms;
       std::string line = strprintf("step %5d/%d | loss %.4f | lr %.2e | grad norm %.3f | %.1f ms | %.0f tok/s",
@@ -400,10 +402,16 @@ double train(const TrainOptions& options, kernels::Backend& backend, std::ostrea
       log << line << '\n';
       log.flush();
       nlohmann::json ranks = nlohmann::json::array();
-      for (const StepTimes& t : report.ranks)
+      const std::vector<RankRole> roles = rank_roles(running->plan, world);
+      for (size_t k = 0; k < report.ranks.size(); k++) {
+        const StepTimes& t = report.ranks[k];
+        // What the memory model says the rank allocates, beside what its allocator saw.
+        const size_t planned = roles[k].idle() ? 0 : PipelineRuntime::device_bytes(job.model, running->plan, roles[k], o.seq_len);
         ranks.push_back({{"compute_ms", t.compute_ms}, {"device_compute_ms", t.device_compute_ms},
                          {"comm_wait_ms", t.comm_wait_ms}, {"reduce_ms", t.reduce_ms},
-                         {"optimizer_ms", t.optimizer_ms}, {"idle_ms", t.idle_ms()}});
+                         {"optimizer_ms", t.optimizer_ms}, {"idle_ms", t.idle_ms()},
+                         {"peak_bytes", t.peak_device_bytes}, {"planned_bytes", planned}});
+      }
       metrics->write({{"step", step + 1}, {"loss", loss}, {"lr", lr}, {"grad_norm", r.grad_norm}, {"ms", ms},
                       {"tokens_per_s", tokens_per_step / ms * 1e3}, {"pipelines", report.pipelines}, {"ranks", ranks}});
       std::vector<double> compute_ms;

@@ -49,6 +49,8 @@ class AsyncCpuBackend final : public Backend {
     cpu_->release(ptr);
   }
   void* allocate_pinned(size_t bytes) override { return cpu_->allocate_pinned(bytes); }
+  size_t peak_allocated_bytes() const override { return cpu_->peak_allocated_bytes(); }
+  size_t allocated_bytes() const override { return cpu_->allocated_bytes(); }
   void release_pinned(void* ptr) override {
     synchronize();
     cpu_->release_pinned(ptr);

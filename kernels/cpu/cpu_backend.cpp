@@ -3,7 +3,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <algorithm>
+#include <mutex>
 #include <thread>
+#include <unordered_map>
 
 #include "kernels/backend.hpp"
 #include "kernels/cpu/gpt_ops.hpp"
@@ -21,15 +24,35 @@ class CpuBackend final : public Backend {
   bool host_addressable() const override { return true; }
 
   // Each operation has run when its call returns: every event is always done.
+  // Device memory is counted (the bytes asked for, as a GPU allocator's would be), pinned is not.
   void* allocate(size_t bytes) override {
-    // 64-byte alignment for AVX loads; std::aligned_alloc needs a multiple of the alignment.
-    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (p == nullptr) throw std::bad_alloc();
+    void* p = aligned(bytes);
+    std::lock_guard<std::mutex> lock(counted_mutex_);
+    counted_[p] = bytes;
+    held_ += bytes;
+    peak_ = std::max(peak_, held_);
     return p;
   }
-  void release(void* ptr) override { std::free(ptr); }
-  void* allocate_pinned(size_t bytes) override { return allocate(bytes); }
+  void release(void* ptr) override {
+    if (ptr == nullptr) return;
+    {
+      std::lock_guard<std::mutex> lock(counted_mutex_);
+      auto it = counted_.find(ptr);
+      held_ -= it->second;
+      counted_.erase(it);
+    }
+    std::free(ptr);
+  }
+  void* allocate_pinned(size_t bytes) override { return aligned(bytes); }
   void release_pinned(void* ptr) override { std::free(ptr); }
+  size_t peak_allocated_bytes() const override {
+    std::lock_guard<std::mutex> lock(counted_mutex_);
+    return peak_;
+  }
+  size_t allocated_bytes() const override {
+    std::lock_guard<std::mutex> lock(counted_mutex_);
+    return held_;
+  }
   void copy_to_device(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void copy_to_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void copy_to_device_async(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
@@ -105,6 +128,18 @@ class CpuBackend final : public Backend {
     cpu::adamw_update(params, grads, m, v, n, hp.lr, hp.beta1, hp.beta2, hp.eps, hp.weight_decay,
                       hp.grad_scale, hp.step);
   }
+
+ private:
+  static void* aligned(size_t bytes) {
+    // 64-byte alignment for AVX loads; std::aligned_alloc needs a multiple of the alignment.
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (p == nullptr) throw std::bad_alloc();
+    return p;
+  }
+
+  mutable std::mutex counted_mutex_;  // buffers may be made and freed on any thread
+  std::unordered_map<void*, size_t> counted_;  // device allocations and their sizes
+  size_t held_ = 0, peak_ = 0;
 };
 
 }  // namespace

@@ -33,16 +33,40 @@ double CostModel::param_floats(LayerRange layers) const {
   return n;
 }
 
-double CostModel::memory_bytes(LayerRange layers, int b, int slots) const {
+double CostModel::memory_bytes(LayerRange layers, int b, int slots, Recompute recompute) const {
   const double C = model_.channels, Vp = model_.padded_vocab_size, NH = model_.num_heads;
-  const double BT = double(b) * seq_len_;
+  const double BT = double(b) * seq_len_, n = layers.count();
   const bool first = layers.begin == 0, last = layers.end == model_.num_layers;
   // Stage::activation_footprint in closed form (tests check they agree).
-  double per_slot = BT * C + layers.count() * BT * (16 * C + 4 + NH);
-  if (last) per_slot += BT * (C + 2);
-  const double scratch = BT * 10 * C + (last ? BT * Vp : 0);
+  const double layer = BT * (16 * C + 4 + NH);          // one layer's activations
+  const double attention_half = BT * (5 * C + 2 + NH);  // ln1 and its statistics, qkv, lse, atty
+  const double lnf = last ? BT * (C + 2) : 0;           // the final layernorm and its statistics
+  double per_slot = BT * C + n * layer + lnf, shared = 0;  // the input, every layer
+  if (recompute == Recompute::selective) {
+    per_slot -= n * attention_half;
+    shared = attention_half;
+  } else if (recompute == Recompute::full) {
+    per_slot = 2 * BT * C;  // input and output
+    shared = n * layer + lnf;
+  }
+  const double scratch = BT * 10 * C + (last ? BT * Vp + b + 2 : 0) + shared;  // the head: logits, losses, sum
   const double tokens = (first ? BT * slots : 0) + (last ? BT : 0);  // int32 token ids and targets
   return 16 * param_floats(layers) + 4 * (per_slot * slots + scratch + tokens);
+}
+
+double CostModel::attention_share() const {
+  const double C = model_.channels, T = seq_len_;
+  const double attention_half = 6 * C * C + 2 * T * C;  // per token: qkv, then QK^T and PV over the causal half
+  return attention_half / (24 * C * C + 2 * T * C);
+}
+
+double CostModel::recompute_ms(const ProfileEntry& e, LayerRange layers, Recompute recompute, int slots) const {
+  switch (recompute) {
+    case Recompute::none: return 0;
+    case Recompute::selective: return layers.count() * e.layer.forward_ms * attention_share();
+    case Recompute::full: return slots > 1 ? layers.count() * e.layer.forward_ms : 0;
+  }
+  return 0;
 }
 
 double CostModel::p2p_ms(int from, int to, double bytes) const {
@@ -96,7 +120,11 @@ double CostModel::optimizer_ms(int type, double params) const {
 ComputeMs rank_compute(const CostModel& cost, const PlanPipeline& pipe, int stage, int index_in_stage) {
   const PlanStage& s = pipe.stages[stage];
   const int b = s.split.empty() ? pipe.micro_batch : s.split[index_in_stage];
-  return cost.compute(cost.topology().ranks[s.ranks[index_in_stage]].device_type, s.layers, b);
+  const ProfileEntry e = cost.profile(cost.topology().ranks[s.ranks[index_in_stage]].device_type).at(b);
+  ComputeMs c = cost.compute(e, s.layers);
+  const int slots = activation_slots(stage, static_cast<int>(pipe.stages.size()), pipe.micro_batches);
+  c.backward += cost.recompute_ms(e, s.layers, s.recompute, slots);
+  return c;
 }
 
 std::vector<Reduction> plan_reductions(const CostModel& cost, const Plan& plan) {
@@ -135,7 +163,7 @@ Estimate CostModel::estimate(const Plan& plan) const {
         const ComputeMs c = rank_compute(*this, pipe, s, static_cast<int>(i));
         stage = {std::max(stage.forward, c.forward), std::max(stage.backward, c.backward)};
         const int b = st.split.empty() ? pipe.micro_batch : st.split[i];
-        est.memory_gb[st.ranks[i]] = memory_bytes(st.layers, b, activation_slots(s, S, pipe.micro_batches)) * 1e-9;
+        est.memory_gb[st.ranks[i]] = memory_bytes(st.layers, b, activation_slots(s, S, pipe.micro_batches), st.recompute) * 1e-9;
         slack[st.ranks[i]] = before;
         pipeline_of[st.ranks[i]] = p;
       }

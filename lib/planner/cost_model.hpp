@@ -47,8 +47,15 @@ class CostModel {
   // Parameters (floats) of a stage holding `layers`: ParamLayout's size, in closed form.
   double param_floats(LayerRange layers) const;
   // Bytes one rank needs: 16 per parameter (fp32 weights, gradients, two AdamW moments) plus
-  // `slots` micro-batches of b samples of activations and the stage's scratch.
-  double memory_bytes(LayerRange layers, int b, int slots) const;
+  // `slots` micro-batches of b samples of activations, as `recompute` keeps them, and the
+  // stage's scratch (the recomputed set included).
+  double memory_bytes(LayerRange layers, int b, int slots, Recompute recompute = Recompute::none) const;
+  // The forward work a backward repeats per micro-batch under `recompute`, at a stage with
+  // `slots` micro-batches in flight (full with one: the shared set still holds it, nothing).
+  double recompute_ms(const ProfileEntry& costs, LayerRange layers, Recompute recompute, int slots) const;
+  // The attention half's share of a layer's forward (ln1, the qkv matmul, causal attention),
+  // by FLOPs: profiles time whole layers only.
+  double attention_share() const;
   double device_bytes(int type) const { return topology_.device_types[type].memory_gb * 1e9; }
 
   // Sending `bytes` from one rank to another over the link between them.
@@ -71,7 +78,8 @@ class CostModel {
   std::vector<Profile> profiles_;
 };
 
-// A rank's compute per micro-batch in stage s of a pipeline (its split share of the samples).
+// A rank's compute per micro-batch in stage s of a pipeline (its split share of the samples),
+// the stage's recomputation charged to its backward.
 ComputeMs rank_compute(const CostModel& cost, const PlanPipeline& pipe, int stage, int index_in_stage);
 
 // Hierarchical all-reduce of the gradient blocks of a plan: one entry per collective (every

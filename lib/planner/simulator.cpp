@@ -23,14 +23,19 @@ struct StageRun {
   double last_backward_start = 0;
 };
 
-// Backward time after which units [u, stage end) of a stage are done, for one rank.
-double unit_done_ms(const CostModel& cost, int type, LayerRange layers, int b, int unit) {
+// Backward time after which units [u, stage end) of a stage are done, for one rank with
+// `slots` micro-batches in flight: full recomputation runs first, selective per layer.
+double unit_done_ms(const CostModel& cost, int type, const PlanStage& stage, int b, int slots, int unit) {
   const int L = cost.model().num_layers;
+  const LayerRange layers = stage.layers;
   const ProfileEntry e = cost.profile(type).at(b);
-  double t = 0;
+  double t = stage.recompute == Recompute::full ? cost.recompute_ms(e, layers, stage.recompute, slots) : 0;
+  const double layer_ms = e.layer.backward_ms + (stage.recompute == Recompute::selective
+                                                     ? cost.recompute_ms(e, {0, 1}, stage.recompute, slots)
+                                                     : 0);
   if (layers.end == L) t += e.head.backward_ms;                     // unit L + 1 (with the head)
   const int first_layer = std::max(layers.begin, unit - 1);          // unit u holds layer u - 1
-  t += std::max(0, layers.end - first_layer) * e.layer.backward_ms;
+  t += std::max(0, layers.end - first_layer) * layer_ms;
   if (unit == 0) t += e.embedding.backward_ms;
   return t;
 }
@@ -123,6 +128,10 @@ Simulation simulate(const CostModel& cost, const Plan& plan) {
   // Block reductions: ready when every owner has finished the block's units in its last backward.
   const std::vector<RankRole> roles = rank_roles(plan, world);
   auto stage_of = [&](int r) -> const PlanStage& { return plan.pipelines[roles[r].pipeline].stages[roles[r].stage]; };
+  auto slots_of = [&](int r) {
+    const PlanPipeline& pipe = plan.pipelines[roles[r].pipeline];
+    return activation_slots(roles[r].stage, static_cast<int>(pipe.stages.size()), pipe.micro_batches);
+  };
   std::vector<Reduction> reductions = plan_reductions(cost, plan);
   std::vector<double> ready(reductions.size(), 0);
   for (size_t k = 0; k < reductions.size(); k++) {
@@ -132,7 +141,7 @@ Simulation simulate(const CostModel& cost, const Plan& plan) {
       const double done = reductions[k].unit_begin < 0
                               ? compute_end[r]
                               : last_backward_start[r] + unit_done_ms(cost, cost.topology().ranks[r].device_type,
-                                                                      stage_of(r).layers, roles[r].samples, unit);
+                                                                      stage_of(r), roles[r].samples, slots_of(r), unit);
       ready[k] = std::max(ready[k], std::min(done, compute_end[r]));
     }
   }

@@ -162,6 +162,25 @@ TEST_F(PlanFiles, ShortLastMicroBatchRolesAndRoundTrip) {
   EXPECT_EQ(back.pipelines[1].stages[0].last_split, (std::vector<int>{2, 1}));
 }
 
+// Recomputation per stage: none unless given, read and written back; written only where not none.
+TEST_F(PlanFiles, RecomputeReadAndWritten) {
+  const Plan plan = check(edit(edit(kGoodPlan, "split: [3, 1]}", "split: [3, 1], recompute: full}"),
+                               "layers: [1, 4]}", "layers: [1, 4], recompute: selective}"));
+  EXPECT_EQ(plan.pipelines[0].stages[0].recompute, Recompute::none);
+  EXPECT_EQ(plan.pipelines[1].stages[0].recompute, Recompute::full);
+  EXPECT_EQ(plan.pipelines[1].stages[1].recompute, Recompute::selective);
+  const std::string text = plan_yaml(plan);
+  const Plan back = plan_from_yaml(text, "again");
+  EXPECT_EQ(back.pipelines[1].stages[0].recompute, Recompute::full);
+  EXPECT_EQ(back.pipelines[1].stages[1].recompute, Recompute::selective);
+  EXPECT_EQ(text.find("recompute: none"), std::string::npos) << text;
+}
+
+TEST_F(PlanFiles, RecomputeUnknown) {
+  expect_plan_error(edit(kGoodPlan, "layers: [1, 4]}", "layers: [1, 4], recompute: attention}"),
+                    {"pipelines[1].stages[1].recompute", "none, selective or full", "attention"});
+}
+
 TEST_F(PlanFiles, LastMicroBatchNotSmaller) {
   expect_plan_error(edit(short_last_plan(), "last_micro_batch: 3", "last_micro_batch: 4"),
                     {"pipelines[1].last_micro_batch", "fewer samples than micro_batch 4", "got 4"});

@@ -131,12 +131,15 @@ TEST(Planner, MemoryModelMatchesStageAllocation) {
   const CostModel cost = roofline_cost(topo, model, 16);
   for (LayerRange r : {LayerRange{0, 5}, LayerRange{0, 2}, LayerRange{2, 4}, LayerRange{3, 5}}) {
     for (int b : {1, 3}) {
-      const ParamLayout layout(model, r);
-      EXPECT_EQ(cost.param_floats(r), double(layout.size())) << r.begin << ".." << r.end;
-      const Stage::ActivationFootprint fp = Stage::activation_footprint(model, r, b, 16);
-      const double BT = 16.0 * b;
-      const double tokens = (r.begin == 0 ? BT * 2 : 0) + (r.end == 5 ? BT : 0);
-      EXPECT_EQ(cost.memory_bytes(r, b, 2), 16.0 * layout.size() + 4.0 * (fp.per_slot * 2 + fp.scratch + tokens));
+      for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
+        const ParamLayout layout(model, r);
+        EXPECT_EQ(cost.param_floats(r), double(layout.size())) << r.begin << ".." << r.end;
+        const Stage::ActivationFootprint fp = Stage::activation_footprint(model, r, b, 16, mode);
+        const double BT = 16.0 * b;
+        const double tokens = (r.begin == 0 ? BT * 2 : 0) + (r.end == 5 ? BT : 0);
+        EXPECT_EQ(cost.memory_bytes(r, b, 2, mode), 16.0 * layout.size() + 4.0 * (fp.per_slot * 2 + fp.scratch + tokens))
+            << r.begin << ".." << r.end << " b " << b << " " << to_string(mode);
+      }
     }
   }
 }
@@ -180,6 +183,37 @@ TEST(Planner, SimulatorMatchesHandComputed1F1B) {
       EXPECT_NEAR(cost.estimate(plan).iteration_ms, (m + S - 1) * stage, 1e-6) << "S " << S << " m " << m;
     }
   }
+}
+
+// Recomputation is charged to backward: S = 2, m = 3, f = 1 and b = 2 ms per layer, two layers
+// per stage. Full on both stages re-runs stage 0's forward (2 ms) in each of its backwards; stage
+// 1 holds one micro-batch at a time, whose backward follows its forward, so it repeats nothing.
+// Stage 0 then takes 2 + 6 ms per micro-batch, stage 1 2 + 4; the 1F1B timeline by hand: 28 ms
+// (24 without recomputation); the analytic (m - 1) max + sum: 2 * 8 + 14 = 30.
+TEST(Planner, RecomputationChargedToBackward) {
+  const GptConfig model = small_model(4);
+  const Topology topo = one_node({{80, 10}, {80, 10}}, 1e12);
+  const std::vector<Profile> profiles = {fixed_profile("dev0", model, 16, 1.0, 2.0), fixed_profile("dev1", model, 16, 1.0, 2.0)};
+  const CostModel cost(topo, model, 16, profiles);
+  auto plan_with = [](Recompute mode) {
+    Plan plan;
+    plan.global_batch = 3;
+    PlanPipeline pipe;
+    pipe.micro_batches = 3;
+    pipe.stages = {{{0}, {0, 2}, {}, {}, mode}, {{1}, {2, 4}, {}, {}, mode}};
+    plan.pipelines = {pipe};
+    return plan;
+  };
+  EXPECT_NEAR(simulate(cost, plan_with(Recompute::none)).iteration_ms, 24, 1e-9);
+  EXPECT_NEAR(simulate(cost, plan_with(Recompute::full)).iteration_ms, 28, 1e-9);
+  EXPECT_NEAR(cost.estimate(plan_with(Recompute::full)).iteration_ms, 30, 1e-9);
+  // Selective repeats the attention half of each layer's forward, on every stage.
+  const Plan selective = plan_with(Recompute::selective);
+  const double share = cost.attention_share();
+  EXPECT_GT(share, 0.1);
+  EXPECT_LT(share, 0.5);
+  for (int s : {0, 1})
+    EXPECT_NEAR(rank_compute(cost, selective.pipelines[0], s, 0).backward, 4 + 2 * share, 1e-12) << "stage " << s;
 }
 
 struct ScenarioCase {

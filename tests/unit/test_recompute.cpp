@@ -1,0 +1,143 @@
+// Activation recomputation (lib/recompute.hpp) inside one stage: selective and full give the
+// no-recomputation results bit for bit (the same kernels on the same inputs), and a stage
+// allocates exactly the activation footprint its mode promises.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.hpp"
+#include "kernels/backend_select.hpp"
+#include "lib/model_config.hpp"
+#include "lib/param_layout.hpp"
+#include "lib/stage.hpp"
+
+namespace eth::test {
+namespace {
+
+constexpr Recompute kModes[] = {Recompute::none, Recompute::selective, Recompute::full};
+
+// Everything a stage hands out in one 1F1B pass: outputs after each forward, input gradients
+// after each backward, the loss sum and the parameter gradients.
+struct Trace {
+  std::vector<float> outputs, input_grads, grads;
+  double loss = 0;
+};
+
+// Positions of the first differing floats, named for the failure message.
+size_t count_differing(const std::vector<float>& a, const std::vector<float>& b, size_t* first) {
+  size_t n = 0;
+  *first = a.size();
+  for (size_t i = 0; i < a.size(); i++)
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0 && n++ == 0) *first = i;
+  return n;
+}
+
+// Runs stage `layers` of tiny-4l through the 1F1B order of a stage with `slots` slots and five
+// micro-batches, the last one short (one sample of B = 2). A stage with the head runs forward,
+// loss and backward back to back, as 1F1B does there.
+Trace run(kernels::Backend& backend, LayerRange layers, int slots, Recompute mode) {
+  const GptConfig config = load_model_config("inputs/models/tiny-4l.yaml");
+  const int B = 2, T = 8, C = config.channels, m = 5;
+  const size_t BT = static_cast<size_t>(B) * T, BTC = BT * C;
+  Stage stage(config, layers, B, T, slots, backend, mode);
+  std::vector<float> params(stage.layout().size());
+  init_gpt2_parameters(config, stage.layout(), 7, params.data());
+  backend.copy_to_device(stage.params(), params.data(), params.size() * sizeof(float));
+  const bool first = layers.begin == 0, last = layers.end == config.num_layers;
+
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<int32_t> tokens(BT), targets(BT);
+  std::vector<float> input(BTC), doutput(BTC);
+  Trace trace;
+  auto rows = [&](int i) { return i == m - 1 ? 1 : B; };
+  auto append = [&](std::vector<float>& to, const float* from, size_t n) {
+    const size_t at = to.size();
+    to.resize(at + n);
+    backend.copy_to_host(to.data() + at, from, n * sizeof(float));
+  };
+  auto forward = [&](int i) {
+    for (size_t k = 0; k < BT; k++) {
+      tokens[k] = static_cast<int32_t>((k * 37 + 11 * i + 5) % config.vocab_size);
+      targets[k] = static_cast<int32_t>((k * 53 + 7 * i + 1) % config.vocab_size);
+    }
+    for (float& x : input) x = normal(rng);
+    if (!first) backend.copy_to_device(stage.input_buffer(i % slots), input.data(), BTC * sizeof(float));
+    stage.forward(i % slots, tokens.data(), first ? nullptr : stage.input_buffer(i % slots), rows(i));
+    append(trace.outputs, stage.output(i % slots), rows(i) * T * C);
+    if (last) stage.loss(i % slots, targets.data(), true);
+  };
+  auto backward = [&](int i) {
+    for (float& x : doutput) x = 0.01f * normal(rng);
+    stage.backward(i % slots, doutput.data());
+    append(trace.input_grads, stage.input_grad(), rows(i) * T * C);
+  };
+  const int warmup = last ? 0 : slots - 1;
+  for (int i = 0; i < warmup; i++) forward(i);
+  for (int i = 0; i < m - warmup; i++) {
+    forward(warmup + i);
+    backward(i);
+  }
+  for (int i = m - warmup; i < m; i++) backward(i);
+  if (last) trace.loss = stage.take_loss_sum();
+  append(trace.grads, stage.grads(), stage.layout().size());
+  return trace;
+}
+
+TEST(Recompute, SelectiveAndFullEqualNoneBitForBit) {
+  for (auto make : {kernels::make_cpu_backend, kernels::make_async_cpu_backend}) {
+    auto backend = make();
+    for (LayerRange layers : {LayerRange{0, 4}, LayerRange{0, 2}, LayerRange{1, 3}, LayerRange{2, 4}}) {
+      const Trace none = run(*backend, layers, 3, Recompute::none);
+      for (Recompute mode : {Recompute::selective, Recompute::full}) {
+        const Trace other = run(*backend, layers, 3, mode);
+        const std::string what = backend->name() + " layers [" + std::to_string(layers.begin) + ", " +
+                                 std::to_string(layers.end) + ") " + to_string(mode);
+        EXPECT_EQ(none.loss, other.loss) << what;
+        for (auto [name, a, b] : {std::tuple{"outputs", &none.outputs, &other.outputs},
+                                  std::tuple{"input gradients", &none.input_grads, &other.input_grads},
+                                  std::tuple{"parameter gradients", &none.grads, &other.grads}}) {
+          ASSERT_EQ(a->size(), b->size()) << what << " " << name;
+          size_t first = 0;
+          const size_t n = count_differing(*a, *b, &first);
+          EXPECT_EQ(n, 0u) << what << ": " << n << " of " << a->size() << " " << name << " differ, first at " << first
+                           << " (" << (n ? (*a)[first] : 0.f) << " vs " << (n ? (*b)[first] : 0.f) << ")";
+        }
+      }
+    }
+  }
+}
+
+// What a stage allocates through the backend is what activation_footprint says (the memory
+// models build on it): parameters and gradients, the slots, the scratch, and the int32 token
+// ids (per slot on the first stage) and targets (last stage).
+TEST(Recompute, StageAllocatesItsFootprint) {
+  const GptConfig config = load_model_config("inputs/models/tiny-4l.yaml");
+  auto backend = kernels::make_cpu_backend();
+  const int B = 2, T = 8, slots = 3;
+  const size_t BT = static_cast<size_t>(B) * T;
+  for (LayerRange layers : {LayerRange{0, 4}, LayerRange{0, 2}, LayerRange{1, 3}, LayerRange{2, 4}}) {
+    size_t per_slot[3];
+    for (Recompute mode : kModes) {
+      const size_t before = backend->allocated_bytes();
+      const Stage stage(config, layers, B, T, slots, *backend, mode);
+      const Stage::ActivationFootprint fp = Stage::activation_footprint(config, layers, B, T, mode);
+      const size_t tokens = (layers.begin == 0 ? BT * slots : 0) + (layers.end == config.num_layers ? BT : 0);
+      EXPECT_EQ(backend->allocated_bytes() - before,
+                4 * (2 * stage.layout().size() + fp.per_slot * slots + fp.scratch + tokens))
+          << to_string(mode) << " layers [" << layers.begin << ", " << layers.end << ")";
+      per_slot[static_cast<int>(mode)] = fp.per_slot;
+    }
+    // What each mode is for: fewer floats per micro-batch in flight.
+    EXPECT_GT(per_slot[0], per_slot[1]);
+    EXPECT_GT(per_slot[1], per_slot[2]);
+  }
+  EXPECT_EQ(backend->allocated_bytes(), 0u);
+  EXPECT_GT(backend->peak_allocated_bytes(), 0u);
+}
+
+}  // namespace
+}  // namespace eth::test
