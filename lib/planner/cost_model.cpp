@@ -4,6 +4,7 @@
 #include <map>
 
 #include "lib/grad_blocks.hpp"
+#include "lib/late_embedding_rows.hpp"
 #include "lib/schedule.hpp"
 
 namespace eth::planner {
@@ -114,7 +115,12 @@ std::vector<Reduction> plan_reductions(const CostModel& cost, const Plan& plan) 
     out.push_back({block.unit_begin, block.unit_end, block.owners, cost.allreduce_ms(block.owners, 4 * floats)});
   }
   const std::vector<int> tied = tied_embedding_group(plan);
-  out.push_back({-1, -1, tied, cost.allreduce_ms(tied, 4.0 * m.padded_vocab_size * C)});
+  out.push_back({Reduction::kTiedSum, Reduction::kTiedSum, tied, cost.allreduce_ms(tied, 4.0 * m.padded_vocab_size * C)});
+  if (LateEmbeddingRows::worthwhile(plan, m, cost.seq_len())) {
+    const double rows = LateEmbeddingRows::kept_rows(plan, cost.seq_len());
+    // An all-gather moves half the bytes of an all-reduce of the same buffer.
+    out.push_back({Reduction::kTiedGather, Reduction::kTiedGather, tied, cost.allreduce_ms(tied, 4.0 * rows * C) / 2});
+  }
   return out;
 }
 
@@ -147,13 +153,28 @@ Estimate CostModel::estimate(const Plan& plan) const {
     est.pipeline_ms.push_back((pipe.micro_batches - 1) * worst + sum);
   }
   const double slowest = *std::max_element(est.pipeline_ms.begin(), est.pipeline_ms.end());
-  std::vector<double> reduce(static_cast<size_t>(world), 0);
-  for (const Reduction& r : plan_reductions(*this, plan))
-    for (int rank : r.owners) reduce[rank] += r.ms;
+  std::vector<double> reduce(static_cast<size_t>(world), 0), tied_sum(static_cast<size_t>(world), 0);
+  bool tied_early = false;
+  for (const Reduction& r : plan_reductions(*this, plan)) {
+    tied_early = tied_early || r.unit_begin == Reduction::kTiedGather;
+    for (int rank : r.owners) {
+      reduce[rank] += r.ms;
+      if (r.unit_begin == Reduction::kTiedSum) tied_sum[rank] = r.ms;
+    }
+  }
   const std::vector<RankRole> roles = rank_roles(plan, world);
   for (int r = 0; r < world; r++) {
     if (roles[r].idle()) continue;  // an idle rank waits for nothing and updates nothing
-    const double hidden = slack[r] + slowest - est.pipeline_ms[pipeline_of[r]];
+    double hidden = slack[r] + slowest - est.pipeline_ms[pipeline_of[r]];
+    if (tied_early && tied_sum[r] > 0) {
+      // The tied sum starts after the head's backward (at once on a first stage without the
+      // head): the rest of the rank's last backward hides up to its length.
+      const PlanPipeline& pipe = plan.pipelines[roles[r].pipeline];
+      const PlanStage& st = pipe.stages[roles[r].stage];
+      const int type = topology_.ranks[r].device_type;
+      const double head = st.layers.end == model_.num_layers ? profiles_[type].at(roles[r].samples).head.backward_ms : 0;
+      hidden += std::min(tied_sum[r], rank_compute(*this, pipe, roles[r].stage, roles[r].index_in_stage).backward - head);
+    }
     est.reduction_ms = std::max(est.reduction_ms, reduce[r] - hidden);
     const PlanStage& st = plan.pipelines[roles[r].pipeline].stages[roles[r].stage];
     est.optimizer_ms = std::max(est.optimizer_ms, optimizer_ms(topology_.ranks[r].device_type, param_floats(st.layers)));

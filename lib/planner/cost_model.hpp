@@ -75,9 +75,13 @@ class CostModel {
 ComputeMs rank_compute(const CostModel& cost, const PlanPipeline& pipe, int stage, int index_in_stage);
 
 // Hierarchical all-reduce of the gradient blocks of a plan: one entry per collective (every
-// block, then the tied embedding), with its owners and duration.
+// block, then the tied embedding, then, where the runtime sums it early, the gather of its late
+// rows), with its owners and duration.
 struct Reduction {
-  int unit_begin = 0, unit_end = 0;   // units as in lib/grad_blocks.hpp; tied wte: -1, -1
+  // Units as in lib/grad_blocks.hpp; the tied wte's sum: kTiedSum; the gather of its late rows
+  // (lib/late_embedding_rows.hpp, where the runtime sums wte early): kTiedGather.
+  static constexpr int kTiedSum = -1, kTiedGather = -2;
+  int unit_begin = 0, unit_end = 0;
   std::vector<int> owners;
   double ms = 0;
 };
