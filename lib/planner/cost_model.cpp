@@ -5,6 +5,7 @@
 
 #include "lib/grad_blocks.hpp"
 #include "lib/late_embedding_rows.hpp"
+#include "lib/optimizer_shards.hpp"
 #include "lib/schedule.hpp"
 
 namespace eth::planner {
@@ -141,7 +142,10 @@ Estimate CostModel::estimate(const Plan& plan) const {
         const ComputeMs c = rank_compute(*this, pipe, s, static_cast<int>(i));
         stage = {std::max(stage.forward, c.forward), std::max(stage.backward, c.backward)};
         const int b = st.split.empty() ? pipe.micro_batch : st.split[i];
-        est.memory_gb[st.ranks[i]] = memory_bytes(st.layers, b, activation_slots(s, S, pipe.micro_batches)) * 1e-9;
+        double bytes = memory_bytes(st.layers, b, activation_slots(s, S, pipe.micro_batches));
+        if (shard_optimizer_)  // the two moments of the floats this rank does not update
+          bytes -= 8 * (param_floats(st.layers) - double(moment_floats(model_, plan, st.ranks[i], true)));
+        est.memory_gb[st.ranks[i]] = bytes * 1e-9;
         slack[st.ranks[i]] = before;
         pipeline_of[st.ranks[i]] = p;
       }

@@ -49,6 +49,9 @@ class CostModel {
   // Bytes one rank needs: 16 per parameter (fp32 weights, gradients, two AdamW moments) plus
   // `slots` micro-batches of b samples of activations and the stage's scratch.
   double memory_bytes(LayerRange layers, int b, int slots) const;
+  // With sharded optimizer state (eth_train --shard-optimizer), simulate() counts each rank's
+  // moments of its shards only (lib/optimizer_shards.hpp); the search does not choose it yet.
+  void set_shard_optimizer(bool shard) { shard_optimizer_ = shard; }
   double device_bytes(int type) const { return topology_.device_types[type].memory_gb * 1e9; }
 
   // Sending `bytes` from one rank to another over the link between them.
@@ -69,6 +72,7 @@ class CostModel {
   GptConfig model_;
   int seq_len_;
   std::vector<Profile> profiles_;
+  bool shard_optimizer_ = false;
 };
 
 // A rank's compute per micro-batch in stage s of a pipeline (its split share of the samples).
