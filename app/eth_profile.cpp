@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
       ("device-type", po::value(&o.device_type)->default_value(o.device_type), "device type name the profile is for")
       ("micro-batches", po::value(&o.micro_batches)->multitoken(), "micro-batch sizes (default 1 2 4 8)")
       ("seq-len", po::value(&o.seq_len)->default_value(o.seq_len), "tokens per sample, T")
-      ("repetitions", po::value(&o.repetitions)->default_value(o.repetitions), "timed runs per measurement (median)")
+      ("repetitions", po::value(&o.repetitions)->default_value(o.repetitions), "timed runs per measurement, back to back")
       ("out", po::value(&o.out), "profile file (default OUT_DIR/<device>-<model>-T<seq>.yaml)")
       ("out-dir", po::value(&o.out_dir)->default_value(o.out_dir), "where profiles are written")
       ("estimate-topology", po::value(&o.estimate_topology), "write roofline estimates for this topology's device types");

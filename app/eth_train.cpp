@@ -39,6 +39,8 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o, eth::planner::Au
       ("weight-decay", po::value(&o.adamw.weight_decay)->default_value(o.adamw.weight_decay), "AdamW weight decay (matrices only)")
       ("grad-clip", po::value(&o.adamw.max_grad_norm)->default_value(o.adamw.max_grad_norm), "global gradient-norm clip, <= 0 disables")
       ("grad-sync", po::value(&grad_sync)->default_value(grad_sync), "block (block-wise), per-layer or flat (the baselines)")
+      ("shard-optimizer", po::bool_switch(&o.adamw.shard),
+       "ZeRO-1: shard the AdamW moments of each gradient block among its owners (--grad-sync block; MPI reductions)")
       ("seed", po::value(&o.seed)->default_value(o.seed), "seed of parameters and data order")
       ("eval-every", po::value(&o.eval_every)->default_value(o.eval_every), "validation every N steps (0: at the end only)")
       ("eval-samples", po::value(&o.eval_samples)->default_value(o.eval_samples), "validation windows per evaluation")
@@ -74,6 +76,9 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o, eth::planner::Au
   o.grad_sync = grad_sync == "block"       ? eth::GradSyncMode::block
                 : grad_sync == "per-layer" ? eth::GradSyncMode::per_layer
                                            : eth::GradSyncMode::flat;
+  if (o.adamw.shard && o.grad_sync != eth::GradSyncMode::block)
+    throw eth::AgreedError("--shard-optimizer: expected --grad-sync block (the baselines sum whole slices), got --grad-sync " +
+                           grad_sync);
   try {
     if (!fault.empty()) o.fault = eth::parse_fault(fault);
     for (const std::string& text : slowdowns) o.slowdowns.push_back(eth::parse_slowdown(text));

@@ -1,21 +1,25 @@
 #include "lib/grad_sync.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 #include "lib/grad_blocks.hpp"
+#include "mpi_topology/shard_collectives.hpp"
 
 namespace eth {
 
 GradSync::GradSync(const ParallelContext& ctx, const ParamLayout& layout, const ParamLayout& whole, GradSyncMode mode,
-                   std::unique_ptr<SumReducer> reducer, kernels::Device& device, float* grads, bool tied_early)
+                   std::unique_ptr<SumReducer> reducer, kernels::Device& device, float* grads, bool tied_early,
+                   const std::vector<BlockShard>& shards, float* params)
     : mode_(mode), grads_(grads), reducer_(std::move(reducer)), device_(device) {
   const int L = ctx.blocks.back().unit_end - 2;
   const LayerRange mine = stage_units(layout.layers(), L);
   const bool tied_first = tied_early && mode == GradSyncMode::block && ctx.tied.is_member();
   if (tied_first) {
     slices_.push_back({&ctx.tied, layout.head_wte(), layout.wte_size(),
-                       layout.has_head() ? L + 1 : kLastBackwardBegins, ctx.tied.members().front() == ctx.world_rank});
+                       layout.has_head() ? L + 1 : kLastBackwardBegins, ctx.tied.members().front() == ctx.world_rank,
+                       "the tied word embedding", -1, {}, {layout.head_wte(), layout.wte_size()}});
   }
   // Backward finishes units from the top down, so slices are listed top down.
   for (size_t b = ctx.blocks.size(); b-- > 0;) {
@@ -24,26 +28,41 @@ GradSync::GradSync(const ParallelContext& ctx, const ParamLayout& layout, const 
     const ProcessGroup* group = &ctx.block_groups[b];
     const bool counted = block.owners.front() == ctx.world_rank;
     const std::string name = "block " + std::to_string(b) + " (" + units_name(block.unit_begin, block.unit_end, L) + ")";
+    const BlockShard& shard = *std::find_if(shards.begin(), shards.end(), [&](const BlockShard& s) { return s.block == static_cast<int>(b); });
+    assert(!shard.sharded || mode == GradSyncMode::block);
     if (mode != GradSyncMode::per_layer) {
-      const size_t begin = layout.unit_offset(block.unit_begin);
-      const size_t end = layout.unit_offset(block.unit_end - 1) + layout.unit_size(block.unit_end - 1);
-      slices_.push_back({group, begin, end - begin, block.unit_begin, counted, name, static_cast<int>(b)});
+      std::vector<int> counts;
+      for (int i = 0; shard.sharded && i < shard.owners; i++)
+        counts.push_back(static_cast<int>(shard_span(shard.slice.size, shard.owners, i).size));
+      slices_.push_back({group, shard.slice.offset, shard.slice.size, block.unit_begin, counted || shard.sharded, name,
+                         static_cast<int>(b), counts, shard.mine()});
     } else {
       for (int u = block.unit_end - 1; u >= block.unit_begin; u--)
         slices_.push_back({group, layout.unit_offset(u), layout.unit_size(u), u, counted,
-                           units_name(u, u + 1, L) + " of " + name, static_cast<int>(b)});
+                           units_name(u, u + 1, L) + " of " + name, static_cast<int>(b), {},
+                           {layout.unit_offset(u), layout.unit_size(u)}});
     }
   }
   if (ctx.tied.is_member() && !tied_first) {
     // The first stage's wte is final with unit 0; a last stage's head copy with unit L+1. Last
     // in the order on every rank, so that NCCL's in-order streams see one order everywhere.
     const bool first = layout.has_embedding();
-    slices_.push_back({&ctx.tied, first ? layout.wte() : layout.head_wte(), layout.wte_size(), first ? 0 : L + 1,
-                       ctx.tied.members().front() == ctx.world_rank, "the tied word embedding", -1});
+    const size_t wte = first ? layout.wte() : layout.head_wte();
+    slices_.push_back({&ctx.tied, wte, layout.wte_size(), first ? 0 : L + 1, ctx.tied.members().front() == ctx.world_rank,
+                       "the tied word embedding", -1, {}, {wte, layout.wte_size()}});
   }
   reached_.assign(slices_.size(), false);
   if (mode != GradSyncMode::flat) {
-    for (const Slice& s : slices_) reducer_->add_slice(*s.group, grads + s.offset, s.size, "reduction of " + s.name);
+    const bool direct = mpi_reads_device_buffers(device);
+    for (const Slice& s : slices_) {
+      if (s.shard_counts.empty()) {
+        reducer_->add_slice(*s.group, grads + s.offset, s.size, "reduction of " + s.name);
+        continue;
+      }
+      reducer_->add_owner_slice(*s.group, grads + s.offset, s.shard_counts, "reduction to the shards' owners of " + s.name);
+      param_slices_.push_back({s.group, WireBuffer(device, params + s.offset, s.size, direct), s.shard_counts,
+                               "all-gather of the updated shards of " + s.name});
+    }
     return;
   }
   // The stage's units are contiguous in both layouts; its wte (embedding or head copy) goes to
@@ -96,11 +115,23 @@ void GradSync::finish() {
   next_start_ = 0;
 }
 
+void GradSync::gather_params() {
+  if (param_slices_.empty()) return;
+  for (ParamSlice& p : param_slices_) p.wire.stage_out();
+  kernels::Event staged(device_);
+  staged.record();
+  staged.wait();  // the optimizer's updates (and their copy to the mirrors) are done
+  std::vector<PendingShards> pending;
+  for (ParamSlice& p : param_slices_) pending.push_back(PendingShards::all_gather(*p.group, p.wire.wire(), p.counts));
+  for (size_t i = 0; i < pending.size(); i++) pending[i].wait(param_slices_[i].what);
+  for (ParamSlice& p : param_slices_) p.wire.stage_in();
+}
+
 double GradSync::owned_sum_of_squares(kernels::Backend& backend, std::string& nonfinite) const {
   double sum = 0.0;
   for (const Slice& s : slices_) {
     if (!s.counted_here) continue;
-    const double squares = backend.sum_of_squares(grads_ + s.offset, s.size);
+    const double squares = backend.sum_of_squares(grads_ + s.own.offset, s.own.size);
     if (!std::isfinite(squares)) nonfinite += (nonfinite.empty() ? "" : ", ") + s.name;
     sum += squares;
   }

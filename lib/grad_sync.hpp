@@ -13,6 +13,10 @@
 // are added late (tied_early, lib/late_embedding_rows.hpp), the tied embedding first, started
 // once the head's backward is done (or, on a first stage without the head, once the last
 // backward begins). finish() waits for the rest. Sums only: the optimizer applies 1/global_batch.
+//
+// With sharded optimizer state (lib/optimizer_shards.hpp, block mode only), a sharded block's
+// sum reaches each owner for its own shard only, each owner counts its shard in the norm, and
+// gather_params() returns the updated shards to every owner after the optimizer step.
 #pragma once
 
 #include <memory>
@@ -21,9 +25,11 @@
 
 #include "kernels/backend.hpp"
 #include "kernels/device_buffer.hpp"
+#include "lib/optimizer_shards.hpp"
 #include "lib/parallel_context.hpp"
 #include "lib/param_layout.hpp"
 #include "mpi_topology/sum_reducer.hpp"
+#include "mpi_topology/wire_buffer.hpp"
 
 namespace eth {
 
@@ -35,9 +41,11 @@ inline const char* grad_sync_name(GradSyncMode m) {  // for the log
 class GradSync {
  public:
   // grads: the stage's flat gradient buffer (layout.size()), in the reducer's device memory;
-  // whole: the one-stage layout of the model (flat mode's buffer).
+  // whole: the one-stage layout of the model (flat mode's buffer); shards: the stage's blocks
+  // (block_shards), sharded ones only in block mode; params: the stage's parameters.
   GradSync(const ParallelContext& ctx, const ParamLayout& layout, const ParamLayout& whole, GradSyncMode mode,
-           std::unique_ptr<SumReducer> reducer, kernels::Device& device, float* grads, bool tied_early);
+           std::unique_ptr<SumReducer> reducer, kernels::Device& device, float* grads, bool tied_early,
+           const std::vector<BlockShard>& shards, float* params);
 
   // Called (block mode) from the last backward once `unit`'s gradient work is enqueued, and
   // with kLastBackwardBegins before it starts.
@@ -48,8 +56,12 @@ class GradSync {
   // sees the summed gradients.
   void finish();
 
+  // Sharded blocks: every owner receives the others' updated shards of the parameters. Collective
+  // over each sharded block's owners; waits (through the watchdog) until done.
+  void gather_params();
+
   // This rank's share of the squared global gradient norm: each block and the tied embedding
-  // counted by exactly one owner, so a world sum gives the norm of the whole model. Appends to
+  // counted by exactly one owner (each shard of a sharded block by its owner), so a world sum gives the norm of the whole model. Appends to
   // `nonfinite` the name of each counted slice whose sum is not finite ("block 1 (layers 1-2)").
   double owned_sum_of_squares(kernels::Backend& backend, std::string& nonfinite) const;
   // Where block `block` (ParallelContext::blocks) lies in this rank's gradients; size 0 when
@@ -70,6 +82,15 @@ class GradSync {
     bool counted_here;    // this rank counts it in the norm
     std::string name;     // "block 1 (layers 1-2)", for messages
     int block;            // its block, -1 for the tied embedding
+    std::vector<int> shard_counts;  // a sharded block: its owners' shard sizes; else empty
+    FloatRange own;             // what this rank counts: its shard, or the whole slice
+  };
+  // A sharded block's parameters as MPI sees them, for the all-gather.
+  struct ParamSlice {
+    const ProcessGroup* group;
+    WireBuffer wire;
+    std::vector<int> counts;
+    std::string what;
   };
   void start_reached();  // starts the reached slices that every earlier one allows
   void flat_sum();       // flat mode: gather into the whole-model buffer, sum, scatter back
@@ -86,6 +107,7 @@ class GradSync {
   kernels::Device& device_;
   kernels::DeviceBuffer<float> whole_;  // flat mode: (whole model)
   std::vector<Placement> placements_;
+  std::vector<ParamSlice> param_slices_;  // sharded blocks
   std::vector<bool> reached_;  // this step: the slice's unit is done
   size_t next_start_ = 0;
 };

@@ -5,7 +5,9 @@
 #include <cmath>
 
 #include "lib/fault_injection.hpp"
+#include "lib/strprintf.hpp"
 #include "mpi_topology/host_messages.hpp"
+#include "mpi_topology/shard_collectives.hpp"
 
 namespace eth {
 namespace {
@@ -66,7 +68,8 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
       slots_(activation_slots(ctx.role.stage, ctx.stages, pipe_.micro_batches)),
       stage_(model, pipe_.stages[ctx.role.stage].layers, ctx.role.samples, seq_len, slots_, backend,
              pipe_.stages[ctx.role.stage].recompute),
-      optimizer_(stage_.layout(), adamw, backend),
+      shards_(block_shards(ctx.blocks, stage_.layout(), ctx.world_rank, adamw.shard)),
+      optimizer_(stage_.layout(), updated_spans(shards_, stage_.layout().size()), adamw, backend),
       whole_(model, {0, model.num_layers}),
       late_rows_(sync == GradSyncMode::block && ctx.tied.is_member() &&
                          LateEmbeddingRows::worthwhile(plan, model, seq_len)
@@ -74,7 +77,8 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
                                          ctx.first_stage() ? ctx.role.samples * seq_len : 0,
                                          LateEmbeddingRows::kept_rows(plan, seq_len))
                      : LateEmbeddingRows()),
-      sync_(ctx, stage_.layout(), whole_, sync, std::move(reducer), backend, stage_.grads(), late_rows_.on()),
+      sync_(ctx, stage_.layout(), whole_, sync, std::move(reducer), backend, stage_.grads(), late_rows_.on(), shards_,
+            stage_.params()),
       actions_(one_f_one_b(pipe_, ctx.role.stage)),
       owners_(tensor_owners(model, plan, ctx.world_size)) {
   if (previous) {
@@ -112,7 +116,8 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
   grad_sends_.resize(static_cast<size_t>(slots_));
 }
 
-size_t PipelineRuntime::device_bytes(const GptConfig& model, const Plan& plan, const RankRole& role, int seq_len) {
+size_t PipelineRuntime::device_bytes(const GptConfig& model, const Plan& plan, const RankRole& role, int world_rank,
+                                     int seq_len, bool shard) {
   const PlanPipeline& pipe = plan.pipelines[role.pipeline];
   const PlanStage& stage = pipe.stages[role.stage];
   const LayerRange layers = stage.layers;
@@ -120,8 +125,8 @@ size_t PipelineRuntime::device_bytes(const GptConfig& model, const Plan& plan, c
   const size_t slots = static_cast<size_t>(activation_slots(role.stage, stages, pipe.micro_batches));
   const Stage::ActivationFootprint acts = Stage::activation_footprint(model, layers, role.samples, seq_len, stage.recompute);
   const size_t rows = static_cast<size_t>(role.samples) * seq_len * model.channels;  // one micro-batch's
-  const size_t floats = 4 * ParamLayout(model, layers).size() + acts.per_slot * slots + acts.scratch +
-                        rows * (slots + 1);  // dout and the gradient send slots
+  const size_t floats = 2 * ParamLayout(model, layers).size() + 2 * moment_floats(model, plan, world_rank, shard) +
+                        acts.per_slot * slots + acts.scratch + rows * (slots + 1);  // dout and the gradient send slots
   return floats * sizeof(float);
 }
 
@@ -284,6 +289,7 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
         if (result.applied) {
           const double scale = clip_factor(result.grad_norm, optimizer_.config().max_grad_norm) / plan_.global_batch;
           optimizer_.step(stage_.params(), stage_.grads(), lr, static_cast<float>(scale));
+          sync_.gather_params();
         }
         trace.add(SpanKind::optimizer, -1, t0);
         break;
@@ -300,8 +306,14 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
 }
 
 std::string PipelineRuntime::reduction_path() const {
-  if (!late_rows_.on()) return sync_.path();
-  return sync_.path() + "; the tied embedding summed from the head's backward on, its last embedding rows gathered after";
+  std::string path = sync_.path();
+  if (late_rows_.on())
+    path += "; the tied embedding summed from the head's backward on, its last embedding rows gathered after";
+  const long sharded = std::count_if(shards_.begin(), shards_.end(), [](const BlockShard& s) { return s.sharded; });
+  if (sharded > 0)
+    path += strprintf("; AdamW moments sharded in %ld block(s), %zu of the stage's %zu floats kept", sharded,
+                      optimizer_.moment_size(), stage_.layout().size());
+  return path;
 }
 
 void PipelineRuntime::end_compute(int k) {
@@ -363,7 +375,33 @@ float* PipelineRuntime::state_buffer(CheckpointGroup group) {
   return nullptr;
 }
 
+std::vector<PipelineRuntime::GatheredMoments> PipelineRuntime::gather_sharded_moments() {
+  std::vector<GatheredMoments> gathered(shards_.size());
+  std::vector<std::vector<float>> mine(2 * shards_.size());
+  std::vector<PendingShards> pending;
+  for (size_t b = 0; b < shards_.size(); b++) {
+    const BlockShard& s = shards_[b];
+    if (!s.sharded) continue;
+    std::vector<int> counts;
+    for (int i = 0; i < s.owners; i++) counts.push_back(static_cast<int>(shard_span(s.slice.size, s.owners, i).size));
+    const ProcessGroup& group = ctx_.block_groups[static_cast<size_t>(s.block)];
+    for (CheckpointGroup g : {CheckpointGroup::adam_m, CheckpointGroup::adam_v}) {
+      std::vector<float>& shard = mine[2 * b + (g == CheckpointGroup::adam_v)];
+      std::vector<float>& all = g == CheckpointGroup::adam_m ? gathered[b].m : gathered[b].v;
+      shard.resize(s.mine().size);
+      optimizer_.for_kept(s.mine(), [&](size_t at, size_t moment, size_t n) {
+        backend_.copy_to_host(shard.data() + at, state_buffer(g) + moment, n * sizeof(float));
+      });
+      if (s.index == 0) all.resize(s.slice.size);
+      pending.push_back(PendingShards::gather_to_first(group, shard.data(), all.data(), counts));
+    }
+  }
+  for (PendingShards& p : pending) p.wait("gather of sharded AdamW moments for a checkpoint");
+  return gathered;
+}
+
 void PipelineRuntime::save_checkpoint(const std::string& path, const CheckpointHeader& header) {
+  const std::vector<GatheredMoments> gathered = gather_sharded_moments();
   CheckpointWriter writer(path, model_, header, MPI_COMM_WORLD);
   std::vector<float> host;
   bool written = false;
@@ -372,8 +410,23 @@ void PipelineRuntime::save_checkpoint(const std::string& path, const CheckpointH
     const ParamTensor& t = whole_.tensors()[i];
     const size_t offset = find_tensor(stage_.layout(), t.name)->offset;
     host.resize(t.size);
-    for (CheckpointGroup g : {CheckpointGroup::params, CheckpointGroup::adam_m, CheckpointGroup::adam_v}) {
-      backend_.copy_to_host(host.data(), state_buffer(g) + offset, t.size * sizeof(float));
+    backend_.copy_to_host(host.data(), stage_.params() + offset, t.size * sizeof(float));
+    writer.write(CheckpointGroup::params, t, host.data());
+    // A moment comes from the device where this rank keeps all of the tensor's, else from the
+    // sharded block's gathered moments (this rank, the tensor's writer, is their first owner).
+    const auto block = std::find_if(shards_.begin(), shards_.end(), [&](const BlockShard& s) {
+      return s.sharded && s.slice.offset <= offset && offset < s.slice.end();
+    });
+    for (CheckpointGroup g : {CheckpointGroup::adam_m, CheckpointGroup::adam_v}) {
+      if (block != shards_.end()) {
+        const GatheredMoments& all = gathered[static_cast<size_t>(block - shards_.begin())];
+        const float* from = (g == CheckpointGroup::adam_m ? all.m : all.v).data() + (offset - block->slice.offset);
+        writer.write(g, t, from);
+        continue;
+      }
+      optimizer_.for_kept({offset, t.size}, [&](size_t at, size_t moment, size_t n) {
+        backend_.copy_to_host(host.data() + at, state_buffer(g) + moment, n * sizeof(float));
+      });
       writer.write(g, t, host.data());
     }
     if (!written) fault_point(FaultPhase::checkpoint, header.step - 1);  // between this rank's dataset writes
@@ -384,9 +437,11 @@ void PipelineRuntime::save_checkpoint(const std::string& path, const CheckpointH
 }
 
 void PipelineRuntime::take_state(PipelineRuntime& from) {
-  assert(from.stage_.layout().size() == stage_.layout().size());
-  for (CheckpointGroup g : {CheckpointGroup::params, CheckpointGroup::adam_m, CheckpointGroup::adam_v})
-    backend_.copy(state_buffer(g), from.state_buffer(g), stage_.layout().size() * sizeof(float));
+  // Re-balancing keeps the stages, hence the blocks and shards.
+  assert(from.stage_.layout().size() == stage_.layout().size() && from.optimizer_.moment_size() == optimizer_.moment_size());
+  backend_.copy(stage_.params(), from.stage_.params(), stage_.layout().size() * sizeof(float));
+  for (CheckpointGroup g : {CheckpointGroup::adam_m, CheckpointGroup::adam_v})
+    backend_.copy(state_buffer(g), from.state_buffer(g), optimizer_.moment_size() * sizeof(float));
   optimizer_.set_steps_taken(from.optimizer_.steps_taken());
   backend_.synchronize();  // the copies have read the old buffers before they are freed
 }
@@ -396,9 +451,13 @@ CheckpointHeader PipelineRuntime::load_checkpoint(const std::string& path) {
   std::vector<float> host;
   for (const ParamTensor& t : stage_.layout().tensors()) {  // the tied head copy of wte reads "wte" too
     host.resize(t.size);
-    for (CheckpointGroup g : {CheckpointGroup::params, CheckpointGroup::adam_m, CheckpointGroup::adam_v}) {
+    reader.read(CheckpointGroup::params, t, host.data());
+    backend_.copy_to_device(stage_.params() + t.offset, host.data(), t.size * sizeof(float));
+    for (CheckpointGroup g : {CheckpointGroup::adam_m, CheckpointGroup::adam_v}) {  // the parts this rank keeps
       reader.read(g, t, host.data());
-      backend_.copy_to_device(state_buffer(g) + t.offset, host.data(), t.size * sizeof(float));
+      optimizer_.for_kept({t.offset, t.size}, [&](size_t at, size_t moment, size_t n) {
+        backend_.copy_to_device(state_buffer(g) + moment, host.data() + at, n * sizeof(float));
+      });
     }
   }
   optimizer_.set_steps_taken(reader.header().step);

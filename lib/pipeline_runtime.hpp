@@ -46,9 +46,11 @@ class PipelineRuntime final : public RankRuntime {
   StepResult step(int step, SampleStream& train, float lr, StepTrace& trace) override;
 
   // Bytes of device memory a runtime allocates for `role` (of a pipeline of `stages` stages):
-  // parameters, gradients, both AdamW moments, the activations of its in-flight micro-batches,
-  // the stage's scratch and the transfer buffers. For checking a plan against a device.
-  static size_t device_bytes(const GptConfig& model, const Plan& plan, const RankRole& role, int seq_len);
+  // parameters, gradients, both AdamW moments (of its shards only where `shard`), the
+  // activations of its in-flight micro-batches, the stage's scratch and the transfer buffers.
+  // For checking a plan against a device.
+  static size_t device_bytes(const GptConfig& model, const Plan& plan, const RankRole& role, int world_rank,
+                             int seq_len, bool shard);
 
   double evaluate(SampleStream& val, int samples) override;
   void gather_parameters(float* full) override;
@@ -67,7 +69,14 @@ class PipelineRuntime final : public RankRuntime {
   // Enqueues the wire copy, records `ready` after it, waits for it, and posts the sends.
   void send_rows(const RowExchange& exchange, WireBuffer& wire, kernels::Event& ready, int tag,
                  std::vector<MPI_Request>& requests);
-  float* state_buffer(CheckpointGroup group);  // parameters or a moment, (stage layout size)
+  // Parameters (stage layout size) or a moment (AdamW::moment_size).
+  float* state_buffer(CheckpointGroup group);
+  // Checkpoints: the moments of each sharded block gathered to its lowest owner, which writes
+  // them; per block of shards_, empty where this rank writes no sharded moments.
+  struct GatheredMoments {
+    std::vector<float> m, v;
+  };
+  std::vector<GatheredMoments> gather_sharded_moments();
   void take_state(PipelineRuntime& old);        // its parameters, moments and step count
   void poison_block(int block);  // --inject-fault nan: a NaN into the block's gradient
   // Ends compute k's timing; under --slowdown, first stalls the stream for (factor - 1) times it.
@@ -81,6 +90,7 @@ class PipelineRuntime final : public RankRuntime {
   int T_, C_;
   int slots_;
   Stage stage_;
+  std::vector<BlockShard> shards_;                         // the stage's blocks, sharded or not
   AdamW optimizer_;
   ParamLayout whole_;                                      // the one-stage layout of the model
   LateEmbeddingRows late_rows_;                            // on where the tied embedding is summed early

@@ -223,7 +223,8 @@ std::unique_ptr<Running> start(const Job& job, Plan plan, const TrainOptions& o,
   std::string error;
   // A plan that does not fit this rank's device: one line naming rank, host and device.
   const size_t free_bytes = backend.free_memory_bytes();
-  const size_t needed = ctx.role.idle() ? 0 : PipelineRuntime::device_bytes(job.model, running->plan, ctx.role, o.seq_len);
+  const size_t needed = ctx.role.idle() ? 0 : PipelineRuntime::device_bytes(job.model, running->plan, ctx.role, ctx.world_rank, o.seq_len,
+                                                                                   o.adamw.shard);
   char host[MPI_MAX_PROCESSOR_NAME];
   int host_length = 0;
   MPI_CHECK(MPI_Get_processor_name(host, &host_length));
@@ -233,7 +234,10 @@ std::unique_ptr<Running> start(const Job& job, Plan plan, const TrainOptions& o,
                       ctx.world_rank, host_length, host, backend.name().c_str(), running->plan.source.c_str(),
                       needed / 1073741824.0, ctx.role.pipeline, ctx.role.stage, free_bytes / 1073741824.0);
   agree_on_errors(error);
-  ReducerChoice reducer = choose_sum_reducer(backend, ctx.node_of_rank);
+  // Sharded optimizer state needs sums to the shards' owners, which only the MPI reducer does
+  // (the same choice on every rank: --shard-optimizer is job-wide).
+  ReducerChoice reducer = o.adamw.shard ? ReducerChoice{make_mpi_reducer(backend), ""}
+                                        : choose_sum_reducer(backend, ctx.node_of_rank);
   if (!reducer.error.empty()) error = strprintf("rank %d on %.*s: %s", ctx.world_rank, host_length, host, reducer.error.c_str());
   agree_on_errors(error);
   running->runtime = make_rank_runtime(job.model, running->plan, ctx, o.seq_len, o.grad_sync, o.adamw, backend,
@@ -406,7 +410,9 @@ double train(const TrainOptions& options, kernels::Backend& backend, std::ostrea
       for (size_t k = 0; k < report.ranks.size(); k++) {
         const StepTimes& t = report.ranks[k];
         // What the memory model says the rank allocates, beside what its allocator saw.
-        const size_t planned = roles[k].idle() ? 0 : PipelineRuntime::device_bytes(job.model, running->plan, roles[k], o.seq_len);
+        const size_t planned = roles[k].idle() ? 0
+                                               : PipelineRuntime::device_bytes(job.model, running->plan, roles[k],
+                                                                               static_cast<int>(k), o.seq_len, o.adamw.shard);
         ranks.push_back({{"compute_ms", t.compute_ms}, {"device_compute_ms", t.device_compute_ms},
                          {"comm_wait_ms", t.comm_wait_ms}, {"reduce_ms", t.reduce_ms},
                          {"optimizer_ms", t.optimizer_ms}, {"idle_ms", t.idle_ms()},

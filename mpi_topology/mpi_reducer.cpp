@@ -1,9 +1,11 @@
 // The MPI implementation of SumReducer: per slice, the data as MPI sees it (wire_buffer.hpp),
 // an event after the work that makes it final (and the copy to the mirror), and the
-// hierarchical non-blocking sum, started by poll() once the event is done.
+// hierarchical non-blocking sum (or, for a sharded slice, the sums to the shards' owners),
+// started by poll() once the event is done.
 #include <string>
 #include <vector>
 
+#include "mpi_topology/shard_collectives.hpp"
 #include "mpi_topology/sum_reducer.hpp"
 #include "mpi_topology/wire_buffer.hpp"
 
@@ -17,8 +19,17 @@ class MpiReducer final : public SumReducer {
   int add_slice(const ProcessGroup& group, float* data, size_t n, const std::string& what) override {
     // A slice summed over nobody else needs no mirror.
     slices_.push_back({&group, WireBuffer(device_, data, n, direct_ || group.size() == 1), kernels::Event(device_),
-                       State::idle, {}, what});
+                       State::idle, {}, {}, {}, what});
     return static_cast<int>(slices_.size()) - 1;
+  }
+
+  int add_owner_slice(const ProcessGroup& group, float* data, const std::vector<int>& counts,
+                      const std::string& what) override {
+    size_t n = 0;
+    for (int c : counts) n += static_cast<size_t>(c);
+    const int index = add_slice(group, data, n, what);
+    slices_.back().owner_counts = counts;
+    return index;
   }
 
   void start(int index) override {
@@ -31,7 +42,11 @@ class MpiReducer final : public SumReducer {
   void poll() override {
     for (Slice& s : slices_) {
       if (s.state == State::armed && s.final.done()) begin_sum(s);
-      if (s.state == State::summing) s.pending.test();  // MPI progresses only inside MPI calls
+      if (s.state != State::summing) continue;
+      if (s.owner_counts.empty())  // MPI progresses only inside MPI calls
+        s.pending.test();
+      else
+        s.to_owners.test();
     }
   }
 
@@ -43,6 +58,7 @@ class MpiReducer final : public SumReducer {
         begin_sum(s);
       }
       s.pending.wait(s.what);
+      s.to_owners.wait(s.what);
       s.wire.stage_in();
       s.state = State::idle;
     }
@@ -58,11 +74,16 @@ class MpiReducer final : public SumReducer {
     kernels::Event final;  // the slice (and its mirror) is final
     State state;
     PendingReduce pending;
+    std::vector<int> owner_counts;  // a sharded slice: its shards' sizes; empty: summed for all
+    PendingShards to_owners;
     std::string what;  // for the watchdog
   };
 
   void begin_sum(Slice& s) {
-    s.pending = s.group->start_allreduce_sum(s.wire.wire(), s.wire.size());
+    if (s.owner_counts.empty())
+      s.pending = s.group->start_allreduce_sum(s.wire.wire(), s.wire.size());
+    else
+      s.to_owners = PendingShards::reduce_to_owners(*s.group, s.wire.wire(), s.owner_counts);
     s.state = State::summing;
   }
 

@@ -123,6 +123,11 @@ class NcclReducer final : public SumReducer {
     return static_cast<int>(slices_.size()) - 1;
   }
 
+  // The trainer gives jobs with sharded optimizer state the MPI reducer (docs/design.md).
+  int add_owner_slice(const ProcessGroup&, float*, const std::vector<int>&, const std::string&) override {
+    throw std::logic_error("the NCCL reducer sums whole slices only; sharded optimizer state takes the MPI reducer");
+  }
+
   void start(int index) override {
     Slice& s = slices_[static_cast<size_t>(index)];
     if (s.group->size() == 1) return;

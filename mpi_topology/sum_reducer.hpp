@@ -27,6 +27,11 @@ class SumReducer {
   // `what` names it for the watchdog ("reduction of block 1 (layers 1-2)", the same words on
   // every member). Returns the slice's index. Collective over the group's members (NCCL set-up).
   virtual int add_slice(const ProcessGroup& group, float* data, size_t n, const std::string& what) = 0;
+  // The same for a slice cut into one shard per member (counts[i] floats for member i, in
+  // member order; shard_collectives.hpp): each member receives its own shard's sum only.
+  // Sharded optimizer state; the MPI reducer only.
+  virtual int add_owner_slice(const ProcessGroup& group, float* data, const std::vector<int>& counts,
+                              const std::string& what) = 0;
   // The work producing the slice has been enqueued on the compute stream: start its sum once
   // that work completes. In registration order.
   virtual void start(int slice) = 0;

@@ -4,6 +4,8 @@
 #include <map>
 
 #include "lib/grad_blocks.hpp"
+#include "lib/late_embedding_rows.hpp"
+#include "lib/optimizer_shards.hpp"
 #include "lib/schedule.hpp"
 
 namespace eth::planner {
@@ -142,7 +144,12 @@ std::vector<Reduction> plan_reductions(const CostModel& cost, const Plan& plan) 
     out.push_back({block.unit_begin, block.unit_end, block.owners, cost.allreduce_ms(block.owners, 4 * floats)});
   }
   const std::vector<int> tied = tied_embedding_group(plan);
-  out.push_back({-1, -1, tied, cost.allreduce_ms(tied, 4.0 * m.padded_vocab_size * C)});
+  out.push_back({Reduction::kTiedSum, Reduction::kTiedSum, tied, cost.allreduce_ms(tied, 4.0 * m.padded_vocab_size * C)});
+  if (LateEmbeddingRows::worthwhile(plan, m, cost.seq_len())) {
+    const double rows = LateEmbeddingRows::kept_rows(plan, cost.seq_len());
+    // An all-gather moves half the bytes of an all-reduce of the same buffer.
+    out.push_back({Reduction::kTiedGather, Reduction::kTiedGather, tied, cost.allreduce_ms(tied, 4.0 * rows * C) / 2});
+  }
   return out;
 }
 
@@ -163,7 +170,10 @@ Estimate CostModel::estimate(const Plan& plan) const {
         const ComputeMs c = rank_compute(*this, pipe, s, static_cast<int>(i));
         stage = {std::max(stage.forward, c.forward), std::max(stage.backward, c.backward)};
         const int b = st.split.empty() ? pipe.micro_batch : st.split[i];
-        est.memory_gb[st.ranks[i]] = memory_bytes(st.layers, b, activation_slots(s, S, pipe.micro_batches), st.recompute) * 1e-9;
+        double bytes = memory_bytes(st.layers, b, activation_slots(s, S, pipe.micro_batches), st.recompute);
+        if (shard_optimizer_)  // the two moments of the floats this rank does not update
+          bytes -= 8 * (param_floats(st.layers) - double(moment_floats(model_, plan, st.ranks[i], true)));
+        est.memory_gb[st.ranks[i]] = bytes * 1e-9;
         slack[st.ranks[i]] = before;
         pipeline_of[st.ranks[i]] = p;
       }
@@ -175,13 +185,28 @@ Estimate CostModel::estimate(const Plan& plan) const {
     est.pipeline_ms.push_back((pipe.micro_batches - 1) * worst + sum);
   }
   const double slowest = *std::max_element(est.pipeline_ms.begin(), est.pipeline_ms.end());
-  std::vector<double> reduce(static_cast<size_t>(world), 0);
-  for (const Reduction& r : plan_reductions(*this, plan))
-    for (int rank : r.owners) reduce[rank] += r.ms;
+  std::vector<double> reduce(static_cast<size_t>(world), 0), tied_sum(static_cast<size_t>(world), 0);
+  bool tied_early = false;
+  for (const Reduction& r : plan_reductions(*this, plan)) {
+    tied_early = tied_early || r.unit_begin == Reduction::kTiedGather;
+    for (int rank : r.owners) {
+      reduce[rank] += r.ms;
+      if (r.unit_begin == Reduction::kTiedSum) tied_sum[rank] = r.ms;
+    }
+  }
   const std::vector<RankRole> roles = rank_roles(plan, world);
   for (int r = 0; r < world; r++) {
     if (roles[r].idle()) continue;  // an idle rank waits for nothing and updates nothing
-    const double hidden = slack[r] + slowest - est.pipeline_ms[pipeline_of[r]];
+    double hidden = slack[r] + slowest - est.pipeline_ms[pipeline_of[r]];
+    if (tied_early && tied_sum[r] > 0) {
+      // The tied sum starts after the head's backward (at once on a first stage without the
+      // head): the rest of the rank's last backward hides up to its length.
+      const PlanPipeline& pipe = plan.pipelines[roles[r].pipeline];
+      const PlanStage& st = pipe.stages[roles[r].stage];
+      const int type = topology_.ranks[r].device_type;
+      const double head = st.layers.end == model_.num_layers ? profiles_[type].at(roles[r].samples).head.backward_ms : 0;
+      hidden += std::min(tied_sum[r], rank_compute(*this, pipe, roles[r].stage, roles[r].index_in_stage).backward - head);
+    }
     est.reduction_ms = std::max(est.reduction_ms, reduce[r] - hidden);
     const PlanStage& st = plan.pipelines[roles[r].pipeline].stages[roles[r].stage];
     est.optimizer_ms = std::max(est.optimizer_ms, optimizer_ms(topology_.ranks[r].device_type, param_floats(st.layers)));

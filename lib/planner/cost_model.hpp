@@ -56,6 +56,9 @@ class CostModel {
   // The attention half's share of a layer's forward (ln1, the qkv matmul, causal attention),
   // by FLOPs: profiles time whole layers only.
   double attention_share() const;
+  // With sharded optimizer state (eth_train --shard-optimizer), simulate() counts each rank's
+  // moments of its shards only (lib/optimizer_shards.hpp); the search does not choose it yet.
+  void set_shard_optimizer(bool shard) { shard_optimizer_ = shard; }
   double device_bytes(int type) const { return topology_.device_types[type].memory_gb * 1e9; }
 
   // Sending `bytes` from one rank to another over the link between them.
@@ -76,6 +79,7 @@ class CostModel {
   GptConfig model_;
   int seq_len_;
   std::vector<Profile> profiles_;
+  bool shard_optimizer_ = false;
 };
 
 // A rank's compute per micro-batch in stage s of a pipeline (its split share of the samples),
@@ -83,9 +87,13 @@ class CostModel {
 ComputeMs rank_compute(const CostModel& cost, const PlanPipeline& pipe, int stage, int index_in_stage);
 
 // Hierarchical all-reduce of the gradient blocks of a plan: one entry per collective (every
-// block, then the tied embedding), with its owners and duration.
+// block, then the tied embedding, then, where the runtime sums it early, the gather of its late
+// rows), with its owners and duration.
 struct Reduction {
-  int unit_begin = 0, unit_end = 0;   // units as in lib/grad_blocks.hpp; tied wte: -1, -1
+  // Units as in lib/grad_blocks.hpp; the tied wte's sum: kTiedSum; the gather of its late rows
+  // (lib/late_embedding_rows.hpp, where the runtime sums wte early): kTiedGather.
+  static constexpr int kTiedSum = -1, kTiedGather = -2;
+  int unit_begin = 0, unit_end = 0;
   std::vector<int> owners;
   double ms = 0;
 };

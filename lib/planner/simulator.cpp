@@ -134,14 +134,23 @@ Simulation simulate(const CostModel& cost, const Plan& plan) {
   };
   std::vector<Reduction> reductions = plan_reductions(cost, plan);
   std::vector<double> ready(reductions.size(), 0);
+  // The tied embedding: summed after the compute, or, where the runtime sums it early, after the
+  // head's backward (at once on a first stage without the head) and its late rows gathered after
+  // the compute.
+  const int L = cost.model().num_layers;
+  const bool tied_early = std::any_of(reductions.begin(), reductions.end(),
+                                      [](const Reduction& r) { return r.unit_begin == Reduction::kTiedGather; });
   for (size_t k = 0; k < reductions.size(); k++) {
+    const int begin = reductions[k].unit_begin;
     for (int r : reductions[k].owners) {
-      const int unit = reductions[k].unit_begin < 0 ? 0 : std::max(reductions[k].unit_begin,
-                                                                   stage_units(stage_of(r).layers, cost.model().num_layers).begin);
-      const double done = reductions[k].unit_begin < 0
-                              ? compute_end[r]
-                              : last_backward_start[r] + unit_done_ms(cost, cost.topology().ranks[r].device_type,
-                                                                      stage_of(r), roles[r].samples, slots_of(r), unit);
+      const int type = cost.topology().ranks[r].device_type;
+      double done = compute_end[r];
+      if (begin >= 0) {
+        const int unit = std::max(begin, stage_units(stage_of(r).layers, L).begin);
+        done = last_backward_start[r] + unit_done_ms(cost, type, stage_of(r), roles[r].samples, slots_of(r), unit);
+      } else if (begin == Reduction::kTiedSum && tied_early) {
+        done = last_backward_start[r] + unit_done_ms(cost, type, stage_of(r), roles[r].samples, slots_of(r), L + 1);
+      }
       ready[k] = std::max(ready[k], std::min(done, compute_end[r]));
     }
   }

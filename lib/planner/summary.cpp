@@ -122,7 +122,11 @@ void run_plan_tool(const PlanToolOptions& o, std::ostream& out) {
   std::vector<Profile> profiles = profiles_for(topo, model, seq_len, available, micro_batches);
   for (const Profile& p : profiles)
     out << strprintf("profile %-14s %s (%s)\n", p.device_type.c_str(), p.estimate ? "ESTIMATE" : "measured", p.source.c_str());
-  const CostModel cost(topo, model, seq_len, std::move(profiles));
+  CostModel cost(topo, model, seq_len, std::move(profiles));
+  if (o.shard_optimizer && o.evaluate.empty())
+    fail_input("command line", "--shard-optimizer", "--evaluate PLAN (the search does not choose sharding yet)",
+               "a search");
+  cost.set_shard_optimizer(o.shard_optimizer);
 
   std::vector<Candidate> chosen;
   if (!o.evaluate.empty()) {

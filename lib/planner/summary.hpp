@@ -35,6 +35,7 @@ struct PlanToolOptions {
   std::string out = "plan.yaml";
   std::string baseline;                 // "", "uniform", "layer-balanced" or "metis"
   std::string evaluate;                 // a plan file to simulate instead of searching
+  bool shard_optimizer = false;         // --evaluate: with sharded optimizer state (memory)
   int top = 1;
   int max_stage_width = 0;              // 0: no limit; 1: one rank per stage
 };

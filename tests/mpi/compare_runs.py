@@ -6,13 +6,17 @@ one-stage layout of lib/param_layout.hpp).
     compare_runs.py MODEL_YAML REF_DIR REF_PARAMS RUN_DIR RUN_PARAMS [TOLERANCE]
 
 Checks max relative loss difference, max relative grad_norm difference (the global norm before
-clipping; the worst step is printed) and ||run - ref|| / ||ref|| over all parameters against the
-tolerance (default 1e-5, for fp32: the two runs add the same per-sample gradients in different
-orders, so they differ by float rounding only, ~1e-7 per step, amplified a little by AdamW).
-Prints the worst tensor too. Its relative difference is not a criterion: the key bias has an
-exactly zero true gradient (softmax ignores a shift shared by all keys), so in fp32 it is pure
-rounding noise that AdamW's normalisation turns into updates of order lr * noise / eps; any two
-summation orders, even two one-rank runs with different micro-batches, move it differently.
+clipping; the worst step is printed) and ||run - ref|| / ||ref|| over all parameters but the key
+biases against the tolerance (default 1e-5, for fp32: the two runs add the same per-sample
+gradients in different orders, so they differ by float rounding only, ~1e-7 per step, amplified a
+little by AdamW). The key biases (the middle C of each layer's qkv_b) are left out, and printed
+with the worst tensor, because their true gradient is exactly zero (softmax ignores a shift shared
+by all keys): in fp32 it is pure rounding noise, which AdamW's normalisation turns into updates of
+order lr, so any two summation orders, even two one-rank runs with different micro-batches, move
+them differently. The blocked attention's backward (kernels/cpu/flash_attention.cpp) takes each
+row's softmax dot from dO and the rounded output O, as FlashAttention does, so its noise there is
+larger than the materialised kernel's was: on tests/mpi/rebalance.sh's 20 steps the key biases
+alone moved the whole-model difference from 1.1e-6 to 1.6e-5.
 """
 import json
 import sys
@@ -67,7 +71,15 @@ def main():
     q = np.fromfile(run_params, dtype=np.float32).astype(np.float64)
     if p.size != q.size or p.size != sum(s for _, s in tensors(model)):
         sys.exit(f"FAIL: parameter files hold {p.size} and {q.size} floats")
-    param_diff = np.linalg.norm(q - p) / np.linalg.norm(p)
+    C = model["channels"]
+    compared = np.ones(p.size, bool)  # all but the key biases
+    at = 0
+    for name, size in tensors(model):
+        if name.endswith("qkv_b"):
+            compared[at + C:at + 2 * C] = False
+        at += size
+    param_diff = np.linalg.norm(q[compared] - p[compared]) / np.linalg.norm(p[compared])
+    key_bias_diff = np.linalg.norm(q[~compared] - p[~compared]) / max(np.linalg.norm(p[~compared]), 1e-30)
     worst, at = -1.0, 0
     for name, size in tensors(model):
         x, y = p[at:at + size], q[at:at + size]
@@ -80,8 +92,8 @@ def main():
           f"{norm_step}: {ga[norm_step]:.9g} vs {gb[norm_step]:.9g}")
     if vb:
         print(f"validation losses after steps {sorted(vb)}: max relative difference {val_diff:.3e} (tolerance {tol:g})")
-    print(f"parameters: relative difference {param_diff:.3e} (tolerance {tol:g}); "
-          f"worst tensor {worst_name} {worst:.3e} (not a criterion, see the header)")
+    print(f"parameters but the key biases: relative difference {param_diff:.3e} (tolerance {tol:g}); key biases "
+          f"{key_bias_diff:.3e}, worst tensor {worst_name} {worst:.3e} (not criteria, see the header)")
     if not (loss_diff <= tol and norm_diff <= tol and val_diff <= tol and param_diff <= tol):
         sys.exit("FAIL: the runs differ beyond float rounding")
 

@@ -60,7 +60,7 @@ compare() {
 # (nan nan nan when it stopped before printing them).
 diffs() {
   local d
-  mapfile -t d < <(sed -n 's/.*max relative difference \([^ ]*\).*/\1/p; s/^parameters: relative difference \([^ ]*\).*/\1/p' "$1")
+  mapfile -t d < <(sed -n 's/.*max relative difference \([^ ]*\).*/\1/p; s/^parameters but the key biases: relative difference \([^ ]*\).*/\1/p' "$1")
   [ "${#d[@]}" -eq 3 ] || d=(nan nan nan)
   printf '%s\t%s\t%s' "${d[@]}"
 }

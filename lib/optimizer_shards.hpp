@@ -1,0 +1,58 @@
+// Optimizer-state sharding (ZeRO-1) inside each gradient block's owner group.
+//
+// A block (lib/grad_blocks.hpp) of k > 1 owners is one contiguous slice of each owner's
+// parameters, in the same order on every owner. With sharding on, the slice is cut into k
+// shards; owner i (its position among the block's owners, ascending) receives only shard i's
+// gradient sum, keeps AdamW moments only for shard i, updates shard i, and the owners then
+// all-gather the updated parameters. The tied word embedding is not in any block and stays
+// unsharded. Everything here is arithmetic on the plan; the collectives are grad_sync.hpp's.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "lib/grad_blocks.hpp"
+#include "lib/model_config.hpp"
+#include "lib/param_layout.hpp"
+#include "lib/plan.hpp"
+
+namespace eth {
+
+struct FloatRange {
+  size_t offset = 0, size = 0;
+  size_t end() const { return offset + size; }
+};
+
+// Shard r of n floats split among k owners: [n*r/k, n*(r+1)/k). Sizes differ by at most one,
+// the larger ones last; they tile [0, n) in order.
+FloatRange shard_span(size_t n, int k, int r);
+
+// Where a block of this rank's stage lies in the stage layout, and this rank's shard of it.
+struct BlockShard {
+  int block = 0;       // index into the plan's blocks
+  FloatRange slice;          // the block in the stage layout
+  int owners = 1;      // k
+  int index = 0;       // this rank's position among the owners
+  bool sharded = false;
+  FloatRange mine() const {  // this rank's shard in the stage layout (the whole slice when unsharded)
+    if (!sharded) return slice;
+    const FloatRange s = shard_span(slice.size, owners, index);
+    return {slice.offset + s.offset, s.size};
+  }
+};
+
+// The blocks of `layout` (a stage held by `world_rank`), in unit order; sharded where `shard`
+// and the block has more than one owner.
+std::vector<BlockShard> block_shards(const std::vector<GradBlock>& blocks, const ParamLayout& layout, int world_rank,
+                                     bool shard);
+
+// The spans of a stage layout of `layout_size` floats that this rank updates (and keeps
+// moments for): everything but the other owners' shards. Ascending, disjoint, adjacent merged.
+std::vector<FloatRange> updated_spans(const std::vector<BlockShard>& shards, size_t layout_size);
+
+size_t total_size(const std::vector<FloatRange>& spans);
+
+// Floats of AdamW moment (one of m, v) that `world_rank` (not idle) allocates under `plan`.
+size_t moment_floats(const GptConfig& model, const Plan& plan, int world_rank, bool shard);
+
+}  // namespace eth

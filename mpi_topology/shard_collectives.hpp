@@ -1,0 +1,49 @@
+// The two collectives of sharded optimizer state (lib/optimizer_shards.hpp) over a process
+// group: a slice cut into one shard per member (member i's shard is `counts[i]` floats, the
+// shards in member order), its sum delivered to each shard's member only, and the members'
+// updated shards gathered back to everyone.
+//
+// A first version: flat collectives on the group's communicator (one MPI_Ireduce per shard,
+// rooted at its member, and an in-place MPI_Iallgatherv), not the node-then-leaders hierarchy of
+// PendingReduce. Both work in place: no buffer beyond the slice itself.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+#include "mpi_topology/process_group.hpp"
+
+namespace eth {
+
+class PendingShards {
+ public:
+  PendingShards() = default;
+  PendingShards(PendingShards&&) = default;
+  PendingShards& operator=(PendingShards&&) = default;
+
+  // Starts the sum of data[0, sum(counts)) over `group`: afterwards member i's own shard holds
+  // the sum (the rest of its slice is left as MPI leaves it). Members only.
+  static PendingShards reduce_to_owners(const ProcessGroup& group, float* data, const std::vector<int>& counts);
+  // Starts the all-gather: every member's shard of data is copied to every other member.
+  static PendingShards all_gather(const ProcessGroup& group, float* data, const std::vector<int>& counts);
+
+  // Starts the gather of every member's shard (`mine`, counts[rank] floats) into `all`
+  // (sum(counts) floats, the first member only; ignored elsewhere): checkpoints.
+  static PendingShards gather_to_first(const ProcessGroup& group, const float* mine, float* all,
+                                       const std::vector<int>& counts);
+
+  bool test();  // never blocks; true once complete
+  void wait(const std::string& what);  // through the watchdog
+
+ private:
+  static PendingShards prepared(const ProcessGroup& group, const std::vector<int>& counts, size_t requests);
+
+  const ProcessGroup* group_ = nullptr;
+  std::vector<int> displacements_;  // MPI reads counts and displacements until completion
+  std::vector<int> counts_;
+  std::vector<MPI_Request> requests_;
+};
+
+}  // namespace eth
