@@ -13,4 +13,4 @@ host=$1
 shift
 node=$(( ${host##*.} - 1 ))
 exec ip netns exec "$(node_ns "$ETH_CLUSTER" "$node")" \
-  unshare --uts bash -c "hostname $ETH_CLUSTER-node$node; $*"
+  unshare --uts bash -c "hostname $(node_host "$ETH_CLUSTER" "$node"); $*"

@@ -5,6 +5,8 @@ CLUSTER_STATE=${ETH_CLUSTER_STATE:-/run/eth-cluster}
 cluster_dir() { echo "$CLUSTER_STATE/$1"; }
 head_ns() { echo "$1-h"; }
 node_ns() { echo "$1-$2"; }
+# Node I's hostname (its own UTS namespace): what eth_topo reports and Slurm calls it.
+node_host() { echo "$1-node$2"; }
 
 # Namespaces need root and iproute2; prints why not and fails otherwise.
 cluster_can_run() {

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Stops the cluster start.sh started in DIR: slurmd, slurmctld, and munged if start.sh started it.
+# Stops the cluster start.sh started in DIR: every slurmd, slurmctld, and the munged start.sh
+# started, if it did. (The namespaces of an emulated cluster stay: scripts/cluster/down.sh ends them.)
 #   bash slurm/local-cluster/stop.sh DIR
 dir=$1
-for daemon in slurmd slurmctld; do
-  [ -f "$dir/$daemon.pid" ] && kill "$(cat "$dir/$daemon.pid")" 2> /dev/null
+for pidfile in "$dir"/slurmd-*.pid "$dir/slurmctld.pid"; do
+  [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2> /dev/null
 done
-[ -f "$dir/munged.ours" ] && pkill -x munged
+[ -f "$dir/munged.ours" ] && kill "$(cat "$dir/munged.ours")" 2> /dev/null
 for _ in $(seq 20); do
   pgrep -f "slurm(ctl)?d -f $dir/slurm.conf" > /dev/null || exit 0
   sleep 0.5
