@@ -64,7 +64,13 @@ check_preemption() {
   done
   eth_slurm_client scancel --signal=USR1 --batch "$id"
   for _ in $(seq 120); do [ "$(job_field "$id" Restarts)" = 1 ] && break; sleep 0.5; done
-  eth_slurm_client scontrol update JobId="$id" StartTime=now  # Slurm holds a requeued job for about 2 minutes
+  # Slurm holds a requeued job for about 2 minutes: start it now, once the second after the requeue
+  # has passed. Started at once, a hetjob was twice refused by its node ("Job credential revoked",
+  # the job then failed); credential times are whole seconds.
+  local requeued
+  requeued=$(date +%s)
+  while [ "$(date +%s)" -le $((requeued + 1)) ]; do sleep 0.1; done
+  eth_slurm_client scontrol update JobId="$id" StartTime=now
   for _ in $(seq 180); do [ "$(job_field "$id" JobState)" = COMPLETED ] && break; sleep 1; done
   stopped=$(sed -n 's/^stopped by signal 10 after step \([0-9]*\) of 300.*/\1/p' "$work/preempted.out")
   [ -n "$stopped" ] && grep -q "requeueing job $id" "$work/preempted.out" \
