@@ -13,6 +13,7 @@
 #   ROUNDS=5 STEPS=3 bench/run_recompute.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/env.sh  # Open MPI as root, as every other benchmark
 
 ROUNDS=${ROUNDS:-3}
 STEPS=${STEPS:-2}            # the last step is measured (the first warms the caches)
