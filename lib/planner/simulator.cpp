@@ -157,16 +157,26 @@ Simulation simulate(const CostModel& cost, const Plan& plan) {
   std::vector<size_t> order(reductions.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ready[a] < ready[b]; });
-  std::vector<double> channel_free(world, 0);
+  // A sum occupies its owners, and, when they span several nodes, those nodes' NICs: the sums of
+  // different groups whose leaders share a node take turns on its NIC (sharing it at full rate
+  // ends the last of them at the same time).
+  std::vector<double> channel_free(world, 0), nic_free(cost.topology().nodes.size(), 0);
   for (size_t k : order) {
     const Reduction& red = reductions[k];
     if (red.ms <= 0) continue;
+    std::vector<int> nodes;
+    for (int r : red.owners) nodes.push_back(cost.topology().ranks[r].node);
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    if (nodes.size() < 2) nodes.clear();  // inside one node: no NIC
     double start = ready[k];
     for (int r : red.owners) start = std::max(start, channel_free[r]);
+    for (int n : nodes) start = std::max(start, nic_free[n]);
     for (int r : red.owners) {
       channel_free[r] = start + red.ms;
       sim.comm_ms[r] += red.ms;
     }
+    for (int n : nodes) nic_free[n] = start + red.ms;
   }
   sim.idle_ms.assign(world, 0);
   for (int r = 0; r < world; r++) {

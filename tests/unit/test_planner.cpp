@@ -185,6 +185,39 @@ TEST(Planner, SimulatorMatchesHandComputed1F1B) {
   }
 }
 
+// Sums of different groups that span the same nodes take turns on those nodes' NICs. Two nodes
+// of two ranks, two pipelines of two one-rank stages across them: the blocks {0, 2} and {1, 3}
+// share no rank but both cross between the nodes, so with compute free every sum (blocks, tied
+// embedding and its late rows' gather) runs after another: the step is the sum of all of them
+// and the stage-to-stage transfers before (one channel per rank alone would let the two blocks
+// overlap, ending a block's time earlier).
+TEST(Planner, SimulatorSharesANodesNic) {
+  const GptConfig model = small_model(4);
+  const Topology topo = topology_from_yaml(R"(
+device_types: [{name: dev, memory_gb: 80, peak_tflops: {fp32: 10}, memory_bandwidth_gbs: 100}]
+network: {kind: ethernet, bandwidth_gbs: 1, latency_us: 10}
+nodes: [{name: n, count: 2, link: {kind: nvlink, bandwidth_gbs: 100, latency_us: 1}, devices: [{type: dev, count: 2}]}]
+)", "test");
+  const CostModel cost(topo, model, 16, {fixed_profile("dev", model, 16, 0.0, 0.0)});
+  const Plan plan = plan_from_yaml(R"(
+global_batch: 2
+pipelines:
+  - {micro_batch: 1, micro_batches: 1, stages: [{ranks: [0], layers: [0, 2]}, {ranks: [1], layers: [2, 4]}]}
+  - {micro_batch: 1, micro_batches: 1, stages: [{ranks: [2], layers: [0, 2]}, {ranks: [3], layers: [2, 4]}]}
+)", "test");
+  double all = 0, shortest_block = 1e30;
+  for (const Reduction& r : plan_reductions(cost, plan)) {
+    all += r.ms;
+    if (r.unit_begin >= 0) shortest_block = std::min(shortest_block, r.ms);
+  }
+  ASSERT_GT(shortest_block, 0.0);
+  const Simulation sim = simulate(cost, plan);
+  const double transfers = *std::max_element(sim.pipeline_ms.begin(), sim.pipeline_ms.end());
+  ASSERT_LT(transfers, shortest_block / 10);
+  EXPECT_GE(sim.iteration_ms, all);
+  EXPECT_LE(sim.iteration_ms, all + transfers);
+}
+
 // Recomputation is charged to backward: S = 2, m = 3, f = 1 and b = 2 ms per layer, two layers
 // per stage. Full on both stages re-runs stage 0's forward (2 ms) in each of its backwards; stage
 // 1 holds one micro-batch at a time, whose backward follows its forward, so it repeats nothing.
