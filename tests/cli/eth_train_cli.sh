@@ -90,6 +90,15 @@ expect_one_error eth_train "a plan that does not fit the model: one line from 4 
   --topology "$work/topo.yaml" --plan "$src/tests/mpi/plans/split-stage-4.yaml" --train-data "$work/ok.bin" \
   --seq-len 16 --steps 1 --output-dir "$work/bad"
 
+# A plan whose stage state exceeds what the topology says a device holds is refused before
+# anything is allocated, naming the rank and its device.
+sed -E 's/memory_gb: [0-9.e+-]+/memory_gb: 0.0002/' "$work/topo.yaml" >"$work/small-topo.yaml"
+expect_one_error eth_train "a plan larger than a device: one line from 4 ranks" "rank 0:" "GB of stage state on this rank" \
+  "expected at most the 0.0002 GB of its device" "small-topo.yaml" -- \
+  env OMP_NUM_THREADS=1 timeout 120 mpirun -np 4 "$build/app/eth_train" --model "$src/inputs/models/tiny-4l.yaml" \
+  --topology "$work/small-topo.yaml" --plan "$src/tests/mpi/plans/split-stage-4.yaml" --train-data "$work/ok.bin" \
+  --seq-len 16 --steps 1 --output-dir "$work/bad"
+
 # The backend: a bad setting, or a GPU asked for where none is, ends every rank with one line.
 on_two_ranks=(env OMP_NUM_THREADS=1 timeout 120 mpirun -np 2 "$build/app/eth_train" --model "$tiny"
   --train-data "$work/ok.bin" --seq-len 16 --steps 1 --output-dir "$work/bad")
