@@ -1,8 +1,9 @@
-// bench_attention: the CPU attention kernels, blocked (what the backends run) against the
-// materialised (B, NH, T, T) version they replaced, in the same process, interleaved per repeat
-// so that both see the same load. Per sequence length: forward and backward medians, the
-// floats each keeps for backward per (sample, head), and how far apart their results are.
-// bench/run_attention.sh writes bench/results/attention.json; docs/results.md quotes it.
+// bench_attention: the two CPU attention kernels, blocked (flash_attention.cpp) against
+// materialised (B, NH, T, T) (materialised_attention.cpp), in the same process, interleaved per
+// repeat so that both see the same load. Per sequence length: forward and backward medians, the
+// floats each keeps for backward per (sample, head), and how far apart their results are. The
+// CPU backend runs the faster by T (kernels/attention_path.hpp, whose threshold this measured);
+// docs/results.md quotes the runs and their commands (--json bench/results/attention*.json).
 #include <boost/program_options.hpp>
 #include <omp.h>
 
@@ -58,13 +59,13 @@ json run_one(int B, int T, int C, int NH, int repeats) {
   // of standard deviation about 0.6.
   const std::vector<float> qkv = random_floats(3 * BTC, 1), dout = random_floats(BTC, 2);
   std::vector<float> out_m(BTC), out_b(BTC), dqkv_m(3 * BTC), dqkv_b(3 * BTC);
-  std::vector<float> att(static_cast<size_t>(B) * NH * TT), datt(att.size()), lse(static_cast<size_t>(B) * NH * T);
+  std::vector<float> att(static_cast<size_t>(B) * NH * TT), lse(static_cast<size_t>(B) * NH * T);
   std::vector<double> fwd_m, bwd_m, fwd_b, bwd_b;
   for (int r = 0; r <= repeats; r++) {  // repeat 0 warms caches and page tables, untimed
     double t0 = now_ms();
-    ops::attention_forward(out_m.data(), att.data(), qkv.data(), B, T, C, NH);
+    ops::materialised_attention_forward(out_m.data(), att.data(), qkv.data(), B, T, C, NH);
     double t1 = now_ms();
-    ops::attention_backward(dqkv_m.data(), datt.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
+    ops::materialised_attention_backward(dqkv_m.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
     double t2 = now_ms();
     if (r > 0) fwd_m.push_back(t1 - t0), bwd_m.push_back(t2 - t1);
     t0 = now_ms();

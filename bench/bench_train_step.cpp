@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/materialised_attention.hpp"
+#include "bench/fixed_attention.hpp"
 #include "bench/timing_backend.hpp"
 #include "kernels/backend.hpp"
 #include "lib/command_line.hpp"
@@ -56,7 +56,7 @@ struct Options {
   uint64_t seed = 1337;
   float lr = 6e-4f;
   std::string json_path;  // empty: stdout only
-  std::string attention = "blocked";  // or "materialised": the attention the backends ran before
+  std::string attention = "backend";  // the CPU backend's choice by T, or "blocked" / "materialised" at every T
 };
 
 bool parse_options(int argc, char** argv, Options& o) {
@@ -74,11 +74,11 @@ bool parse_options(int argc, char** argv, Options& o) {
       ("profile-steps", po::value(&o.profile_steps)->default_value(o.profile_steps), "steps through the per-op timer (0: none)")
       ("seed", po::value(&o.seed)->default_value(o.seed), "seed of parameters and tokens")
       ("attention", po::value(&o.attention)->default_value(o.attention),
-       "blocked (the backend's) or materialised (the (B, NH, T, T) one it replaced, for comparison)")
+       "backend (the kernel the CPU backend chooses by T), or blocked or materialised at every T, for comparison")
       ("json", po::value(&o.json_path), "also write the JSON here");
   if (!eth::parse_command_line(argc, argv, desc)) return false;
-  if (o.attention != "blocked" && o.attention != "materialised")
-    eth::fail_input("--attention", "value", "blocked or materialised", o.attention);
+  if (o.attention != "backend" && o.attention != "blocked" && o.attention != "materialised")
+    eth::fail_input("--attention", "value", "backend, blocked or materialised", o.attention);
   if (o.layers < 0) eth::fail_input("--layers", "value", "0 or a positive layer count", std::to_string(o.layers));
   if (o.B <= 0) eth::fail_input("--batch", "value", "a positive sample count", std::to_string(o.B));
   if (o.T <= 0) eth::fail_input("--seq-len", "value", "a positive token count", std::to_string(o.T));
@@ -235,10 +235,12 @@ json run(const Options& o) {
   // reads per op, microseconds in a step of seconds).
   std::unique_ptr<eth::kernels::Backend> cpu = eth::kernels::make_cpu_backend();
   std::unique_ptr<eth::kernels::Backend> backend;
-  if (o.attention == "materialised") {
-    backend = std::make_unique<eth::bench::MaterialisedAttention>(*cpu);
-  } else {
+  if (o.attention == "backend") {
     backend = std::make_unique<eth::bench::TimingBackend>(*cpu);
+  } else {
+    backend = std::make_unique<eth::bench::FixedAttention>(*cpu, o.attention == "materialised"
+                                                                     ? eth::kernels::AttentionPath::materialised
+                                                                     : eth::kernels::AttentionPath::blocked);
   }
 
   const int total_steps = o.warmup + o.steps * o.repeats;

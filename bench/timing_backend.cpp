@@ -54,12 +54,12 @@ void TimingBackend::matmul_backward(float* dinp, float* dweight, float* dbias, c
   timed(matmul_key("matmul_backward", C, OC),
         [&] { inner_.matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC); });
 }
-void TimingBackend::attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH) {
-  timed("attention_forward", [&] { inner_.attention_forward(out, lse, qkv, B, T, C, NH); });
+void TimingBackend::attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C, int NH) {
+  timed("attention_forward", [&] { inner_.attention_forward(out, saved, qkv, B, T, C, NH); });
 }
 void TimingBackend::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
-                                       const float* lse, int B, int T, int C, int NH) {
-  timed("attention_backward", [&] { inner_.attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH); });
+                                       const float* saved, int B, int T, int C, int NH) {
+  timed("attention_backward", [&] { inner_.attention_backward(dqkv, dout, qkv, out, saved, B, T, C, NH); });
 }
 void TimingBackend::gelu_forward(float* out, const float* inp, size_t n) {
   timed("gelu_forward", [&] { inner_.gelu_forward(out, inp, n); });

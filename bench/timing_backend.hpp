@@ -61,8 +61,9 @@ class TimingBackend : public kernels::Backend {
                       int OC) override;
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                        const float* weight, int N, int C, int OC) override;
-  void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH) override;
-  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse,
+  kernels::AttentionPath attention_path(int T) const override { return inner_.attention_path(T); }
+  void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C, int NH) override;
+  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* saved,
                           int B, int T, int C, int NH) override;
   void gelu_forward(float* out, const float* inp, size_t n) override;
   void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override;

@@ -23,6 +23,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/attention_path.hpp"
 #include "kernels/device.hpp"
 
 namespace eth::kernels {
@@ -81,18 +82,26 @@ class Backend : public Device {
                                const float* weight,  // (OC, C)
                                int N, int C, int OC) = 0;
 
-  // Causal self-attention; qkv holds q, k, v side by side per token. The (T, T) probabilities
-  // are never stored: forward keeps lse, each row's log-sum-exp of its scaled scores q.k/sqrt(hs),
-  // and backward recomputes the probabilities tile by tile from q, k and lse (FlashAttention-2).
+  // Causal self-attention; qkv holds q, k, v side by side per token. What forward keeps for
+  // backward in `saved` depends on the kernel the backend runs at this T (attention_path):
+  //   blocked (FlashAttention-2): lse (B, NH, T), each row's log-sum-exp of its scaled scores
+  //     q.k/sqrt(hs); backward recomputes the probabilities tile by tile from q, k and lse;
+  //   materialised: the softmax probabilities (B, NH, T, T), which backward reads back.
+  // The caller allocates attention_saved_floats(B, NH, T) floats for it.
+  virtual AttentionPath attention_path(int T) const = 0;
+  size_t attention_saved_floats(int B, int NH, int T) const {
+    return kernels::attention_saved_floats(attention_path(T), static_cast<size_t>(B), static_cast<size_t>(NH),
+                                           static_cast<size_t>(T));
+  }
   virtual void attention_forward(float* out,        // (B, T, C)
-                                 float* lse,        // (B, NH, T)
+                                 float* saved,      // attention_saved_floats(B, NH, T)
                                  const float* qkv,  // (B, T, 3C)
                                  int B, int T, int C, int NH) = 0;
   virtual void attention_backward(float* dqkv,        // (B, T, 3C) overwritten
                                   const float* dout,  // (B, T, C)
                                   const float* qkv,   // (B, T, 3C)
                                   const float* out,   // (B, T, C) forward's
-                                  const float* lse,   // (B, NH, T) forward's
+                                  const float* saved, // forward's
                                   int B, int T, int C, int NH) = 0;
 
   // GELU, tanh approximation (GPT-2's).
@@ -124,7 +133,8 @@ class Backend : public Device {
                             const AdamWParams& hp) = 0;
 };
 
-// The CPU backend: OpenBLAS sgemm and OpenMP loops, each operation run before the call returns.
+// The CPU backend: OpenBLAS sgemm and OpenMP loops, each operation run before the call returns;
+// attention materialised below kCpuMaterialisedBelowT, blocked from it on (cpu_attention_path).
 std::unique_ptr<Backend> make_cpu_backend();
 // The CPU backend in asynchronous mode: operations queued and run in order on a worker thread,
 // so that a missing event wait in the caller shows up on the CPU as a wrong result.

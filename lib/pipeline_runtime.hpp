@@ -48,9 +48,10 @@ class PipelineRuntime final : public RankRuntime {
   // Bytes of device memory a runtime allocates for `role` (of a pipeline of `stages` stages):
   // parameters, gradients, both AdamW moments (of its shards only where `shard`), the
   // activations of its in-flight micro-batches, the stage's scratch and the transfer buffers.
-  // For checking a plan against a device.
+  // `attention`: what the backend runs at seq_len (Backend::attention_path). For checking a plan
+  // against a device.
   static size_t device_bytes(const GptConfig& model, const Plan& plan, const RankRole& role, int world_rank,
-                             int seq_len, bool shard);
+                             int seq_len, bool shard, kernels::AttentionPath attention);
 
   double evaluate(SampleStream& val, int samples) override;
   void gather_parameters(float* full) override;

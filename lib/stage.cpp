@@ -5,13 +5,15 @@
 
 namespace eth {
 
-Stage::ActLayout Stage::act_layout(const GptConfig& config, LayerRange layers, int B, int T, Recompute recompute) {
+Stage::ActLayout Stage::act_layout(const GptConfig& config, LayerRange layers, int B, int T,
+                                   kernels::AttentionPath attention, Recompute recompute) {
   const size_t BT = static_cast<size_t>(B) * T;
   const size_t C = static_cast<size_t>(config.channels);
   const size_t NH = static_cast<size_t>(config.num_heads);
   const size_t n = static_cast<size_t>(layers.count());
   const bool last = layers.end == config.num_layers, full = recompute == Recompute::full;
-  const std::array<size_t, kActs> floats = {BT * C, BT, BT, BT * 3 * C, BT * NH, BT * C,
+  const size_t saved = kernels::attention_saved_floats(attention, static_cast<size_t>(B), NH, static_cast<size_t>(T));
+  const std::array<size_t, kActs> floats = {BT * C, BT, BT, BT * 3 * C, saved, BT * C,
                                             BT * C, BT * C, BT, BT, BT * 4 * C, BT * 4 * C, BT * C};
   auto kept = [recompute](int t) { return recompute == Recompute::none || (recompute == Recompute::selective && t > atty); };
   // One layer's record in the slot and in the shared set: the tensors each holds, packed.
@@ -47,13 +49,13 @@ Stage::ActLayout Stage::act_layout(const GptConfig& config, LayerRange layers, i
 }
 
 Stage::ActivationFootprint Stage::activation_footprint(const GptConfig& config, LayerRange layers, int B, int T,
-                                                       Recompute recompute) {
+                                                       kernels::AttentionPath attention, Recompute recompute) {
   const size_t BT = static_cast<size_t>(B) * T;
   const size_t C = static_cast<size_t>(config.channels);
   const bool last = layers.end == config.num_layers;
   // The last stage's logits, per-sample losses (B) and loss sum (a double: 2 floats).
   const size_t head = last ? BT * static_cast<size_t>(config.padded_vocab_size) + B + 2 : 0;
-  const ActLayout acts = act_layout(config, layers, B, T, recompute);
+  const ActLayout acts = act_layout(config, layers, B, T, attention, recompute);
   // branch, dresidual, dbtc (C each), dqkv (3C), dfch (4C), the head's, the shared recomputed set
   const size_t scratch = BT * 10 * C + head + acts.shared_size;
   return {acts.slot_size, scratch};
@@ -69,7 +71,7 @@ Stage::Stage(const GptConfig& config, LayerRange layers, int B, int T, int slots
       rows_(static_cast<size_t>(slots), B),
       backend_(backend),
       recompute_(recompute),
-      acts_(act_layout(config, layers, B, T, recompute)) {
+      acts_(act_layout(config, layers, B, T, backend.attention_path(T), recompute)) {
   assert(B > 0 && T > 0 && T <= config.max_seq_len && slots > 0);
   const size_t BT = static_cast<size_t>(B) * T;
   const size_t C = static_cast<size_t>(config.channels);
@@ -169,7 +171,7 @@ void Stage::attention_half_forward(int slot, int i) {
   const LayerActs a = layer_acts(slot, i);
   backend_.layernorm_forward(a[ln1], a[ln1_mean], a[ln1_rstd], layer_input(slot, i), lp + w.ln1_w, lp + w.ln1_b, N, C);
   backend_.matmul_forward(a[qkv], a[ln1], lp + w.qkv_w, lp + w.qkv_b, N, C, 3 * C);
-  backend_.attention_forward(a[atty], a[lse], a[qkv], B, T, C, NH);
+  backend_.attention_forward(a[atty], a[att_saved], a[qkv], B, T, C, NH);
 }
 
 void Stage::layers_forward(int slot) {
@@ -274,7 +276,7 @@ void Stage::backward(int slot, const float* doutput, const std::function<void(in
     if (recompute_ == Recompute::selective) attention_half_forward(slot, i);
     backend_.matmul_backward(dbtc_.data(), lg + w.attproj_w, lg + w.attproj_b, dres, a[atty], lp + w.attproj_w,
                              N, C, C);
-    backend_.attention_backward(dqkv_.data(), dbtc_.data(), a[qkv], a[atty], a[lse], B, T, C, NH);
+    backend_.attention_backward(dqkv_.data(), dbtc_.data(), a[qkv], a[atty], a[att_saved], B, T, C, NH);
     backend_.matmul_backward(dbtc_.data(), lg + w.qkv_w, lg + w.qkv_b, dqkv_.data(), a[ln1], lp + w.qkv_w,
                              N, C, 3 * C);
     backend_.layernorm_backward(dres, lg + w.ln1_w, lg + w.ln1_b, dbtc_.data(), x, lp + w.ln1_w, a[ln1_mean],

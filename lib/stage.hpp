@@ -85,12 +85,14 @@ class Stage {
 
   // Floats a stage allocates besides parameters, gradients and optimizer state, for memory
   // models: its activations per slot, and its scratch shared by all slots (logits and the
-  // recomputed activations included).
+  // recomputed activations included). `attention` is what its backend runs at T
+  // (Backend::attention_path), which sets what each layer keeps for attention backward.
   struct ActivationFootprint {
     size_t per_slot;
     size_t scratch;
   };
   static ActivationFootprint activation_footprint(const GptConfig& config, LayerRange layers, int B, int T,
+                                                  kernels::AttentionPath attention,
                                                   Recompute recompute = Recompute::none);
 
  private:
@@ -98,7 +100,7 @@ class Stage {
   enum Act : int {
     ln1, ln1_mean, ln1_rstd,  // (B, T, C), (B, T), (B, T)
     qkv,                      // (B, T, 3C)
-    lse,                      // (B, NH, T) attention's softmax statistics
+    att_saved,                // attention's saved state: lse (B, NH, T) or probabilities (B, NH, T, T)
     atty,                     // (B, T, C)
     res2,                     // (B, T, C)
     ln2, ln2_mean, ln2_rstd,  // (B, T, C), (B, T), (B, T)
@@ -121,7 +123,8 @@ class Stage {
     size_t output;                  // in the slot (B, T, C), full only: the last layer's res3
     size_t slot_size, shared_size;
   };
-  static ActLayout act_layout(const GptConfig& config, LayerRange layers, int B, int T, Recompute recompute);
+  static ActLayout act_layout(const GptConfig& config, LayerRange layers, int B, int T,
+                              kernels::AttentionPath attention, Recompute recompute);
 
   float* slot_base(int slot);
   float* at(int slot, Place place, int local_layer = 0);

@@ -225,7 +225,7 @@ std::unique_ptr<Running> start(const Job& job, Plan plan, const TrainOptions& o,
   // finds it: one line naming rank and device.
   const size_t free_bytes = backend.free_memory_bytes();
   const size_t needed = ctx.role.idle() ? 0 : PipelineRuntime::device_bytes(job.model, running->plan, ctx.role, ctx.world_rank, o.seq_len,
-                                                                                   o.adamw.shard);
+                                                                                   o.adamw.shard, backend.attention_path(o.seq_len));
   char host[MPI_MAX_PROCESSOR_NAME];
   int host_length = 0;
   MPI_CHECK(MPI_Get_processor_name(host, &host_length));
@@ -419,7 +419,8 @@ double train(const TrainOptions& options, kernels::Backend& backend, std::ostrea
         // What the memory model says the rank allocates, beside what its allocator saw.
         const size_t planned = roles[k].idle() ? 0
                                                : PipelineRuntime::device_bytes(job.model, running->plan, roles[k],
-                                                                               static_cast<int>(k), o.seq_len, o.adamw.shard);
+                                                                               static_cast<int>(k), o.seq_len, o.adamw.shard,
+                                                                               backend.attention_path(o.seq_len));
         ranks.push_back({{"compute_ms", t.compute_ms}, {"device_compute_ms", t.device_compute_ms},
                          {"comm_wait_ms", t.comm_wait_ms}, {"reduce_ms", t.reduce_ms},
                          {"optimizer_ms", t.optimizer_ms}, {"idle_ms", t.idle_ms()},

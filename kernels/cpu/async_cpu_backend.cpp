@@ -136,12 +136,13 @@ class AsyncCpuBackend final : public Backend {
                        const float* weight, int N, int C, int OC) override {
     enqueue([=, this] { cpu_->matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC); });
   }
-  void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH) override {
-    enqueue([=, this] { cpu_->attention_forward(out, lse, qkv, B, T, C, NH); });
+  AttentionPath attention_path(int T) const override { return cpu_->attention_path(T); }
+  void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C, int NH) override {
+    enqueue([=, this] { cpu_->attention_forward(out, saved, qkv, B, T, C, NH); });
   }
-  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse,
+  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* saved,
                           int B, int T, int C, int NH) override {
-    enqueue([=, this] { cpu_->attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH); });
+    enqueue([=, this] { cpu_->attention_backward(dqkv, dout, qkv, out, saved, B, T, C, NH); });
   }
   void gelu_forward(float* out, const float* inp, size_t n) override {
     enqueue([=, this] { cpu_->gelu_forward(out, inp, n); });

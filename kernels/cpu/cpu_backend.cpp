@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "kernels/backend.hpp"
+#include "kernels/cpu/attention.hpp"
 #include "kernels/cpu/gpt_ops.hpp"
 
 namespace eth::kernels {
@@ -98,13 +99,14 @@ class CpuBackend final : public Backend {
                        const float* inp, const float* weight, int N, int C, int OC) override {
     cpu::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }
-  void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C,
+  AttentionPath attention_path(int T) const override { return cpu_attention_path(T); }
+  void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
                          int NH) override {
-    cpu::flash_attention_forward(out, lse, qkv, B, T, C, NH);
+    cpu::attention_forward(attention_path(T), out, saved, qkv, B, T, C, NH);
   }
   void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
-                          const float* lse, int B, int T, int C, int NH) override {
-    cpu::flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
+                          const float* saved, int B, int T, int C, int NH) override {
+    cpu::attention_backward(attention_path(T), dqkv, dout, qkv, out, saved, B, T, C, NH);
   }
   void gelu_forward(float* out, const float* inp, size_t n) override { cpu::gelu_forward(out, inp, n); }
   void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {

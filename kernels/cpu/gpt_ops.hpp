@@ -26,16 +26,17 @@ template <typename F>
 void matmul_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
                      int N, int C, int OC);
 
-// Causal attention, materialised: att (B, NH, T, T) keeps every softmax probability for
-// backward, datt (B, NH, T, T) is backward's scratch. The float64 reference of the tests, and
-// the baseline bench/bench_attention.cpp times the blocked version against.
+// Causal attention, materialised (kernels/cpu/materialised_attention.cpp): att (B, NH, T, T)
+// keeps every softmax probability for backward. The CPU backend's choice below
+// kCpuMaterialisedBelowT (kernels/attention_path.hpp), and the float64 reference of the tests.
 template <typename F>
-void attention_forward(F* out, F* att, const F* qkv, int B, int T, int C, int NH);
+void materialised_attention_forward(F* out, F* att, const F* qkv, int B, int T, int C, int NH);
 template <typename F>
-void attention_backward(F* dqkv, F* datt, const F* dout, const F* qkv, const F* att,
-                        int B, int T, int C, int NH);
+void materialised_attention_backward(F* dqkv, const F* dout, const F* qkv, const F* att, int B, int T, int C,
+                                     int NH);
 
-// Causal attention, blocked (kernels/cpu/flash_attention.cpp): what the backends run. Keeps
+// Causal attention, blocked (kernels/cpu/flash_attention.cpp): what the CUDA backend runs, and
+// the CPU backend from kCpuMaterialisedBelowT on. Keeps
 // lse (B, NH, T), each row's log-sum-exp of its scaled scores; backward recomputes the
 // probabilities from q, k and lse, and reads forward's out (B, T, C).
 template <typename F>

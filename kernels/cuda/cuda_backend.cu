@@ -145,6 +145,8 @@ class CudaBackend final : public Backend {
                        const float* inp, const float* weight, int N, int C, int OC) override {
     cuda::matmul_backward(cublas_, stream_, *scratch_, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }
+  // The blocked kernel at every T: on a GPU the materialised one would only cost memory.
+  AttentionPath attention_path(int) const override { return AttentionPath::blocked; }
   void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C,
                          int NH) override {
     cuda::attention_forward(stream_, out, lse, qkv, B, T, C, NH);

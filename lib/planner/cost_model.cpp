@@ -6,6 +6,7 @@
 #include "lib/grad_blocks.hpp"
 #include "lib/late_embedding_rows.hpp"
 #include "lib/optimizer_shards.hpp"
+#include "lib/planner/attention_memory.hpp"
 #include "lib/schedule.hpp"
 
 namespace eth::planner {
@@ -36,12 +37,13 @@ double CostModel::param_floats(LayerRange layers) const {
 }
 
 MemoryBytes CostModel::memory(LayerRange layers, int b, int slots, Recompute recompute) const {
-  const double C = model_.channels, Vp = model_.padded_vocab_size, NH = model_.num_heads;
+  const double C = model_.channels, Vp = model_.padded_vocab_size;
   const double BT = double(b) * seq_len_, n = layers.count();
   const bool first = layers.begin == 0, last = layers.end == model_.num_layers;
   // Stage::activation_footprint in closed form (tests check they agree).
-  const double layer = BT * (16 * C + 4 + NH);          // one layer's activations
-  const double attention_half = BT * (5 * C + 2 + NH);  // ln1 and its statistics, qkv, lse, atty
+  const double saved = attention_state_floats(b, model_.num_heads, seq_len_);  // attention's backward state
+  const double layer = BT * (16 * C + 4) + saved;          // one layer's activations
+  const double attention_half = BT * (5 * C + 2) + saved;  // ln1 and its statistics, qkv, saved, atty
   const double lnf = last ? BT * (C + 2) : 0;           // the final layernorm and its statistics
   double per_slot = BT * C + n * layer + lnf, shared = 0;  // the input, every layer
   if (recompute == Recompute::selective) {

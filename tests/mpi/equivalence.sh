@@ -6,7 +6,7 @@
 #   equivalence.sh BUILD_DIR SOURCE_DIR RANKS TOPOLOGY PLAN [ETH_TRAIN_OPTIONS...]
 # (the options go to the plan's run only, e.g. --grad-sync flat). MODEL (default
 # inputs/models/tiny-4l.yaml) names another model, LR (default 1e-2) another learning rate,
-# EXPECT a line the plan's log must hold.
+# SEQ_LEN (default 16) another sequence length, EXPECT a line the plan's log must hold.
 set -euo pipefail
 build=$1 src=$2 ranks=$3 topology=$4 plan=$5
 shift 5
@@ -15,7 +15,7 @@ model="$src/${MODEL:-inputs/models/tiny-4l.yaml}"
 batch=$($py -c "import yaml, sys; print(yaml.safe_load(open(sys.argv[1]))['global_batch'])" "$plan")
 write_tiny_shard "$work/data.bin" 7
 write_tiny_shard "$work/val.bin" 8
-common=(--model "$model" --train-data "$work/data.bin" --seq-len 16 --steps 5 --lr "${LR:-1e-2}" --warmup 1 --seed 42
+common=(--model "$model" --train-data "$work/data.bin" --seq-len "${SEQ_LEN:-16}" --steps 5 --lr "${LR:-1e-2}" --warmup 1 --seed 42
         --val-data "$work/val.bin" --eval-samples 13 --eval-every 2)
 run reference 1 --batch "$batch" --micro-batch "$batch"
 half=$batch; for d in 2 3 5; do [ $((batch % d)) -eq 0 ] && { half=$((batch / d)); break; }; done

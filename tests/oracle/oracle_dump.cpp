@@ -49,6 +49,7 @@ static_assert(std::endian::native == std::endian::little, "the dump files are li
 
 constexpr int kMicroBatch = 4;    // B
 constexpr int kSeqLen = 12;       // T < maxT = 16 of tiny.yaml: wpe rows T.. get no gradient, only decay
+                                  // (the default: the command line may ask for another T)
 constexpr int kMicroBatches = 2;  // gradient accumulation over 2 micro-batches
 constexpr int kGlobalBatch = kMicroBatch * kMicroBatches;
 constexpr int kSteps = 3;
@@ -85,9 +86,11 @@ json file_entry(const std::string& path, const char* dtype, std::vector<size_t> 
   return {{"path", path}, {"dtype", dtype}, {"shape", std::move(shape)}};
 }
 
-void dump(const fs::path& dir, const std::string& model_path) {
+// `attention`: "" or the kernel the backend must run at T ("blocked", "materialised"), so that
+// a test names the path it covers and fails when the backend's choice moves away from it.
+void dump(const fs::path& dir, const std::string& model_path, int T, const std::string& attention) {
   const eth::GptConfig model = eth::load_model_config(model_path);
-  const int B = kMicroBatch, T = kSeqLen, V = model.vocab_size, Vp = model.padded_vocab_size;
+  const int B = kMicroBatch, V = model.vocab_size, Vp = model.padded_vocab_size;
   if (T > model.max_seq_len)
     eth::fail_input(model_path, "max_seq_len", "at least " + std::to_string(T), std::to_string(model.max_seq_len));
   fs::create_directories(dir);
@@ -97,6 +100,11 @@ void dump(const fs::path& dir, const std::string& model_path) {
   eth::kernels::BackendChoice choice = eth::kernels::select_backend();
   std::cout << choice.note << '\n';
   std::unique_ptr<eth::kernels::Backend> backend = std::move(choice.backend);
+  const bool blocked = backend->attention_path(T) == eth::kernels::AttentionPath::blocked;
+  std::cout << "attention at T = " << T << ": " << (blocked ? "blocked" : "materialised") << '\n';
+  if (!attention.empty() && attention != (blocked ? "blocked" : "materialised"))
+    eth::fail_input("command line", "ATTENTION", attention + " attention at T = " + std::to_string(T),
+                    blocked ? "blocked" : "materialised");
   eth::Stage stage(model, eth::LayerRange{0, model.num_layers}, B, T, 1, *backend);
   const eth::ParamLayout& layout = stage.layout();
   const size_t P = layout.size();
@@ -202,12 +210,12 @@ void dump(const fs::path& dir, const std::string& model_path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::cerr << "usage: oracle_dump OUT_DIR MODEL_YAML\n";
+  if (argc != 3 && argc != 5) {
+    std::cerr << "usage: oracle_dump OUT_DIR MODEL_YAML [SEQ_LEN ATTENTION]\n";
     return 2;
   }
   try {
-    dump(argv[1], argv[2]);
+    dump(argv[1], argv[2], argc == 5 ? std::stoi(argv[3]) : kSeqLen, argc == 5 ? argv[4] : "");
   } catch (const std::exception& e) {
     std::cerr << "oracle_dump: error: " << e.what() << '\n';
     return 1;

@@ -1,9 +1,9 @@
 #!/bin/sh
 # The oracle_torch test: dump a CPU training run, then check it against PyTorch.
-#   run_oracle.sh ORACLE_DUMP MODEL_YAML OUT_DIR
+#   run_oracle.sh ORACLE_DUMP MODEL_YAML OUT_DIR [SEQ_LEN ATTENTION]
 set -eu
-if [ $# -ne 3 ]; then
-  echo "usage: run_oracle.sh ORACLE_DUMP MODEL_YAML OUT_DIR" >&2
+if [ $# -ne 3 ] && [ $# -ne 5 ]; then
+  echo "usage: run_oracle.sh ORACLE_DUMP MODEL_YAML OUT_DIR [SEQ_LEN ATTENTION]" >&2
   exit 2
 fi
 # Debian's interpreter, where python3-torch installs, not whichever python3 is first on PATH;
@@ -14,5 +14,7 @@ if [ -z "$python" ]; then
   exit 1
 fi
 rm -rf "$3"
-"$1" "$3" "$2"
-exec "$python" "$(dirname "$0")/torch_oracle.py" "$3"
+dump=$1 model=$2 out=$3
+shift 3
+"$dump" "$out" "$model" "$@"
+exec "$python" "$(dirname "$0")/torch_oracle.py" "$out"

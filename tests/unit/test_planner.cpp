@@ -126,20 +126,27 @@ TEST(Planner, PartitionEqualsBruteForce) {
   }
 }
 
+// At a short T (the CPU backend keeps attention's (B, NH, T, T) probabilities) and a long one
+// (it keeps lse (B, NH, T)): the planner counts what the CPU backend's stage allocates.
 TEST(Planner, MemoryModelMatchesStageAllocation) {
-  const GptConfig model = small_model(5);
+  GptConfig model = small_model(5);
+  model.max_seq_len = 160;
   const Topology topo = one_node({{80, 10}});
-  const CostModel cost = roofline_cost(topo, model, 16);
-  for (LayerRange r : {LayerRange{0, 5}, LayerRange{0, 2}, LayerRange{2, 4}, LayerRange{3, 5}}) {
-    for (int b : {1, 3}) {
-      for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
-        const ParamLayout layout(model, r);
-        EXPECT_EQ(cost.param_floats(r), double(layout.size())) << r.begin << ".." << r.end;
-        const Stage::ActivationFootprint fp = Stage::activation_footprint(model, r, b, 16, mode);
-        const double BT = 16.0 * b;
-        const double tokens = (r.begin == 0 ? BT * 2 : 0) + (r.end == 5 ? BT : 0);
-        EXPECT_EQ(cost.memory_bytes(r, b, 2, mode), 16.0 * layout.size() + 4.0 * (fp.per_slot * 2 + fp.scratch + tokens))
-            << r.begin << ".." << r.end << " b " << b << " " << to_string(mode);
+  const auto cpu = kernels::make_cpu_backend();
+  for (int T : {16, 160}) {
+    const CostModel cost = roofline_cost(topo, model, T);
+    for (LayerRange r : {LayerRange{0, 5}, LayerRange{0, 2}, LayerRange{2, 4}, LayerRange{3, 5}}) {
+      for (int b : {1, 3}) {
+        for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
+          const ParamLayout layout(model, r);
+          EXPECT_EQ(cost.param_floats(r), double(layout.size())) << r.begin << ".." << r.end;
+          const Stage::ActivationFootprint fp =
+              Stage::activation_footprint(model, r, b, T, cpu->attention_path(T), mode);
+          const double BT = double(T) * b;
+          const double tokens = (r.begin == 0 ? BT * 2 : 0) + (r.end == 5 ? BT : 0);
+          EXPECT_EQ(cost.memory_bytes(r, b, 2, mode), 16.0 * layout.size() + 4.0 * (fp.per_slot * 2 + fp.scratch + tokens))
+              << "T " << T << " " << r.begin << ".." << r.end << " b " << b << " " << to_string(mode);
+        }
       }
     }
   }

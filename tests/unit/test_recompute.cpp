@@ -124,7 +124,7 @@ TEST(Recompute, StageAllocatesItsFootprint) {
     for (Recompute mode : kModes) {
       const size_t before = backend->allocated_bytes();
       const Stage stage(config, layers, B, T, slots, *backend, mode);
-      const Stage::ActivationFootprint fp = Stage::activation_footprint(config, layers, B, T, mode);
+      const Stage::ActivationFootprint fp = Stage::activation_footprint(config, layers, B, T, backend->attention_path(T), mode);
       const size_t tokens = (layers.begin == 0 ? BT * slots : 0) + (layers.end == config.num_layers ? BT : 0);
       EXPECT_EQ(backend->allocated_bytes() - before,
                 4 * (2 * stage.layout().size() + fp.per_slot * slots + fp.scratch + tokens))
