@@ -46,11 +46,12 @@ class PipelineRuntime final : public RankRuntime {
   StepResult step(int step, SampleStream& train, float lr, StepTrace& trace) override;
 
   // Bytes of device memory a runtime allocates for `role` (of a pipeline of `stages` stages):
-  // parameters, gradients, both AdamW moments (of its shards only where `shard`), the
+  // parameters, gradients, both AdamW moments (of its shards only in the plan's sharded blocks
+  // and, with `shard_all` (--shard-optimizer), in every block of several owners), the
   // activations of its in-flight micro-batches, the stage's scratch and the transfer buffers.
   // For checking a plan against a device.
   static size_t device_bytes(const GptConfig& model, const Plan& plan, const RankRole& role, int world_rank,
-                             int seq_len, bool shard);
+                             int seq_len, bool shard_all);
 
   double evaluate(SampleStream& val, int samples) override;
   void gather_parameters(float* full) override;

@@ -171,8 +171,8 @@ Estimate CostModel::estimate(const Plan& plan) const {
         stage = {std::max(stage.forward, c.forward), std::max(stage.backward, c.backward)};
         const int b = st.split.empty() ? pipe.micro_batch : st.split[i];
         double bytes = memory_bytes(st.layers, b, activation_slots(s, S, pipe.micro_batches), st.recompute);
-        if (shard_optimizer_)  // the two moments of the floats this rank does not update
-          bytes -= 8 * (param_floats(st.layers) - double(moment_floats(model_, plan, st.ranks[i], true)));
+        if (shard_optimizer_ || !plan.sharded_blocks.empty())  // the two moments of the floats this rank does not update
+          bytes -= 8 * (param_floats(st.layers) - double(moment_floats(model_, plan, st.ranks[i], shard_optimizer_)));
         est.memory_gb[st.ranks[i]] = bytes * 1e-9;
         slack[st.ranks[i]] = before;
         pipeline_of[st.ranks[i]] = p;

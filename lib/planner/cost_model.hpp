@@ -56,8 +56,9 @@ class CostModel {
   // The attention half's share of a layer's forward (ln1, the qkv matmul, causal attention),
   // by FLOPs: profiles time whole layers only.
   double attention_share() const;
-  // With sharded optimizer state (eth_train --shard-optimizer), simulate() counts each rank's
-  // moments of its shards only (lib/optimizer_shards.hpp); the search does not choose it yet.
+  // estimate() counts each rank's moments of its shards only in the plan's sharded_blocks and,
+  // with this (eth_train --shard-optimizer), in every block of several owners
+  // (lib/optimizer_shards.hpp); the search does not choose it yet.
   void set_shard_optimizer(bool shard) { shard_optimizer_ = shard; }
   double device_bytes(int type) const { return topology_.device_types[type].memory_gb * 1e9; }
 
