@@ -169,7 +169,7 @@ std::string plan_yaml(const Plan& plan) {
   if (pred.iteration_ms > 0) root["predicted"]["iteration_ms"] = pred.iteration_ms;
   if (!pred.pipeline_ms.empty()) root["predicted"]["pipeline_ms"] = flow(YAML::Node(pred.pipeline_ms));
   if (!pred.memory_gb.empty()) root["predicted"]["memory_gb"] = flow(YAML::Node(pred.memory_gb));
-  return "# ETH plan: pipelines, stages (ranks, layers [begin, end), per-rank sample split, recomputation).\n" + yaml::emit(root) + '\n';
+  return "# ETH plan: pipelines, stages (ranks, layers [begin, end), per-rank sample split, recomputation), sharded optimizer-state blocks.\n" + yaml::emit(root) + '\n';
 }
 
 void validate_plan(const Plan& plan, const Topology& topology, const GptConfig& model) {
