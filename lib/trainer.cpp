@@ -226,14 +226,21 @@ std::unique_ptr<Running> start(const Job& job, Plan plan, const TrainOptions& o,
   running->ctx = build_parallel_context(job.topology, running->plan, job.model);
   const ParallelContext& ctx = running->ctx;
   std::string error;
-  // A plan that does not fit this rank's device: one line naming rank, host and device.
+  // A plan that does not fit this rank's device, as the topology describes it or as the backend
+  // finds it: one line naming rank and device.
   const size_t free_bytes = backend.free_memory_bytes();
   const size_t needed = ctx.role.idle() ? 0 : PipelineRuntime::device_bytes(job.model, running->plan, ctx.role, ctx.world_rank, o.seq_len,
                                                                                    o.adamw.shard);
   char host[MPI_MAX_PROCESSOR_NAME];
   int host_length = 0;
   MPI_CHECK(MPI_Get_processor_name(host, &host_length));
-  if (free_bytes > 0 && needed > free_bytes)
+  const DeviceType& device = job.topology.device_of(ctx.world_rank);
+  if (needed > device.memory_gb * 1e9)  // the plan's own promise: what the topology says the device holds
+    error = strprintf("rank %d: %s puts %.3f GB of stage state on this rank (pipeline %d, stage %d: parameters, "
+                      "gradients, AdamW moments, activations), expected at most the %g GB of its device %s in %s",
+                      ctx.world_rank, running->plan.source.c_str(), needed * 1e-9, ctx.role.pipeline, ctx.role.stage,
+                      device.memory_gb, device.name.c_str(), job.topology.source.c_str());
+  else if (free_bytes > 0 && needed > free_bytes)
     error = strprintf("rank %d on %.*s, %s: %s puts %.2f GiB of stage state on this device (pipeline %d, stage %d), "
                       "expected at most the %.2f GiB free",
                       ctx.world_rank, host_length, host, backend.name().c_str(), running->plan.source.c_str(),

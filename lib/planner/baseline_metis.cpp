@@ -305,12 +305,15 @@ std::vector<Candidate> device_group_plans(const CostModel& cost, const PlanReque
             if (!part || (m - 1) * part->max_stage_ms + part->sum_stage_ms >= threshold()) continue;
             Found f;
             f.plan.global_batch = request.global_batch;
+            bool fits = true;  // the partition fits pipeline 0's devices; the others' too?
             for (int k = 0; k < P; k++) {
               PlanPipeline pipe{samples[k] / m, m, {}};
               const StageRanks mine = cut(sequence[k]);
               for (int s = 0; s < S; s++) pipe.stages.push_back(plan_stage(cost, mine[s], part->layers[s], pipe.micro_batch));
+              fits = fits && choose_recompute(cost, pipe);
               f.plan.pipelines.push_back(std::move(pipe));
             }
+            if (!fits) continue;
             f.analytic_ms = cost.estimate(f.plan).iteration_ms;
             if (f.analytic_ms >= threshold()) continue;
             std::string groups;

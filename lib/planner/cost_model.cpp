@@ -35,7 +35,7 @@ double CostModel::param_floats(LayerRange layers) const {
   return n;
 }
 
-double CostModel::memory_bytes(LayerRange layers, int b, int slots, Recompute recompute) const {
+MemoryBytes CostModel::memory(LayerRange layers, int b, int slots, Recompute recompute) const {
   const double C = model_.channels, Vp = model_.padded_vocab_size, NH = model_.num_heads;
   const double BT = double(b) * seq_len_, n = layers.count();
   const bool first = layers.begin == 0, last = layers.end == model_.num_layers;
@@ -53,7 +53,16 @@ double CostModel::memory_bytes(LayerRange layers, int b, int slots, Recompute re
   }
   const double scratch = BT * 10 * C + (last ? BT * Vp + b + 2 : 0) + shared;  // the head: logits, losses, sum
   const double tokens = (first ? BT * slots : 0) + (last ? BT : 0);  // int32 token ids and targets
-  return 16 * param_floats(layers) + 4 * (per_slot * slots + scratch + tokens);
+  const double params = 4 * param_floats(layers);
+  return {params, params, 2 * params, 4 * (per_slot * slots + tokens), 4 * scratch};
+}
+
+std::optional<Recompute> CostModel::lightest_recompute(int type, LayerRange layers, int b, int slots) const {
+  for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
+    if (memory_bytes(layers, b, slots, mode) <= device_bytes(type)) return mode;
+    if (!allow_recompute_) break;
+  }
+  return std::nullopt;
 }
 
 double CostModel::attention_share() const {
@@ -157,6 +166,7 @@ Estimate CostModel::estimate(const Plan& plan) const {
   const int world = topology_.world_size();
   Estimate est;
   est.memory_gb.assign(static_cast<size_t>(world), 0);
+  est.memory.assign(static_cast<size_t>(world), {});
   std::vector<double> slack(static_cast<size_t>(world), 0);     // time from a rank's last backward to its pipeline's end
   std::vector<size_t> pipeline_of(static_cast<size_t>(world), 0);
   for (size_t p = 0; p < plan.pipelines.size(); p++) {
@@ -170,10 +180,11 @@ Estimate CostModel::estimate(const Plan& plan) const {
         const ComputeMs c = rank_compute(*this, pipe, s, static_cast<int>(i));
         stage = {std::max(stage.forward, c.forward), std::max(stage.backward, c.backward)};
         const int b = st.split.empty() ? pipe.micro_batch : st.split[i];
-        double bytes = memory_bytes(st.layers, b, activation_slots(s, S, pipe.micro_batches), st.recompute);
-        if (shard_optimizer_ || !plan.sharded_blocks.empty())  // the two moments of the floats this rank does not update
-          bytes -= 8 * (param_floats(st.layers) - double(moment_floats(model_, plan, st.ranks[i], shard_optimizer_)));
-        est.memory_gb[st.ranks[i]] = bytes * 1e-9;
+        MemoryBytes bytes = memory(st.layers, b, activation_slots(s, S, pipe.micro_batches), st.recompute);
+        if (shard_optimizer_ || !plan.sharded_blocks.empty())
+          bytes.optimizer = 8.0 * double(moment_floats(model_, plan, st.ranks[i], shard_optimizer_));
+        est.memory[st.ranks[i]] = bytes;
+        est.memory_gb[st.ranks[i]] = bytes.total() * 1e-9;
         slack[st.ranks[i]] = before;
         pipeline_of[st.ranks[i]] = p;
       }

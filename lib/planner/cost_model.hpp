@@ -4,6 +4,7 @@
 // links, hierarchical block reductions, the optimizer, and the analytic iteration time.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,13 +22,24 @@ struct ComputeMs {
   double total() const { return forward + backward; }
 };
 
+// One rank's predicted peak memory by what holds it, in bytes.
+struct MemoryBytes {
+  double parameters = 0;   // fp32 weights of the stage
+  double gradients = 0;    // their fp32 gradients
+  double optimizer = 0;    // AdamW's two moments (of this rank's shards only where sharded)
+  double activations = 0;  // what the in-flight micro-batches keep for backward, token ids included
+  double workspace = 0;    // one micro-batch's scratch: the recomputed set, the head's logits
+  double total() const { return parameters + gradients + optimizer + activations + workspace; }
+};
+
 // What the analytic model predicts for a plan.
 struct Estimate {
   double iteration_ms = 0;
   std::vector<double> pipeline_ms;   // (m - 1) max stage + sum of stages + transfers
   double reduction_ms = 0;           // block reductions not hidden behind backward
   double optimizer_ms = 0;           // slowest rank's AdamW
-  std::vector<double> memory_gb;     // per rank
+  std::vector<double> memory_gb;     // per rank: memory[r].total() in GB
+  std::vector<MemoryBytes> memory;   // per rank (zero for an idle one)
 };
 
 class CostModel {
@@ -46,10 +58,13 @@ class CostModel {
   ComputeMs compute(const ProfileEntry& costs, LayerRange layers) const;
   // Parameters (floats) of a stage holding `layers`: ParamLayout's size, in closed form.
   double param_floats(LayerRange layers) const;
-  // Bytes one rank needs: 16 per parameter (fp32 weights, gradients, two AdamW moments) plus
-  // `slots` micro-batches of b samples of activations, as `recompute` keeps them, and the
-  // stage's scratch (the recomputed set included).
-  double memory_bytes(LayerRange layers, int b, int slots, Recompute recompute = Recompute::none) const;
+  // What one rank needs: 16 bytes per parameter (fp32 weights, gradients, two AdamW moments)
+  // plus `slots` micro-batches of b samples of activations, as `recompute` keeps them, and the
+  // stage's scratch (the recomputed set included). Moments unsharded; estimate() shards them.
+  MemoryBytes memory(LayerRange layers, int b, int slots, Recompute recompute = Recompute::none) const;
+  double memory_bytes(LayerRange layers, int b, int slots, Recompute recompute = Recompute::none) const {
+    return memory(layers, b, slots, recompute).total();
+  }
   // The forward work a backward repeats per micro-batch under `recompute`, at a stage with
   // `slots` micro-batches in flight (full with one: the shared set still holds it, nothing).
   double recompute_ms(const ProfileEntry& costs, LayerRange layers, Recompute recompute, int slots) const;
@@ -60,6 +75,14 @@ class CostModel {
   // with this (eth_train --shard-optimizer), in every block of several owners
   // (lib/optimizer_shards.hpp); the search does not choose it yet.
   void set_shard_optimizer(bool shard) { shard_optimizer_ = shard; }
+  // Whether a search may recompute activations where a stage does not fit otherwise
+  // (eth_plan --memory-savers); on by default.
+  void set_allow_recompute(bool allow) { allow_recompute_ = allow; }
+  bool allow_recompute() const { return allow_recompute_; }
+  // The least recomputation (none, then selective, then full; none only unless allowed) under
+  // which b samples of a stage holding `layers`, with `slots` micro-batches in flight, fit a
+  // device of type `type`; nothing when even full recomputation does not fit.
+  std::optional<Recompute> lightest_recompute(int type, LayerRange layers, int b, int slots) const;
   double device_bytes(int type) const { return topology_.device_types[type].memory_gb * 1e9; }
 
   // Sending `bytes` from one rank to another over the link between them.
@@ -81,6 +104,7 @@ class CostModel {
   int seq_len_;
   std::vector<Profile> profiles_;
   bool shard_optimizer_ = false;
+  bool allow_recompute_ = true;
 };
 
 // A rank's compute per micro-batch in stage s of a pipeline (its split share of the samples),

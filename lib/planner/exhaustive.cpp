@@ -6,6 +6,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "lib/planner/stage_cost.hpp"  // choose_recompute
 #include "lib/schedule.hpp"
 #include "lib/strprintf.hpp"
 
@@ -133,8 +134,9 @@ std::vector<StageSlots> stage_arrangements(const Counts& u, int b) {
   return out;
 }
 
-// The plan's pipeline: ranks handed out per class from next[class] on (advanced).
-PlanPipeline realise(const PipelineConfig& config, const Classes& classes, std::vector<int>& next) {
+// The plan's pipeline: ranks handed out per class from next[class] on (advanced), each stage with
+// the least recomputation that fits (every configuration enumerated fits under one).
+PlanPipeline realise(const CostModel& cost, const PipelineConfig& config, const Classes& classes, std::vector<int>& next) {
   PlanPipeline pipe;
   pipe.micro_batch = config.micro_batch;
   pipe.micro_batches = config.micro_batches;
@@ -148,6 +150,7 @@ PlanPipeline realise(const PipelineConfig& config, const Classes& classes, std::
     if (stage.ranks.size() == 1) stage.split.clear();  // one rank takes the whole micro-batch
     pipe.stages.push_back(std::move(stage));
   }
+  choose_recompute(cost, pipe);
   return pipe;
 }
 
@@ -281,7 +284,7 @@ class Enumerator {
     plan.source = "exhaustive";
     plan.global_batch = global_batch_;
     std::vector<int> next(all_.size(), 0);
-    for (size_t k = 0; k < lists.size(); k++) plan.pipelines.push_back(realise((*lists[k])[pick[k]], classes_, next));
+    for (size_t k = 0; k < lists.size(); k++) plan.pipelines.push_back(realise(cost_, (*lists[k])[pick[k]], classes_, next));
     for (size_t c = 0; c < all_.size(); c++)
       for (int i = next[c]; i < all_[c]; i++) plan.idle.push_back(classes_.ranks[c][i]);
     std::sort(plan.idle.begin(), plan.idle.end());
@@ -425,13 +428,12 @@ class Enumerator {
   }
 
   // Every rank of the stage fits its device (the cost model's memory, as validate_plan checks
-  // it through the predicted memory).
+  // it through the predicted memory), with the least recomputation that makes it fit
+  // (realise sets it, as the search does).
   bool fits(const StageSlots& slots, LayerRange layers, int in_flight) const {
-    for (const Slot& s : slots) {
-      const int type = classes_.type[s.cls];
-      if (cost_.memory_bytes(layers, s.samples, in_flight) > cost_.device_bytes(type)) return false;
-    }
-    return true;
+    return std::all_of(slots.begin(), slots.end(), [&](const Slot& s) {
+      return cost_.lightest_recompute(classes_.type[s.cls], layers, s.samples, in_flight).has_value();
+    });
   }
 
   // Replays the pipeline alone, for its time and its bound. The simulator replays each
@@ -446,7 +448,7 @@ class Enumerator {
     Plan plan;
     plan.global_batch = n;
     std::vector<int> next(all_.size(), 0);
-    plan.pipelines.push_back(realise(config, classes_, next));
+    plan.pipelines.push_back(realise(cost_, config, classes_, next));
     const Simulation sim = simulate(cost_, plan);
     double least_optimizer = -1;
     for (const PlanStage& stage : plan.pipelines[0].stages)

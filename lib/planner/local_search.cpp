@@ -67,7 +67,8 @@ size_t widest(const Pipe& p) {
   return w;
 }
 
-// validate_plan (structure, then memory from the analytic model), then the simulator.
+// validate_plan (structure; then, with the least recomputation that fits, memory from the
+// analytic model), then the simulator.
 std::optional<Candidate> evaluate(const CostModel& cost, const State& st, int global_batch, const std::string& label) {
   Plan plan = to_plan(st, global_batch);
   try {
@@ -75,6 +76,8 @@ std::optional<Candidate> evaluate(const CostModel& cost, const State& st, int gl
   } catch (const InputError&) {
     return std::nullopt;
   }
+  for (PlanPipeline& pipe : plan.pipelines)
+    if (!choose_recompute(cost, pipe)) return std::nullopt;
   Candidate c;
   c.label = label;
   c.estimate = cost.estimate(plan);

@@ -76,6 +76,7 @@ std::optional<PlanPipeline> make_pipeline(const CostModel& cost, const Shape& sh
       best = PlanPipeline{b, m, {}};
       for (size_t s = 0; s < shape.stages.size(); s++)
         best->stages.push_back(plan_stage(cost, shape.stages[s], shape.part.layers[s], b));
+      choose_recompute(cost, *best);  // fits: it did with S - s >= the slots in flight
     }
   }
   return best;
@@ -376,15 +377,47 @@ class Searcher {
                          "micro-batches, and a pipeline of n samples has at most %d stages (one per layer) of at most "
                          "n ranks each", min_pipelines, world, L),
                std::to_string(request.global_batch));
-  double largest = 0;
-  std::string name;
-  for (const DeviceType& t : cost.topology().device_types)
-    if (t.memory_gb > largest) largest = t.memory_gb, name = t.name;
-  const double one_layer = cost.memory_bytes({1, 2}, 1, 1) * 1e-9;
-  fail_input(cost.topology().source, "device_types",
-             strprintf("devices that can hold model '%s' (one middle layer at micro-batch 1 needs %.2f GB; "
-                       "the largest device, %s, has %g GB)", cost.model().name.c_str(), one_layer, name.c_str(), largest),
-             "no grouping of the devices into pipelines whose every stage fits memory");
+  // The plan that needs least: every device (the largest first, as far as there are layers) in
+  // one pipeline of 1-sample micro-batches, each stage as little as recomputation makes it, the
+  // layers cut so that the largest excess over a device is smallest (dynamic programming).
+  const Topology& topo = cost.topology();
+  std::vector<int> ranks(static_cast<size_t>(world));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  std::stable_sort(ranks.begin(), ranks.end(), [&](int a, int b) { return topo.device_of(a).memory_gb > topo.device_of(b).memory_gb; });
+  const int S = std::min(world, L);
+  auto excess = [&](int s, LayerRange layers) {  // bytes over stage s's device at its least
+    double least = std::numeric_limits<double>::infinity();
+    for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full})
+      if (mode == Recompute::none || cost.allow_recompute())
+        least = std::min(least, cost.memory_bytes(layers, 1, S - s, mode));
+    return least - cost.device_bytes(topo.ranks[ranks[s]].device_type);
+  };
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(S + 1, std::vector<double>(L + 1, kInf));
+  std::vector<std::vector<int>> from(S + 1, std::vector<int>(L + 1, -1));
+  best[0][0] = -kInf;
+  for (int s = 0; s < S; s++)
+    for (int j = s + 1; j <= L - (S - s - 1); j++)
+      for (int i = s; i < j; i++)
+        if (best[s][i] < kInf && std::max(best[s][i], excess(s, {i, j})) < best[s + 1][j])
+          best[s + 1][j] = std::max(best[s][i], excess(s, {i, j})), from[s + 1][j] = i;
+  int worst_stage = 0;
+  LayerRange worst_layers{};
+  double worst = -kInf;
+  for (int s = S, j = L; s > 0; j = from[s][j], s--) {
+    const LayerRange layers{from[s][j], j};
+    if (excess(s - 1, layers) > worst) worst = excess(s - 1, layers), worst_stage = s - 1, worst_layers = layers;
+  }
+  const int rank = ranks[worst_stage];
+  const DeviceType& device = topo.device_of(rank);
+  fail_input(topo.source, strprintf("device_types (rank %d, %s)", rank, device.name.c_str()),
+             strprintf("devices that can hold model '%s' at seq_len %d", cost.model().name.c_str(), cost.seq_len()),
+             strprintf("rank %d would need %.2f GB, %.2f GB more than its %g GB, even in the plan that needs least of those eth_plan tries "
+                       "(%d of the %d devices, the largest, in one pipeline, micro-batches of 1 sample, %s; "
+                       "this rank holding layers [%d, %d) as stage %d of %d)",
+                       rank, device.memory_gb + worst * 1e-9, worst * 1e-9, device.memory_gb, S, world,
+                       cost.allow_recompute() ? "each stage recomputing as much as it needs" : "no recomputation",
+                       worst_layers.begin, worst_layers.end, worst_stage, S));
 }
 
 // A funnel: plans of the first `estimate_first` layouts (by the linear model) that make one (a
@@ -506,9 +539,8 @@ void sort_and_refine(const CostModel& cost, const PlanRequest& request, std::vec
   }
 }
 
-}  // namespace
-
-std::vector<Candidate> search_hpp(const CostModel& cost, const PlanRequest& request, const std::string& where) {
+// search_hpp for one cost model: its recomputation allowed or not.
+std::vector<Candidate> search_pools(const CostModel& cost, const PlanRequest& request, const std::string& where) {
   const size_t simulate_first = std::max<size_t>(6, static_cast<size_t>(request.top));
   // Two pools: every candidate, and those of one rank per stage alone, which is searched on its
   // own (the pruning keeps only the best few by the linear model, and wide stages crowd them
@@ -543,6 +575,30 @@ std::vector<Candidate> search_hpp(const CostModel& cost, const PlanRequest& requ
   } else {
     out = std::move(narrow);
   }
+  std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
+    return a.simulation.iteration_ms < b.simulation.iteration_ms;
+  });
+  return out;
+}
+
+}  // namespace
+
+std::vector<Candidate> search_hpp(const CostModel& cost, const PlanRequest& request, const std::string& where) {
+  std::vector<Candidate> out;
+  if (cost.allow_recompute()) {
+    // The plans that keep every activation are searched on their own too, as the narrow pool
+    // is: layouts that fit only by recomputing are many on tight clusters, their linear model
+    // is optimistic, and they crowd the funnels. So allowing recomputation never gives a
+    // slower plan than forbidding it.
+    CostModel keep_all = cost;
+    keep_all.set_allow_recompute(false);
+    try {
+      out = search_pools(keep_all, request, where);
+    } catch (const InputError&) {
+      // nothing fits without recomputation
+    }
+  }
+  add_new(out, search_pools(cost, request, where));
   std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
     return a.simulation.iteration_ms < b.simulation.iteration_ms;
   });

@@ -67,8 +67,8 @@ void check_micro_batches(const std::vector<int>& sizes) {
 void print_summary(std::ostream& out, const CostModel& cost, const Candidate& c) {
   const Topology& topo = cost.topology();
   out << strprintf("plan: %s\n", c.label.c_str());
-  out << strprintf("%-4s %-6s %-7s %-16s %-12s %-8s %-8s %-8s %s\n", "pipe", "stage", "ranks", "devices", "layers",
-                   "samples", "mb x m", "split", "memory GB / device GB (fullest rank)");
+  out << strprintf("%-4s %-6s %-7s %-16s %-12s %-8s %-8s %-8s %-10s %s\n", "pipe", "stage", "ranks", "devices", "layers",
+                   "samples", "mb x m", "split", "recompute", "memory GB / device GB (fullest rank)");
   for (size_t p = 0; p < c.plan.pipelines.size(); p++) {
     const PlanPipeline& pipe = c.plan.pipelines[p];
     for (size_t s = 0; s < pipe.stages.size(); s++) {
@@ -78,11 +78,11 @@ void print_summary(std::ostream& out, const CostModel& cost, const Candidate& c)
       const int fullest = *std::max_element(st.ranks.begin(), st.ranks.end(), [&](int a, int b) {
         return c.estimate.memory_gb[a] / topo.device_of(a).memory_gb < c.estimate.memory_gb[b] / topo.device_of(b).memory_gb;
       });
-      out << strprintf("%-4s %-6zu %-7s %-16s [%3d, %3d)   %-8s %-8s %-8s %.2f/%g\n", s == 0 ? std::to_string(p).c_str() : "", s,
+      out << strprintf("%-4s %-6zu %-7s %-16s [%3d, %3d)   %-8s %-8s %-8s %-10s %.2f/%g\n", s == 0 ? std::to_string(p).c_str() : "", s,
                        rank_list(st.ranks).c_str(), device_list(topo, st.ranks).c_str(), st.layers.begin, st.layers.end,
                        s == 0 ? std::to_string(pipe.samples()).c_str() : "",
                        s == 0 ? strprintf("%dx%d", pipe.micro_batch, pipe.micro_batches).c_str() : "", split.c_str(),
-                       c.estimate.memory_gb[fullest], topo.device_of(fullest).memory_gb);
+                       to_string(st.recompute).c_str(), c.estimate.memory_gb[fullest], topo.device_of(fullest).memory_gb);
     }
     out << strprintf("     pipeline %zu: analytic %.2f ms, simulated %.2f ms\n", p, c.estimate.pipeline_ms[p],
                      c.simulation.pipeline_ms[p]);
@@ -91,6 +91,30 @@ void print_summary(std::ostream& out, const CostModel& cost, const Candidate& c)
                    "optimizer %.2f)\n",
                    c.simulation.iteration_ms, c.estimate.iteration_ms, c.estimate.iteration_ms - c.estimate.reduction_ms -
                    c.estimate.optimizer_ms, c.estimate.reduction_ms, c.estimate.optimizer_ms);
+  print_memory(out, topo, c.estimate.memory);
+}
+
+void print_memory(std::ostream& out, const Topology& topo, const std::vector<MemoryBytes>& memory) {
+  out << strprintf("predicted peak memory per rank, GB (idle ranks left out; consecutive equal ranks in one row):\n"
+                   "%-10s %-16s %10s %10s %10s %11s %10s %10s %s\n", "ranks", "device", "parameters", "gradients",
+                   "optimizer", "activations", "workspace", "total", "of device");
+  auto same = [&](size_t a, size_t b) {
+    const MemoryBytes &x = memory[a], &y = memory[b];
+    return topo.ranks[a].device_type == topo.ranks[b].device_type && x.parameters == y.parameters &&
+           x.optimizer == y.optimizer && x.activations == y.activations && x.workspace == y.workspace;
+  };
+  for (size_t r = 0; r < memory.size();) {
+    size_t end = r + 1;
+    while (end < memory.size() && same(r, end)) end++;
+    const MemoryBytes& m = memory[r];
+    const DeviceType& dev = topo.device_of(static_cast<int>(r));
+    const std::string ranks = end - r == 1 ? std::to_string(r) : strprintf("%zu-%zu", r, end - 1);
+    if (m.total() > 0)
+      out << strprintf("%-10s %-16s %10.3f %10.3f %10.3f %11.3f %10.3f %10.3f %.0f%%\n", ranks.c_str(), dev.name.c_str(),
+                       m.parameters * 1e-9, m.gradients * 1e-9, m.optimizer * 1e-9, m.activations * 1e-9,
+                       m.workspace * 1e-9, m.total() * 1e-9, 100 * m.total() * 1e-9 / dev.memory_gb);
+    r = end;
+  }
 }
 
 void run_plan_tool(const PlanToolOptions& o, std::ostream& out) {
@@ -127,6 +151,9 @@ void run_plan_tool(const PlanToolOptions& o, std::ostream& out) {
     fail_input("command line", "--shard-optimizer", "--evaluate PLAN (the search does not choose sharding yet)",
                "a search");
   cost.set_shard_optimizer(o.shard_optimizer);
+  if (o.memory_savers != "recompute" && o.memory_savers != "none")
+    fail_input("command line", "--memory-savers", "'recompute' or 'none'", "'" + o.memory_savers + "'");
+  cost.set_allow_recompute(o.memory_savers == "recompute");
 
   std::vector<Candidate> chosen;
   if (!o.evaluate.empty()) {

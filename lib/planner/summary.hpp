@@ -36,13 +36,18 @@ struct PlanToolOptions {
   std::string baseline;                 // "", "uniform", "layer-balanced" or "metis"
   std::string evaluate;                 // a plan file to simulate instead of searching
   bool shard_optimizer = false;         // --evaluate: with sharded optimizer state (memory)
+  std::string memory_savers = "recompute";  // what the search may trade for memory: "recompute" or "none"
   int top = 1;
   int max_stage_width = 0;              // 0: no limit; 1: one rank per stage
 };
 // Plans (or evaluates) and prints the summary; writes the chosen plan to options.out.
 void run_plan_tool(const PlanToolOptions& options, std::ostream& out);
 
+// The plan's table (per stage: ranks, layers, samples, split, recomputation, fullest rank's
+// memory), its times, and print_memory.
 void print_summary(std::ostream& out, const CostModel& cost, const Candidate& c);
+// Each rank's predicted peak memory by what holds it, against its device's.
+void print_memory(std::ostream& out, const Topology& topo, const std::vector<MemoryBytes>& memory);
 
 struct ProfileToolOptions {
   std::string model;

@@ -90,6 +90,15 @@ expect_one_error eth_train "a plan that does not fit the model: one line from 4 
   --topology "$work/topo.yaml" --plan "$src/tests/mpi/plans/split-stage-4.yaml" --train-data "$work/ok.bin" \
   --seq-len 16 --steps 1 --output-dir "$work/bad"
 
+# A plan whose stage state exceeds what the topology says a device holds is refused before
+# anything is allocated, naming the rank and its device.
+sed -E 's/memory_gb: [0-9.e+-]+/memory_gb: 0.0002/' "$work/topo.yaml" >"$work/small-topo.yaml"
+expect_one_error eth_train "a plan larger than a device: one line from 4 ranks" "rank 0:" "GB of stage state on this rank" \
+  "expected at most the 0.0002 GB of its device" "small-topo.yaml" -- \
+  env OMP_NUM_THREADS=1 timeout 120 mpirun -np 4 "$build/app/eth_train" --model "$src/inputs/models/tiny-4l.yaml" \
+  --topology "$work/small-topo.yaml" --plan "$src/tests/mpi/plans/split-stage-4.yaml" --train-data "$work/ok.bin" \
+  --seq-len 16 --steps 1 --output-dir "$work/bad"
+
 # A plan's sharded_blocks: an index past the plan's blocks, a block of one owner, and sharding
 # under a baseline reduction; each one line from 4 ranks.
 partly="$src/tests/mpi/plans/partly-sharded-4.yaml"

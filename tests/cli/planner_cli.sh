@@ -52,6 +52,19 @@ expect_one_error eth_plan "plan: a batch of no samples" "global_batch" "a positi
   plan --topology "$topology" --model "$model" --batch 0 --seq-len 16
 expect_one_error eth_plan "plan: unknown baseline" "--baseline" "layer-balanced" -- \
   plan --topology "$topology" --model "$model" --batch 8 --seq-len 16 --baseline fastest
+expect_one_error eth_plan "plan: unknown memory savers" "--memory-savers" "'recompute' or 'none'" -- \
+  plan --topology "$topology" --model "$model" --batch 8 --seq-len 16 --memory-savers all
+# 16 GB cards and a 7.3B model: without recomputation nothing fits, and the error names the rank
+# and its excess; with it (the default) a plan whose stages recompute, with each rank's memory.
+cards="$src/inputs/scenarios/16gb-cards.yaml"
+expect_one_error eth_plan "plan: nothing fits without recomputation" "scn-8v100-8t4-16gb.yaml" "device_types (rank" \
+  "GB more than its 16 GB" -- plan --scenario "$cards" --memory-savers none --out "$work/none.yaml"
+plan --scenario "$cards" --out "$work/cards.yaml" >"$work/out" 2>&1
+check "plan: 16 GB cards fit by recomputing" $? "$(cat "$work/out")"
+grep -Eq "recompute: (selective|full)" "$work/cards.yaml"
+check "plan: its stages recompute" $? "$(cat "$work/cards.yaml")"
+grep -Eq "^ranks +device +parameters +gradients +optimizer +activations +workspace +total" "$work/out"
+check "plan: memory per rank by kind" $? "$(cat "$work/out")"
 sed 's/method: measured/method: guessed/' "$work/profile.yaml" >"$work/guessed.yaml"
 expect_one_error eth_plan "plan: malformed profile" "$work/guessed.yaml" "method" -- \
   plan --topology "$topology" --model "$model" --batch 8 --seq-len 16 --profile "$work/guessed.yaml"

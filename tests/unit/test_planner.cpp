@@ -16,6 +16,7 @@
 #include "lib/planner/partition.hpp"
 #include "lib/planner/search.hpp"
 #include "lib/planner/summary.hpp"
+#include "lib/schedule.hpp"
 #include "lib/stage.hpp"
 #include "tests/unit/expect_input_error.hpp"
 
@@ -276,6 +277,56 @@ TEST(Planner, RecomputationChargedToBackward) {
   EXPECT_LT(share, 0.5);
   for (int s : {0, 1})
     EXPECT_NEAR(rank_compute(cost, selective.pipelines[0], s, 0).backward, 4 + 2 * share, 1e-12) << "stage " << s;
+}
+
+// On 16 GB cards a 7.3B model fits no pipeline that keeps every activation: the search says
+// which rank misses and by how much. Allowed to recompute, it forms a plan, and each stage
+// recomputes the least that fits: one step lighter would not fit some rank of the stage.
+TEST(Planner, RecomputesWhereNothingFitsOtherwise) {
+  ShippedScenario scenario("16gb-cards");
+  auto& [s, topo, model, cost, request] = scenario;
+  cost.set_allow_recompute(false);
+  expect_input_error([&] { search_hpp(cost, request, s.source); },
+                     {s.topology_path, "device_types (rank ", "16 GB", "GB more than its 16 GB", "no recomputation"});
+  cost.set_allow_recompute(true);
+  const Candidate best = search_hpp(cost, request, s.source).front();
+  Plan plan = best.plan;
+  EXPECT_NO_THROW(validate_plan(plan, topo, model));  // its predicted memory fits every device
+  int recomputing = 0;
+  for (const PlanPipeline& pipe : plan.pipelines)
+    for (size_t k = 0; k < pipe.stages.size(); k++) {
+      const PlanStage& st = pipe.stages[k];
+      if (st.recompute == Recompute::none) continue;
+      recomputing++;
+      const int slots = activation_slots(static_cast<int>(k), static_cast<int>(pipe.stages.size()), pipe.micro_batches);
+      const Recompute lighter = Recompute(static_cast<int>(st.recompute) - 1);
+      bool some_rank_misses = false;
+      for (size_t i = 0; i < st.ranks.size(); i++) {
+        const int b = st.split.empty() ? pipe.micro_batch : st.split[i];
+        some_rank_misses = some_rank_misses ||
+                           cost.memory_bytes(st.layers, b, slots, lighter) > cost.device_bytes(topo.ranks[st.ranks[i]].device_type);
+      }
+      EXPECT_TRUE(some_rank_misses) << "stage " << k << " recomputes " << to_string(st.recompute) << " needlessly";
+    }
+  EXPECT_GT(recomputing, 0);
+  // The estimate's memory per rank is the sum of its parts, and within the device.
+  for (int r = 0; r < topo.world_size(); r++) {
+    EXPECT_NEAR(best.estimate.memory[r].total() * 1e-9, best.estimate.memory_gb[r], 1e-12);
+    EXPECT_LE(best.estimate.memory_gb[r], topo.device_of(r).memory_gb);
+  }
+}
+
+// Where memory does not bind, recomputation changes nothing: the same plan, none recomputed.
+TEST(Planner, NoRecomputationWhereMemoryDoesNotBind) {
+  ShippedScenario scenario("a100-t4");
+  auto& [s, topo, model, cost, request] = scenario;
+  const Candidate allowed = search_hpp(cost, request, s.source).front();
+  cost.set_allow_recompute(false);
+  const Candidate forbidden = search_hpp(cost, request, s.source).front();
+  EXPECT_EQ(allowed.label, forbidden.label);
+  EXPECT_EQ(allowed.simulation.iteration_ms, forbidden.simulation.iteration_ms);
+  for (const PlanPipeline& pipe : allowed.plan.pipelines)
+    for (const PlanStage& st : pipe.stages) EXPECT_EQ(st.recompute, Recompute::none);
 }
 
 struct ScenarioCase {
