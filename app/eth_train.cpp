@@ -40,7 +40,7 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o, eth::planner::Au
       ("grad-clip", po::value(&o.adamw.max_grad_norm)->default_value(o.adamw.max_grad_norm), "global gradient-norm clip, <= 0 disables")
       ("grad-sync", po::value(&grad_sync)->default_value(grad_sync), "block (block-wise), per-layer or flat (the baselines)")
       ("shard-optimizer", po::bool_switch(&o.adamw.shard),
-       "ZeRO-1: shard the AdamW moments of each gradient block among its owners (--grad-sync block; MPI reductions)")
+       "ZeRO-1: shard the AdamW moments of every gradient block of several owners among them, besides the plan's sharded_blocks (--grad-sync block; MPI reductions)")
       ("seed", po::value(&o.seed)->default_value(o.seed), "seed of parameters and data order")
       ("eval-every", po::value(&o.eval_every)->default_value(o.eval_every), "validation every N steps (0: at the end only)")
       ("eval-samples", po::value(&o.eval_samples)->default_value(o.eval_samples), "validation windows per evaluation")

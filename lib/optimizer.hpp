@@ -20,7 +20,7 @@ struct AdamWConfig {
   float eps = 1e-8f;
   float weight_decay = 0.1f;
   float max_grad_norm = 1.0f;  // global-norm clipping; <= 0 disables it
-  bool shard = false;          // ZeRO-1: moments of blocks with several owners sharded among them
+  bool shard = false;          // ZeRO-1 job-wide: every block of several owners sharded, beside the plan's sharded_blocks
 };
 
 // PyTorch's clip_grad_norm_ factor: min(1, max_norm / (norm + 1e-6)).

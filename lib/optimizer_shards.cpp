@@ -12,8 +12,19 @@ FloatRange shard_span(size_t n, int k, int r) {
   return {begin, end - begin};
 }
 
+std::vector<bool> sharded_block_flags(const Plan& plan, const std::vector<GradBlock>& blocks, bool shard_all) {
+  std::vector<bool> sharded(blocks.size(), false);
+  for (size_t b = 0; b < blocks.size(); b++) sharded[b] = shard_all && blocks[b].owners.size() > 1;
+  for (int b : plan.sharded_blocks) {
+    assert(b >= 0 && static_cast<size_t>(b) < blocks.size() && blocks[b].owners.size() > 1);  // validate_plan
+    sharded[b] = true;
+  }
+  return sharded;
+}
+
 std::vector<BlockShard> block_shards(const std::vector<GradBlock>& blocks, const ParamLayout& layout, int world_rank,
-                                     bool shard) {
+                                     const std::vector<bool>& sharded) {
+  assert(sharded.size() == blocks.size());
   const int L = blocks.back().unit_end - 2;
   const LayerRange mine = stage_units(layout.layers(), L);
   std::vector<BlockShard> shards;
@@ -25,8 +36,9 @@ std::vector<BlockShard> block_shards(const std::vector<GradBlock>& blocks, const
     const auto me = std::find(block.owners.begin(), block.owners.end(), world_rank);
     assert(me != block.owners.end());
     const int k = static_cast<int>(block.owners.size());
+    assert(!sharded[b] || k > 1);
     shards.push_back({static_cast<int>(b), {begin, end - begin}, k, static_cast<int>(me - block.owners.begin()),
-                      shard && k > 1});
+                      sharded[b]});
   }
   return shards;
 }
@@ -58,7 +70,7 @@ size_t total_size(const std::vector<FloatRange>& spans) {
   return n;
 }
 
-size_t moment_floats(const GptConfig& model, const Plan& plan, int world_rank, bool shard) {
+size_t moment_floats(const GptConfig& model, const Plan& plan, int world_rank, bool shard_all) {
   LayerRange layers{};
   bool found = false;
   for (const PlanPipeline& pipe : plan.pipelines)
@@ -70,8 +82,9 @@ size_t moment_floats(const GptConfig& model, const Plan& plan, int world_rank, b
   assert(found);  // not idle
   (void)found;
   const ParamLayout layout(model, layers);
+  const std::vector<GradBlock> blocks = derive_grad_blocks(plan, model.num_layers);
   const std::vector<BlockShard> shards =
-      block_shards(derive_grad_blocks(plan, model.num_layers), layout, world_rank, shard);
+      block_shards(blocks, layout, world_rank, sharded_block_flags(plan, blocks, shard_all));
   return total_size(updated_spans(shards, layout.size()));
 }
 

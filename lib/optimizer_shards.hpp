@@ -1,7 +1,8 @@
 // Optimizer-state sharding (ZeRO-1) inside each gradient block's owner group.
 //
 // A block (lib/grad_blocks.hpp) of k > 1 owners is one contiguous slice of each owner's
-// parameters, in the same order on every owner. With sharding on, the slice is cut into k
+// parameters, in the same order on every owner. Which blocks are sharded is the plan's choice
+// (Plan::sharded_blocks) or, with --shard-optimizer, every one of k > 1. A sharded block's slice is cut into k
 // shards; owner i (its position among the block's owners, ascending) receives only shard i's
 // gradient sum, keeps AdamW moments only for shard i, updates shard i, and the owners then
 // all-gather the updated parameters. The tied word embedding is not in any block and stays
@@ -41,10 +42,15 @@ struct BlockShard {
   }
 };
 
-// The blocks of `layout` (a stage held by `world_rank`), in unit order; sharded where `shard`
-// and the block has more than one owner.
+// Per block of `blocks` (derive_grad_blocks of `plan`, validated): whether its moments are
+// sharded. The plan's sharded_blocks, and with `shard_all` (eth_train --shard-optimizer, the
+// job-wide switch) every block of more than one owner besides.
+std::vector<bool> sharded_block_flags(const Plan& plan, const std::vector<GradBlock>& blocks, bool shard_all);
+
+// The blocks of `layout` (a stage held by `world_rank`), in unit order; sharded where
+// `sharded[block]` (sharded_block_flags).
 std::vector<BlockShard> block_shards(const std::vector<GradBlock>& blocks, const ParamLayout& layout, int world_rank,
-                                     bool shard);
+                                     const std::vector<bool>& sharded);
 
 // The spans of a stage layout of `layout_size` floats that this rank updates (and keeps
 // moments for): everything but the other owners' shards. Ascending, disjoint, adjacent merged.
@@ -52,7 +58,8 @@ std::vector<FloatRange> updated_spans(const std::vector<BlockShard>& shards, siz
 
 size_t total_size(const std::vector<FloatRange>& spans);
 
-// Floats of AdamW moment (one of m, v) that `world_rank` (not idle) allocates under `plan`.
-size_t moment_floats(const GptConfig& model, const Plan& plan, int world_rank, bool shard);
+// Floats of AdamW moment (one of m, v) that `world_rank` (not idle) allocates under `plan`, its
+// sharded blocks those of sharded_block_flags(plan, ..., shard_all).
+size_t moment_floats(const GptConfig& model, const Plan& plan, int world_rank, bool shard_all);
 
 }  // namespace eth

@@ -68,7 +68,7 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
       slots_(activation_slots(ctx.role.stage, ctx.stages, pipe_.micro_batches)),
       stage_(model, pipe_.stages[ctx.role.stage].layers, ctx.role.samples, seq_len, slots_, backend,
              pipe_.stages[ctx.role.stage].recompute),
-      shards_(block_shards(ctx.blocks, stage_.layout(), ctx.world_rank, adamw.shard)),
+      shards_(block_shards(ctx.blocks, stage_.layout(), ctx.world_rank, sharded_block_flags(plan, ctx.blocks, adamw.shard))),
       optimizer_(stage_.layout(), updated_spans(shards_, stage_.layout().size()), adamw, backend),
       whole_(model, {0, model.num_layers}),
       late_rows_(sync == GradSyncMode::block && ctx.tied.is_member() &&
@@ -117,7 +117,7 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
 }
 
 size_t PipelineRuntime::device_bytes(const GptConfig& model, const Plan& plan, const RankRole& role, int world_rank,
-                                     int seq_len, bool shard, kernels::AttentionPath attention) {
+                                     int seq_len, bool shard_all, kernels::AttentionPath attention) {
   const PlanPipeline& pipe = plan.pipelines[role.pipeline];
   const PlanStage& stage = pipe.stages[role.stage];
   const LayerRange layers = stage.layers;
@@ -125,7 +125,7 @@ size_t PipelineRuntime::device_bytes(const GptConfig& model, const Plan& plan, c
   const size_t slots = static_cast<size_t>(activation_slots(role.stage, stages, pipe.micro_batches));
   const Stage::ActivationFootprint acts = Stage::activation_footprint(model, layers, role.samples, seq_len, attention, stage.recompute);
   const size_t rows = static_cast<size_t>(role.samples) * seq_len * model.channels;  // one micro-batch's
-  const size_t floats = 2 * ParamLayout(model, layers).size() + 2 * moment_floats(model, plan, world_rank, shard) +
+  const size_t floats = 2 * ParamLayout(model, layers).size() + 2 * moment_floats(model, plan, world_rank, shard_all) +
                         acts.per_slot * slots + acts.scratch + rows * (slots + 1);  // dout and the gradient send slots
   return floats * sizeof(float);
 }

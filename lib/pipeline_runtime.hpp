@@ -46,12 +46,13 @@ class PipelineRuntime final : public RankRuntime {
   StepResult step(int step, SampleStream& train, float lr, StepTrace& trace) override;
 
   // Bytes of device memory a runtime allocates for `role` (of a pipeline of `stages` stages):
-  // parameters, gradients, both AdamW moments (of its shards only where `shard`), the
+  // parameters, gradients, both AdamW moments (of its shards only in the plan's sharded blocks
+  // and, with `shard_all` (--shard-optimizer), in every block of several owners), the
   // activations of its in-flight micro-batches, the stage's scratch and the transfer buffers.
   // `attention`: what the backend runs at seq_len (Backend::attention_path). For checking a plan
   // against a device.
   static size_t device_bytes(const GptConfig& model, const Plan& plan, const RankRole& role, int world_rank,
-                             int seq_len, bool shard, kernels::AttentionPath attention);
+                             int seq_len, bool shard_all, kernels::AttentionPath attention);
 
   double evaluate(SampleStream& val, int samples) override;
   void gather_parameters(float* full) override;

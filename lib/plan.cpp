@@ -8,6 +8,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "lib/grad_blocks.hpp"
 #include "lib/input_error.hpp"
 #include "lib/strprintf.hpp"
 #include "lib/yaml_fields.hpp"
@@ -45,6 +46,30 @@ void check_last_split(const std::string& file, const std::string& sp, const Plan
   }
   if (sum != last)
     fail_input(file, sp + ".last_split", strprintf("samples adding up to last_micro_batch %d", last), strprintf("a sum of %d", sum));
+}
+
+// Each entry of sharded_blocks names a block of derive_grad_blocks once, and one with owners to
+// shard among. Call on a plan whose stages are valid (the blocks derive from them).
+void check_sharded_blocks(const Plan& plan, int num_layers) {
+  if (plan.sharded_blocks.empty()) return;
+  const std::vector<GradBlock> blocks = derive_grad_blocks(plan, num_layers);
+  std::vector<bool> named(blocks.size(), false);
+  for (size_t i = 0; i < plan.sharded_blocks.size(); i++) {
+    const int b = plan.sharded_blocks[i];
+    const std::string field = strprintf("sharded_blocks[%zu]", i);
+    if (b < 0 || b >= static_cast<int>(blocks.size()))
+      fail_input(plan.source, field,
+                 strprintf("a block index below %zu, the plan's gradient blocks in unit order (block 0 holds the embedding)",
+                           blocks.size()),
+                 std::to_string(b));
+    const GradBlock& block = blocks[b];
+    const std::string name = units_name(block.unit_begin, block.unit_end, num_layers);
+    if (named[b]) fail_input(plan.source, field, "each block once", strprintf("block %d (%s) again", b, name.c_str()));
+    if (block.owners.size() < 2)
+      fail_input(plan.source, field, "a block of at least two owners to shard its optimizer state among",
+                 strprintf("block %d (%s), held by rank %d alone", b, name.c_str(), block.owners.front()));
+    named[b] = true;
+  }
 }
 
 }  // namespace
@@ -89,6 +114,7 @@ Plan read_plan(const yaml::Field& root, const std::string& source) {
     plan.pipelines.push_back(std::move(pipe));
   }
   if (root.has("idle")) plan.idle = root.child("idle").as_ints(0, kMax);
+  if (root.has("sharded_blocks")) plan.sharded_blocks = root.child("sharded_blocks").as_ints(0, kMax);
   if (root.has("predicted")) {
     const yaml::Field pred = root.child("predicted");
     if (pred.has("iteration_ms")) plan.predicted.iteration_ms = pred.child("iteration_ms").as_double(0);
@@ -138,11 +164,12 @@ std::string plan_yaml(const Plan& plan) {
     root["pipelines"].push_back(p);
   }
   if (!plan.idle.empty()) root["idle"] = flow(YAML::Node(plan.idle));
+  if (!plan.sharded_blocks.empty()) root["sharded_blocks"] = flow(YAML::Node(plan.sharded_blocks));
   const PlanPrediction& pred = plan.predicted;
   if (pred.iteration_ms > 0) root["predicted"]["iteration_ms"] = pred.iteration_ms;
   if (!pred.pipeline_ms.empty()) root["predicted"]["pipeline_ms"] = flow(YAML::Node(pred.pipeline_ms));
   if (!pred.memory_gb.empty()) root["predicted"]["memory_gb"] = flow(YAML::Node(pred.memory_gb));
-  return "# ETH plan: pipelines, stages (ranks, layers [begin, end), per-rank sample split, recomputation).\n" + yaml::emit(root) + '\n';
+  return "# ETH plan: pipelines, stages (ranks, layers [begin, end), per-rank sample split, recomputation), sharded optimizer-state blocks.\n" + yaml::emit(root) + '\n';
 }
 
 void validate_plan(const Plan& plan, const Topology& topology, const GptConfig& model) {
@@ -217,6 +244,7 @@ void validate_plan(const Plan& plan, const Topology& topology, const GptConfig& 
   if (samples != plan.global_batch)
     fail_input(file, "global_batch", strprintf("the pipelines' samples, sum of micro_batch x micro_batches = %d", samples),
                std::to_string(plan.global_batch));
+  check_sharded_blocks(plan, model.num_layers);
   const std::vector<double>& mem = plan.predicted.memory_gb;
   if (!mem.empty() && static_cast<int>(mem.size()) != world)
     fail_input(file, "predicted.memory_gb", strprintf("%d entries, one per rank", world), std::to_string(mem.size()));

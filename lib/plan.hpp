@@ -50,6 +50,9 @@ struct Plan {
   // Ranks that do no training work (a slow device the plan is faster without): they take part
   // in start-up, the per-step agreement and checkpoints, and hold no layers.
   std::vector<int> idle;
+  // Gradient blocks (lib/grad_blocks.hpp, derive_grad_blocks order: block 0 holds the
+  // embedding) whose AdamW moments are sharded among their owners (lib/optimizer_shards.hpp).
+  std::vector<int> sharded_blocks;
   PlanPrediction predicted;
 
   int first_sample(int pipeline) const;
@@ -77,7 +80,8 @@ Plan plan_from_yaml(const std::string& text, const std::string& source);
 // Checks the invariants against the topology and model: every rank in exactly one stage or idle; each
 // pipeline's stages cover layers [0, L) in order; each split sums to its micro-batch (a smaller
 // last micro-batch: each rank at least 1 and at most its full share); pipeline
-// samples add up to the global batch; predicted memory fits each device. Throws InputError
+// samples add up to the global batch; each sharded block exists, has at least two owners and is
+// named once; predicted memory fits each device. Throws InputError
 // naming plan.source and the field.
 void validate_plan(const Plan& plan, const Topology& topology, const GptConfig& model);
 

@@ -97,6 +97,22 @@ bool same_stages(const Plan& a, const Plan& b) {
   return true;
 }
 
+Plan with_batch_split(Plan plan, const Plan& split) {
+  assert(same_stages(plan, split));
+  for (size_t k = 0; k < plan.pipelines.size(); k++) {
+    PlanPipeline &to = plan.pipelines[k];
+    const PlanPipeline& from = split.pipelines[k];
+    to.micro_batches = from.micro_batches;
+    to.last_micro_batch = from.last_micro_batch;
+    for (size_t s = 0; s < to.stages.size(); s++) {
+      to.stages[s].split = from.stages[s].split;
+      to.stages[s].last_split = from.stages[s].last_split;
+    }
+  }
+  plan.predicted = split.predicted;
+  return plan;
+}
+
 std::vector<int> samples_per_step(const Plan& plan, int world_size) {
   std::vector<int> samples(static_cast<size_t>(world_size), 0);
   const std::vector<RankRole> roles = rank_roles(plan, world_size);

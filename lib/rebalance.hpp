@@ -44,6 +44,10 @@ std::optional<Plan> rebalanced_plan(const Plan& plan, const std::vector<double>&
 // micro-batch sizes, stages (ranks, layers) and idle ranks.
 bool same_stages(const Plan& a, const Plan& b);
 
+// `plan` with the batch split of `split` (same_stages(plan, split)): its micro-batch counts,
+// per-stage splits and prediction; the rest (recomputation, sharded blocks) stays `plan`'s.
+Plan with_batch_split(Plan plan, const Plan& split);
+
 // Samples rank r computes in one step of `plan` (0 for an idle rank).
 std::vector<int> samples_per_step(const Plan& plan, int world_size);
 

@@ -110,6 +110,10 @@ Job load_job(const TrainOptions& o, int world_size) {
                  strprintf("%d devices", job.topology.world_size()));
     validate_plan(job.plan, job.topology, job.model);
   }
+  // Sums to the shards' owners exist in block mode only (the same rule as --shard-optimizer's).
+  if (!job.plan.sharded_blocks.empty() && o.grad_sync != GradSyncMode::block)
+    fail_input(job.plan.source, "sharded_blocks", "--grad-sync block (the baselines sum whole slices)",
+               std::string("--grad-sync ") + grad_sync_name(o.grad_sync));
   for (const std::string& p : o.train_shards) job.train.push_back(load_token_shard(p, job.model.vocab_size));
   for (const std::string& p : o.val_shards) job.val.push_back(load_token_shard(p, job.model.vocab_size));
   if (o.checkpoint_every < 0)
@@ -141,12 +145,13 @@ Job load_job(const TrainOptions& o, int world_size) {
                            "checkpoint's global batch",
                            job.plan.global_batch),
                  std::to_string(job.resume.global_batch));
-    // Under the plan it was written with, the run continues with the checkpoint's batch split.
+    // Under the plan it was written with, the run continues with the checkpoint's batch split;
+    // what else the plan chooses (recomputation, sharded blocks) is this run's plan's.
     if (!job.resume.plan_yaml.empty()) {
-      Plan split = plan_from_yaml(job.resume.plan_yaml, o.resume_path + " (attribute plan)");
+      const Plan split = plan_from_yaml(job.resume.plan_yaml, o.resume_path + " (attribute plan)");
       if (same_stages(split, job.plan)) {
-        validate_plan(split, job.topology, job.model);
-        job.plan = std::move(split);
+        job.plan = with_batch_split(std::move(job.plan), split);
+        validate_plan(job.plan, job.topology, job.model);
         job.split_resumed = true;
       }
     }
@@ -242,9 +247,9 @@ std::unique_ptr<Running> start(const Job& job, Plan plan, const TrainOptions& o,
                       needed / 1073741824.0, ctx.role.pipeline, ctx.role.stage, free_bytes / 1073741824.0);
   agree_on_errors(error);
   // Sharded optimizer state needs sums to the shards' owners, which only the MPI reducer does
-  // (the same choice on every rank: --shard-optimizer is job-wide).
-  ReducerChoice reducer = o.adamw.shard ? ReducerChoice{make_mpi_reducer(backend), ""}
-                                        : choose_sum_reducer(backend, ctx.node_of_rank);
+  // (the same choice on every rank: --shard-optimizer and the plan are job-wide).
+  const bool sharded = o.adamw.shard || !running->plan.sharded_blocks.empty();
+  ReducerChoice reducer = sharded ? ReducerChoice{make_mpi_reducer(backend), ""} : choose_sum_reducer(backend, ctx.node_of_rank);
   if (!reducer.error.empty()) error = strprintf("rank %d on %.*s: %s", ctx.world_rank, host_length, host, reducer.error.c_str());
   agree_on_errors(error);
   running->runtime = make_rank_runtime(job.model, running->plan, ctx, o.seq_len, o.grad_sync, o.adamw, backend,

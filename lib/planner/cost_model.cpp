@@ -183,7 +183,8 @@ Estimate CostModel::estimate(const Plan& plan) const {
         stage = {std::max(stage.forward, c.forward), std::max(stage.backward, c.backward)};
         const int b = st.split.empty() ? pipe.micro_batch : st.split[i];
         MemoryBytes bytes = memory(st.layers, b, activation_slots(s, S, pipe.micro_batches), st.recompute);
-        if (shard_optimizer_) bytes.optimizer = 8.0 * double(moment_floats(model_, plan, st.ranks[i], true));
+        if (shard_optimizer_ || !plan.sharded_blocks.empty())
+          bytes.optimizer = 8.0 * double(moment_floats(model_, plan, st.ranks[i], shard_optimizer_));
         est.memory[st.ranks[i]] = bytes;
         est.memory_gb[st.ranks[i]] = bytes.total() * 1e-9;
         slack[st.ranks[i]] = before;

@@ -71,8 +71,9 @@ class CostModel {
   // The attention half's share of a layer's forward (ln1, the qkv matmul, causal attention),
   // by FLOPs: profiles time whole layers only.
   double attention_share() const;
-  // With sharded optimizer state (eth_train --shard-optimizer), simulate() counts each rank's
-  // moments of its shards only (lib/optimizer_shards.hpp); the search does not choose it yet.
+  // estimate() counts each rank's moments of its shards only in the plan's sharded_blocks and,
+  // with this (eth_train --shard-optimizer), in every block of several owners
+  // (lib/optimizer_shards.hpp); the search does not choose it yet.
   void set_shard_optimizer(bool shard) { shard_optimizer_ = shard; }
   // Whether a search may recompute activations where a stage does not fit otherwise
   // (eth_plan --memory-savers); on by default.

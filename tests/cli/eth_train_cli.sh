@@ -99,6 +99,24 @@ expect_one_error eth_train "a plan larger than a device: one line from 4 ranks" 
   --topology "$work/small-topo.yaml" --plan "$src/tests/mpi/plans/split-stage-4.yaml" --train-data "$work/ok.bin" \
   --seq-len 16 --steps 1 --output-dir "$work/bad"
 
+# A plan's sharded_blocks: an index past the plan's blocks, a block of one owner, and sharding
+# under a baseline reduction; each one line from 4 ranks.
+partly="$src/tests/mpi/plans/partly-sharded-4.yaml"
+sed 's/^sharded_blocks: .*/sharded_blocks: [0, 3]/' "$partly" > "$work/past-blocks.yaml"
+{ cat "$src/tests/mpi/plans/one-pipeline-4.yaml"; echo "sharded_blocks: [0, 1]"; } > "$work/one-owner.yaml"
+on_four_ranks=(env OMP_NUM_THREADS=1 timeout 120 mpirun -np 4 "$build/app/eth_train" --model "$src/inputs/models/tiny-4l.yaml"
+  --topology "$src/tests/mpi/plans/cpu-2nodes-4.yaml" --train-data "$work/ok.bin" --seq-len 16 --steps 1
+  --output-dir "$work/bad")
+expect_one_error eth_train "a sharded block past the plan's blocks: one line from 4 ranks" \
+  "past-blocks.yaml: sharded_blocks[1]: expected a block index below 3" "got 3" -- \
+  "${on_four_ranks[@]}" --plan "$work/past-blocks.yaml"
+expect_one_error eth_train "a sharded block of one owner: one line from 4 ranks" \
+  "one-owner.yaml: sharded_blocks[1]: expected a block of at least two owners" "block 1 (layer 2), held by rank 2 alone" -- \
+  "${on_four_ranks[@]}" --plan "$work/one-owner.yaml"
+expect_one_error eth_train "sharded blocks under --grad-sync flat: one line from 4 ranks" \
+  "partly-sharded-4.yaml: sharded_blocks: expected --grad-sync block" "got --grad-sync flat" -- \
+  "${on_four_ranks[@]}" --plan "$partly" --grad-sync flat
+
 # The backend: a bad setting, or a GPU asked for where none is, ends every rank with one line.
 on_two_ranks=(env OMP_NUM_THREADS=1 timeout 120 mpirun -np 2 "$build/app/eth_train" --model "$tiny"
   --train-data "$work/ok.bin" --seq-len 16 --steps 1 --output-dir "$work/bad")

@@ -6,7 +6,10 @@
 #     (parameters, both moments of every shard, the step and the data position come back);
 #   - unsharded, another plan: equal to float rounding (compare_runs.py, 1e-5);
 #   - the reverse: an unsharded run's checkpoint resumed sharded on another plan, against the
-#     uninterrupted unsharded run.
+#     uninterrupted unsharded run;
+#   - sharding chosen by the plan (partly-sharded-4: sharded_blocks [0, 2] of three blocks):
+#     resumed under the same plan, and under its stages without sharded_blocks, both compared
+#     with the uninterrupted partly sharded run.
 #   sharded_checkpoint.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$2
@@ -54,3 +57,23 @@ for group in ("params", "adam_m", "adam_v"):
     print(f"step_6.h5 {group}: sharded vs unsharded, relative difference {rel:.3e} (tolerance 1e-5)")
     assert rel < 1e-5, group
 PY
+
+# Sharding from the plan's field, no --shard-optimizer. The resumed run under the same stages
+# takes the checkpoint's batch split only, not its sharded_blocks: its log must not say sharded.
+# Bit-identical even unsharded: every block has 2 owners, so its sum is one addition either way
+# (to the shard's owner or to both) and AdamW is elementwise; the norm is summed in other groups
+# sharded and unsharded, so clipping is off (--grad-clip 0) to keep its rounding out of the update.
+partly_plan=(--plan "$plans/partly-sharded-4.yaml" --grad-clip 0)
+run partly 4 "${four[@]}" "${partly_plan[@]}" --checkpoint-every 3
+grep -q "AdamW moments sharded in 1 block(s)" "$work/partly.log" ||
+  { echo "FAIL: partly's log does not say that rank 0 shards one of its two blocks"; exit 1; }
+run partly_again 4 "${four[@]}" "${partly_plan[@]}" --resume "$work/partly/checkpoints/step_3.h5"
+cmp "$work/partly.bin" "$work/partly_again.bin"
+echo "partly sharded by the plan, resumed after step 3 under it: final parameters bit-identical to the uninterrupted run"
+grep -v "^sharded_blocks:" "$plans/partly-sharded-4.yaml" > "$work/unsharded-stages-4.yaml"
+run partly_unsharded 4 "${four[@]}" --plan "$work/unsharded-stages-4.yaml" --grad-clip 0 --resume "$work/partly/checkpoints/step_3.h5"
+if grep -q "AdamW moments sharded" "$work/partly_unsharded.log"; then
+  echo "FAIL: resumed under a plan without sharded_blocks, the run still shards"; exit 1
+fi
+cmp "$work/partly.bin" "$work/partly_unsharded.bin"
+echo "partly sharded by the plan, resumed after step 3 unsharded on the same stages: final parameters bit-identical"

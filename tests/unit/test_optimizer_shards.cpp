@@ -1,7 +1,9 @@
 // Shard ranges of sharded optimizer state: shards tile a block in member order with sizes that
 // differ by at most one (k dividing the block or not, blocks smaller than k), and a rank's
 // updated spans are exactly the floats it updates: everything outside sharded blocks and its own
-// shard inside them, so that the owners of a block together update each float exactly once.
+// shard inside them, so that the owners of a block together update each float exactly once. Which
+// blocks are sharded: the plan's sharded_blocks, and with --shard-optimizer every block of several
+// owners besides.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -59,14 +61,15 @@ TEST(OptimizerShards, OwnersUpdateEveryFloatOnce) {
   const Plan plan = two_depths();
   const std::vector<GradBlock> blocks = derive_grad_blocks(plan, model.num_layers);
   const ParamLayout whole(model, {0, 4}), first(model, {0, 1}), rest(model, {1, 4});
-  const std::vector<BlockShard> rank0 = block_shards(blocks, whole, 0, true);
+  const std::vector<bool> all_sharded = sharded_block_flags(plan, blocks, true);
+  const std::vector<BlockShard> rank0 = block_shards(blocks, whole, 0, all_sharded);
   ASSERT_EQ(rank0.size(), blocks.size());
   // Per block: the owners' shards, each in its owner's layout, tile the block once.
   for (const BlockShard& s0 : rank0) {
     ASSERT_TRUE(s0.sharded) << "block " << s0.block << " has " << s0.owners << " owners";
     EXPECT_EQ(s0.owners, 2);
     const int other = blocks[s0.block].owners.back();
-    const std::vector<BlockShard> theirs = block_shards(blocks, other == 1 ? first : rest, other, true);
+    const std::vector<BlockShard> theirs = block_shards(blocks, other == 1 ? first : rest, other, all_sharded);
     const BlockShard& s1 = *std::find_if(theirs.begin(), theirs.end(), [&](const BlockShard& s) { return s.block == s0.block; });
     EXPECT_EQ(s0.slice.size, s1.slice.size);
     EXPECT_EQ(s0.index, 0);
@@ -89,9 +92,57 @@ TEST(OptimizerShards, OwnersUpdateEveryFloatOnce) {
       EXPECT_TRUE(span.end() <= m.end() || span.offset >= s.slice.end()) << "block " << s.block << ": the other shard is updated";
   }
   // Unsharded: one span, the whole layout.
-  const std::vector<FloatRange> all = updated_spans(block_shards(blocks, whole, 0, false), whole.size());
+  const std::vector<FloatRange> all =
+      updated_spans(block_shards(blocks, whole, 0, sharded_block_flags(plan, blocks, false)), whole.size());
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].size, whole.size());
+}
+
+// Three blocks of 2 owners each: rank 0 (all layers) beside a pipeline of depth 3 (ranks 1, 2, 3).
+Plan three_blocks() {
+  Plan plan = two_depths();
+  plan.pipelines[1].stages = {{.ranks = {1}, .layers = {0, 1}}, {.ranks = {2}, .layers = {1, 3}}, {.ranks = {3}, .layers = {3, 4}}};
+  return plan;
+}
+
+TEST(OptimizerShards, PlanShardsOnlyItsBlocks) {
+  const GptConfig model = tiny_model();
+  Plan plan = three_blocks();
+  plan.sharded_blocks = {1};
+  const std::vector<GradBlock> blocks = derive_grad_blocks(plan, model.num_layers);
+  ASSERT_EQ(blocks.size(), 3u);
+  EXPECT_EQ(sharded_block_flags(plan, blocks, false), (std::vector<bool>{false, true, false}));
+  EXPECT_EQ(sharded_block_flags(plan, blocks, true), (std::vector<bool>{true, true, true}));  // the union
+  const ParamLayout whole(model, {0, 4});
+  const std::vector<BlockShard> rank0 = block_shards(blocks, whole, 0, sharded_block_flags(plan, blocks, false));
+  ASSERT_EQ(rank0.size(), 3u);
+  EXPECT_FALSE(rank0[0].sharded);
+  EXPECT_TRUE(rank0[1].sharded);
+  EXPECT_FALSE(rank0[2].sharded);
+  // Rank 0 (first of block 1's owners 0, 2) updates everything but block 1's second half: two spans.
+  const FloatRange b1 = rank0[1].slice;
+  const FloatRange other = {b1.offset + shard_span(b1.size, 2, 0).size, shard_span(b1.size, 2, 1).size};
+  const std::vector<FloatRange> spans = updated_spans(rank0, whole.size());
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_EQ(spans[0].offset, 0u);
+  EXPECT_EQ(spans[0].end(), other.offset);
+  EXPECT_EQ(spans[1].offset, other.end());
+  EXPECT_EQ(spans[1].end(), whole.size());
+  EXPECT_EQ(moment_floats(model, plan, 0, false), whole.size() - other.size);
+  // Rank 2 (layers 1-2, second owner of block 1) keeps its half of it: its whole stage is block 1.
+  const ParamLayout middle(model, {1, 3});
+  const std::vector<BlockShard> rank2 = block_shards(blocks, middle, 2, sharded_block_flags(plan, blocks, false));
+  ASSERT_EQ(rank2.size(), 1u);
+  EXPECT_EQ(rank2[0].slice.size, b1.size);
+  EXPECT_EQ(moment_floats(model, plan, 2, false), shard_span(b1.size, 2, 1).size);
+  // Rank 3 holds block 2 (and the tied embedding, in no block), which the plan leaves unsharded;
+  // --shard-optimizer shards it too: rank 3, its second owner, drops the first shard.
+  const size_t last = ParamLayout(model, {3, 4}).size();
+  EXPECT_EQ(moment_floats(model, plan, 3, false), last);
+  EXPECT_EQ(moment_floats(model, plan, 3, true), last - shard_span(rank0[2].slice.size, 2, 0).size);
+  // Without the field, nothing is sharded.
+  plan.sharded_blocks.clear();
+  EXPECT_EQ(moment_floats(model, plan, 0, false), whole.size());
 }
 
 }  // namespace

@@ -176,6 +176,42 @@ TEST_F(PlanFiles, RecomputeReadAndWritten) {
   EXPECT_EQ(text.find("recompute: none"), std::string::npos) << text;
 }
 
+// Sharded optimizer state per block: kGoodPlan's blocks are 0 (embedding + layer 0, ranks 0, 1, 2)
+// and 1 (layers 1-3 + final layernorm, ranks 0, 3). None unless given; read and written back.
+TEST_F(PlanFiles, ShardedBlocksReadAndWritten) {
+  EXPECT_TRUE(check(kGoodPlan).sharded_blocks.empty());
+  EXPECT_EQ(plan_yaml(check(kGoodPlan)).find("sharded_blocks"), std::string::npos);
+  const Plan plan = check(std::string(kGoodPlan) + "sharded_blocks: [1, 0]\n");
+  EXPECT_EQ(plan.sharded_blocks, (std::vector<int>{1, 0}));
+  const Plan back = plan_from_yaml(plan_yaml(plan), "again");
+  validate_plan(back, topology_, model_);
+  EXPECT_EQ(back.sharded_blocks, (std::vector<int>{1, 0}));
+}
+
+TEST_F(PlanFiles, ShardedBlockOutOfRange) {
+  expect_plan_error(std::string(kGoodPlan) + "sharded_blocks: [0, 2]\n",
+                    {"sharded_blocks[1]", "a block index below 2", "block 0 holds the embedding", "got 2"});
+}
+
+TEST_F(PlanFiles, ShardedBlockNegative) {
+  expect_plan_error(std::string(kGoodPlan) + "sharded_blocks: [-1]\n", {"sharded_blocks[0]", "got -1"});
+}
+
+TEST_F(PlanFiles, ShardedBlockTwice) {
+  expect_plan_error(std::string(kGoodPlan) + "sharded_blocks: [1, 1]\n",
+                    {"sharded_blocks[1]", "each block once", "block 1 (layers 1-3 + final layernorm) again"});
+}
+
+// One pipeline: blocks 0 (ranks 0, 1), 1 (rank 2 alone), 2 (rank 3 alone).
+TEST_F(PlanFiles, ShardedBlockOfOneOwner) {
+  std::ifstream file("tests/mpi/plans/one-pipeline-4.yaml");
+  const std::string one_pipeline((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(one_pipeline.empty()) << "tests/mpi/plans/one-pipeline-4.yaml not found from " << std::filesystem::current_path();
+  EXPECT_EQ(check(one_pipeline + "sharded_blocks: [0]\n").sharded_blocks, (std::vector<int>{0}));
+  expect_plan_error(one_pipeline + "sharded_blocks: [0, 1]\n",
+                    {"sharded_blocks[1]", "at least two owners", "block 1 (layer 2), held by rank 2 alone"});
+}
+
 TEST_F(PlanFiles, RecomputeUnknown) {
   expect_plan_error(edit(kGoodPlan, "layers: [1, 4]}", "layers: [1, 4], recompute: attention}"),
                     {"pipelines[1].stages[1].recompute", "none, selective or full", "attention"});

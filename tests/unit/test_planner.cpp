@@ -10,6 +10,7 @@
 #include <functional>
 #include <random>
 
+#include "lib/optimizer_shards.hpp"
 #include "lib/param_layout.hpp"
 #include "lib/planner/local_search.hpp"
 #include "lib/planner/partition.hpp"
@@ -150,6 +151,34 @@ TEST(Planner, MemoryModelMatchesStageAllocation) {
       }
     }
   }
+}
+
+// The memory estimate (eth_plan --evaluate) drops the two moments of the shards a rank does not
+// keep: in the plan's sharded_blocks, and with set_shard_optimizer in every block of several owners.
+TEST(Planner, MemoryCountsShardedBlocks) {
+  const GptConfig model = small_model(4);
+  const Topology topo = one_node({{80, 10}, {80, 10}, {80, 10}});
+  CostModel cost = roofline_cost(topo, model, 16);
+  // Rank 0 holds all layers, ranks 1 | 2 split them at layer 2: blocks 0 (embedding + layers 0-1,
+  // ranks 0 and 1) and 1 (layers 2-3 + final layernorm, ranks 0 and 2).
+  Plan plan;
+  plan.global_batch = 4;
+  plan.pipelines = {{2, 1, {{{0}, {0, 4}, {}}}}, {2, 1, {{{1}, {0, 2}, {}}, {{2}, {2, 4}, {}}}}};
+  const std::vector<double> whole = cost.estimate(plan).memory_gb;
+  const size_t n0 = ParamLayout(model, {0, 2}).size() - ParamLayout(model, {0, 2}).wte_size();
+  const size_t n1 = ParamLayout(model, {0, 4}).size() - ParamLayout(model, {0, 2}).size();
+  // 8 bytes (m and v) per float of the other owner's shard; the estimate's GB are doubles of
+  // bytes * 1e-9, so differences of them are exact to ~1e-16 GB of ~1e-3: 1e-12 is rounding only.
+  auto dropped = [&](size_t floats) { return 8.0 * double(floats) * 1e-9; };
+  plan.sharded_blocks = {1};
+  const std::vector<double> some = cost.estimate(plan).memory_gb;
+  EXPECT_NEAR(whole[0] - some[0], dropped(shard_span(n1, 2, 1).size), 1e-12);  // rank 0 keeps shard 0
+  EXPECT_NEAR(whole[1] - some[1], 0.0, 1e-12);                                 // block 0 unsharded
+  EXPECT_NEAR(whole[2] - some[2], dropped(shard_span(n1, 2, 0).size), 1e-12);
+  cost.set_shard_optimizer(true);  // the union: block 0 as well
+  const std::vector<double> all = cost.estimate(plan).memory_gb;
+  EXPECT_NEAR(whole[0] - all[0], dropped(shard_span(n0, 2, 1).size + shard_span(n1, 2, 1).size), 1e-12);
+  EXPECT_NEAR(whole[1] - all[1], dropped(shard_span(n0, 2, 0).size), 1e-12);
 }
 
 // A profile with fixed times, for hand computation.

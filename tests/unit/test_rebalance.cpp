@@ -75,6 +75,26 @@ TEST(Rebalance, SlowRankGetsFewerSamples) {
   EXPECT_EQ(per_rank[3], next->pipelines[1].samples());
 }
 
+// A resume under the same stages takes a checkpoint's re-balanced split, and nothing else: the
+// resuming plan's recomputation and sharded blocks stay.
+TEST(Rebalance, WithBatchSplitTakesOnlyTheSplit) {
+  Plan written = two_pipelines();
+  written.sharded_blocks = {0};
+  const std::optional<Plan> split = rebalanced_plan(written, {4.0, 1.0, 1.0, 1.0});
+  ASSERT_TRUE(split);
+  Plan resuming = two_pipelines();
+  resuming.pipelines[0].stages[1].recompute = Recompute::full;
+  const Plan plan = with_batch_split(resuming, *split);
+  EXPECT_TRUE(plan.sharded_blocks.empty());
+  EXPECT_EQ(plan.pipelines[0].stages[1].recompute, Recompute::full);
+  EXPECT_EQ(plan_yaml(with_batch_split(written, plan)), plan_yaml(*split));  // the split is all that moved
+  for (size_t k = 0; k < plan.pipelines.size(); k++) {
+    EXPECT_EQ(plan.pipelines[k].micro_batches, split->pipelines[k].micro_batches);
+    EXPECT_EQ(plan.pipelines[k].last_micro_batch, split->pipelines[k].last_micro_batch);
+    EXPECT_EQ(plan.pipelines[k].stages[0].split, split->pipelines[k].stages[0].split);
+  }
+}
+
 TEST(Rebalance, ShortLastMicroBatchIsSplitWithinTheFullShares) {
   Plan plan = two_pipelines();
   plan.global_batch = 13;  // odd: whole micro-batches of 4 and 2 cannot add up to it
