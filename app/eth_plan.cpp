@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
       ("shard-optimizer", po::bool_switch(&o.shard_optimizer),
        "with --evaluate: AdamW moments sharded among each block's owners (eth_train --shard-optimizer)")
       ("memory-savers", po::value(&o.memory_savers)->default_value(o.memory_savers),
-       "what the search may trade for memory: recompute (activation recomputation per stage) | none")
+       "what the search may trade for memory: all (activation recomputation per stage, AdamW moments sharded "
+       "per block) | recompute | none")
       ("top", po::value(&o.top)->default_value(o.top), "print the K best plans (the best is written)")
       ("max-stage-width", po::value(&o.max_stage_width)->default_value(0),
        "ranks per stage at most (0: no limit; 1: one rank per stage)");

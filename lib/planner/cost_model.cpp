@@ -59,9 +59,10 @@ MemoryBytes CostModel::memory(LayerRange layers, int b, int slots, Recompute rec
   return {params, params, 2 * params, 4 * (per_slot * slots + tokens), 4 * scratch};
 }
 
-std::optional<Recompute> CostModel::lightest_recompute(int type, LayerRange layers, int b, int slots) const {
+std::optional<Recompute> CostModel::lightest_recompute(int type, LayerRange layers, int b, int slots,
+                                                       double sharded_bytes) const {
   for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
-    if (memory_bytes(layers, b, slots, mode) <= device_bytes(type)) return mode;
+    if (memory_bytes(layers, b, slots, mode) - sharded_bytes <= device_bytes(type)) return mode;
     if (!allow_recompute_) break;
   }
   return std::nullopt;
@@ -126,8 +127,30 @@ double CostModel::allreduce_ms(const std::vector<int>& owners, double bytes) con
   return 2 * local + ring(static_cast<int>(per_node.size()), topology_.network);
 }
 
+double CostModel::sharded_collective_ms(const std::vector<int>& owners, double bytes) const {
+  const int k = static_cast<int>(owners.size());
+  if (k < 2 || bytes <= 0) return 0;
+  std::map<int, int> per_node;
+  for (int r : owners) per_node[topology_.ranks[r].node]++;
+  const double moved = double(k - 1) / k * bytes;
+  if (per_node.size() == 1) {
+    const Link& l = topology_.nodes[per_node.begin()->first].link;
+    return moved / (l.bandwidth_gbs * 1e6) + (k - 1) * l.latency_us * 1e-3;
+  }
+  int busiest = 0;  // owners behind one NIC
+  for (const auto& [node, count] : per_node) busiest = std::max(busiest, count);
+  const Link& net = topology_.network;
+  return busiest * moved / (net.bandwidth_gbs * 1e6) + (k - 1) * net.latency_us * 1e-3;
+}
+
 double CostModel::optimizer_ms(int type, double params) const {
   return profiles_[type].optimizer_ms_per_mparam * params * 1e-6;
+}
+
+double CostModel::rank_optimizer_ms(const Plan& plan, int rank, LayerRange layers) const {
+  const bool sharded = shard_optimizer_ || !plan.sharded_blocks.empty();
+  const double floats = sharded ? double(moment_floats(model_, plan, rank, shard_optimizer_)) : param_floats(layers);
+  return optimizer_ms(topology_.ranks[rank].device_type, floats);
 }
 
 ComputeMs rank_compute(const CostModel& cost, const PlanPipeline& pipe, int stage, int index_in_stage) {
@@ -149,10 +172,18 @@ std::vector<Reduction> plan_reductions(const CostModel& cost, const Plan& plan) 
     return 12 * C * C + 13 * C;
   };
   std::vector<Reduction> out;
-  for (const GradBlock& block : derive_grad_blocks(plan, m.num_layers)) {
+  const std::vector<GradBlock> blocks = derive_grad_blocks(plan, m.num_layers);
+  const std::vector<bool> sharded = sharded_block_flags(plan, blocks, cost.shard_optimizer());
+  for (size_t b = 0; b < blocks.size(); b++) {
+    const GradBlock& block = blocks[b];
     double floats = 0;
     for (int u = block.unit_begin; u < block.unit_end; u++) floats += unit_floats(u);
-    out.push_back({block.unit_begin, block.unit_end, block.owners, cost.allreduce_ms(block.owners, 4 * floats)});
+    if (sharded[b]) {
+      const double ms = cost.sharded_collective_ms(block.owners, 4 * floats);
+      out.push_back({block.unit_begin, block.unit_end, block.owners, ms, ms});
+    } else {
+      out.push_back({block.unit_begin, block.unit_end, block.owners, cost.allreduce_ms(block.owners, 4 * floats)});
+    }
   }
   const std::vector<int> tied = tied_embedding_group(plan);
   out.push_back({Reduction::kTiedSum, Reduction::kTiedSum, tied, cost.allreduce_ms(tied, 4.0 * m.padded_vocab_size * C)});
@@ -198,12 +229,14 @@ Estimate CostModel::estimate(const Plan& plan) const {
     est.pipeline_ms.push_back((pipe.micro_batches - 1) * worst + sum);
   }
   const double slowest = *std::max_element(est.pipeline_ms.begin(), est.pipeline_ms.end());
-  std::vector<double> reduce(static_cast<size_t>(world), 0), tied_sum(static_cast<size_t>(world), 0);
+  std::vector<double> reduce(static_cast<size_t>(world), 0), tied_sum(static_cast<size_t>(world), 0),
+      gather(static_cast<size_t>(world), 0);
   bool tied_early = false;
   for (const Reduction& r : plan_reductions(*this, plan)) {
     tied_early = tied_early || r.unit_begin == Reduction::kTiedGather;
     for (int rank : r.owners) {
       reduce[rank] += r.ms;
+      gather[rank] += r.gather_ms;
       if (r.unit_begin == Reduction::kTiedSum) tied_sum[rank] = r.ms;
     }
   }
@@ -222,7 +255,7 @@ Estimate CostModel::estimate(const Plan& plan) const {
     }
     est.reduction_ms = std::max(est.reduction_ms, reduce[r] - hidden);
     const PlanStage& st = plan.pipelines[roles[r].pipeline].stages[roles[r].stage];
-    est.optimizer_ms = std::max(est.optimizer_ms, optimizer_ms(topology_.ranks[r].device_type, param_floats(st.layers)));
+    est.optimizer_ms = std::max(est.optimizer_ms, rank_optimizer_ms(plan, r, st.layers) + gather[r]);
   }
   est.iteration_ms = slowest + est.reduction_ms + est.optimizer_ms;
   return est;

@@ -71,10 +71,14 @@ class CostModel {
   // The attention half's share of a layer's forward (ln1, the qkv matmul, causal attention),
   // by FLOPs: profiles time whole layers only.
   double attention_share() const;
-  // estimate() counts each rank's moments of its shards only in the plan's sharded_blocks and,
-  // with this (eth_train --shard-optimizer), in every block of several owners
-  // (lib/optimizer_shards.hpp); the search does not choose it yet.
+  // With every block sharded (eth_train --shard-optimizer) beside a plan's sharded_blocks:
+  // the estimate and the simulator count each rank's moments and updates of its shards only
+  // (lib/optimizer_shards.hpp) and the sharded blocks' collectives.
   void set_shard_optimizer(bool shard) { shard_optimizer_ = shard; }
+  bool shard_optimizer() const { return shard_optimizer_; }
+  // Whether a search may shard blocks' optimizer state (choose_sharding); on by default.
+  void set_allow_sharding(bool allow) { allow_sharding_ = allow; }
+  bool allow_sharding() const { return allow_sharding_; }
   // Whether a search may recompute activations where a stage does not fit otherwise
   // (eth_plan --memory-savers); on by default.
   void set_allow_recompute(bool allow) { allow_recompute_ = allow; }
@@ -82,7 +86,9 @@ class CostModel {
   // The least recomputation (none, then selective, then full; none only unless allowed) under
   // which b samples of a stage holding `layers`, with `slots` micro-batches in flight, fit a
   // device of type `type`; nothing when even full recomputation does not fit.
-  std::optional<Recompute> lightest_recompute(int type, LayerRange layers, int b, int slots) const;
+  // `sharded_bytes`: optimizer state the rank does not keep (other owners' shards).
+  std::optional<Recompute> lightest_recompute(int type, LayerRange layers, int b, int slots,
+                                              double sharded_bytes = 0) const;
   double device_bytes(int type) const { return topology_.device_types[type].memory_gb * 1e9; }
 
   // Sending `bytes` from one rank to another over the link between them.
@@ -93,7 +99,14 @@ class CostModel {
   // Hierarchical all-reduce of `bytes` among `owners`: node-local reduce to a leader, ring
   // all-reduce among leaders over the network, node-local broadcast.
   double allreduce_ms(const std::vector<int>& owners, double bytes) const;
+  // One flat collective of a sharded block (lib/optimizer_shards.hpp) among `owners`: the sum
+  // delivered to each shard's owner, or the all-gather of the updated shards; both move
+  // (k - 1)/k of `bytes` through every owner, over the network (each node's NIC carrying all of
+  // its owners' traffic) when they span nodes.
+  double sharded_collective_ms(const std::vector<int>& owners, double bytes) const;
   double optimizer_ms(int type, double params) const;
+  // AdamW of `rank` (not idle) under `plan`: the floats it updates, its shards only where sharded.
+  double rank_optimizer_ms(const Plan& plan, int rank, LayerRange layers) const;
 
   // The analytic model of a whole (valid) plan.
   Estimate estimate(const Plan& plan) const;
@@ -105,6 +118,7 @@ class CostModel {
   std::vector<Profile> profiles_;
   bool shard_optimizer_ = false;
   bool allow_recompute_ = true;
+  bool allow_sharding_ = true;
 };
 
 // A rank's compute per micro-batch in stage s of a pipeline (its split share of the samples),
@@ -113,7 +127,8 @@ ComputeMs rank_compute(const CostModel& cost, const PlanPipeline& pipe, int stag
 
 // Hierarchical all-reduce of the gradient blocks of a plan: one entry per collective (every
 // block, then the tied embedding, then, where the runtime sums it early, the gather of its late
-// rows), with its owners and duration.
+// rows), with its owners and duration; a sharded block's sum goes to its shards' owners, and
+// its all-gather follows the optimizer.
 struct Reduction {
   // Units as in lib/grad_blocks.hpp; the tied wte's sum: kTiedSum; the gather of its late rows
   // (lib/late_embedding_rows.hpp, where the runtime sums wte early): kTiedGather.
@@ -121,6 +136,7 @@ struct Reduction {
   int unit_begin = 0, unit_end = 0;
   std::vector<int> owners;
   double ms = 0;
+  double gather_ms = 0;  // a sharded block: the all-gather of its updated shards after AdamW
 };
 std::vector<Reduction> plan_reductions(const CostModel& cost, const Plan& plan);
 

@@ -12,6 +12,7 @@
 #include "lib/input_error.hpp"
 #include "lib/planner/local_search.hpp"
 #include "lib/planner/partition.hpp"
+#include "lib/planner/sharding_choice.hpp"
 #include "lib/strprintf.hpp"
 
 namespace eth::planner {
@@ -603,6 +604,11 @@ std::vector<Candidate> search_hpp(const CostModel& cost, const PlanRequest& requ
     return a.simulation.iteration_ms < b.simulation.iteration_ms;
   });
   if (static_cast<int>(out.size()) > request.top) out.resize(static_cast<size_t>(request.top));
+  // Sharding last: it changes no layout, only each block's collectives, AdamW and memory.
+  for (Candidate& c : out) c = choose_sharding(cost, std::move(c));
+  std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
+    return a.simulation.iteration_ms < b.simulation.iteration_ms;
+  });
   return out;
 }
 

@@ -179,12 +179,23 @@ Simulation simulate(const CostModel& cost, const Plan& plan) {
     for (int n : nodes) nic_free[n] = start + red.ms;
   }
   sim.idle_ms.assign(world, 0);
+  std::vector<double> done(world, 0);  // AdamW done, then each sharded block's all-gather
   for (int r = 0; r < world; r++) {
     if (roles[r].idle()) continue;  // no layers, no update: an idle rank never sets the pace
-    const double opt = cost.optimizer_ms(cost.topology().ranks[r].device_type, cost.param_floats(stage_of(r).layers));
+    const double opt = cost.rank_optimizer_ms(plan, r, stage_of(r).layers);
     sim.busy_ms[r] += opt;
-    sim.iteration_ms = std::max(sim.iteration_ms, std::max(compute_end[r], channel_free[r]) + opt);
+    done[r] = std::max(compute_end[r], channel_free[r]) + opt;
   }
+  for (const Reduction& red : reductions) {  // in block order, as the runtime gathers them
+    if (red.gather_ms <= 0) continue;
+    double start = 0;
+    for (int r : red.owners) start = std::max(start, done[r]);
+    for (int r : red.owners) {
+      done[r] = start + red.gather_ms;
+      sim.comm_ms[r] += red.gather_ms;
+    }
+  }
+  for (int r = 0; r < world; r++) sim.iteration_ms = std::max(sim.iteration_ms, done[r]);
   for (int r = 0; r < world; r++) sim.idle_ms[r] = std::max(0.0, sim.iteration_ms - sim.busy_ms[r]);
   return sim;
 }

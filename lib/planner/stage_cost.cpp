@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "lib/optimizer_shards.hpp"
 #include "lib/schedule.hpp"  // activation_slots
 
 namespace eth::planner {
@@ -21,12 +22,15 @@ std::vector<int> stage_split(const CostModel& cost, const std::vector<int>& rank
 namespace {
 
 // The least recomputation under which every rank of `stage` fits; nothing if none does.
-std::optional<Recompute> stage_recompute(const CostModel& cost, const PlanStage& stage, int b, int slots) {
+// `sharded_bytes(rank)`: the optimizer state the rank does not keep.
+template <typename ShardedBytes>
+std::optional<Recompute> stage_recompute(const CostModel& cost, const PlanStage& stage, int b, int slots,
+                                         ShardedBytes sharded_bytes) {
   Recompute heaviest = Recompute::none;
   for (size_t i = 0; i < stage.ranks.size(); i++) {
     const int samples = stage.split.empty() ? b : stage.split[i];
-    const std::optional<Recompute> mode =
-        cost.lightest_recompute(cost.topology().ranks[stage.ranks[i]].device_type, stage.layers, samples, slots);
+    const std::optional<Recompute> mode = cost.lightest_recompute(
+        cost.topology().ranks[stage.ranks[i]].device_type, stage.layers, samples, slots, sharded_bytes(stage.ranks[i]));
     if (!mode) return std::nullopt;
     heaviest = std::max(heaviest, *mode);
   }
@@ -41,15 +45,37 @@ PlanStage plan_stage(const CostModel& cost, const std::vector<int>& ranks, Layer
   return stage;
 }
 
-bool choose_recompute(const CostModel& cost, PlanPipeline& pipe) {
+namespace {
+
+template <typename ShardedBytes>
+bool choose_pipeline_recompute(const CostModel& cost, PlanPipeline& pipe, ShardedBytes sharded_bytes) {
   const int S = static_cast<int>(pipe.stages.size());
   for (int s = 0; s < S; s++) {
     PlanStage& stage = pipe.stages[s];
     const std::optional<Recompute> mode =
-        stage_recompute(cost, stage, pipe.micro_batch, activation_slots(s, S, pipe.micro_batches));
+        stage_recompute(cost, stage, pipe.micro_batch, activation_slots(s, S, pipe.micro_batches), sharded_bytes);
     if (!mode) return false;
     stage.recompute = *mode;
   }
+  return true;
+}
+
+}  // namespace
+
+bool choose_recompute(const CostModel& cost, PlanPipeline& pipe) {
+  return choose_pipeline_recompute(cost, pipe, [](int) { return 0.0; });
+}
+
+bool choose_recompute(const CostModel& cost, Plan& plan) {
+  const bool sharded = cost.shard_optimizer() || !plan.sharded_blocks.empty();
+  const std::vector<RankRole> roles = rank_roles(plan, cost.topology().world_size());
+  auto sharded_bytes = [&](int rank) {  // the two moments of the floats other owners update
+    if (!sharded) return 0.0;
+    const LayerRange layers = plan.pipelines[roles[rank].pipeline].stages[roles[rank].stage].layers;
+    return 8 * (cost.param_floats(layers) - double(moment_floats(cost.model(), plan, rank, cost.shard_optimizer())));
+  };
+  for (PlanPipeline& pipe : plan.pipelines)
+    if (!choose_pipeline_recompute(cost, pipe, sharded_bytes)) return false;
   return true;
 }
 

@@ -61,5 +61,8 @@ PlanStage plan_stage(const CostModel& cost, const std::vector<int>& ranks, Layer
 // Sets each stage of `pipe` to the least recomputation under which its ranks fit with its
 // in-flight micro-batches (activation_slots); false when some stage fits under none.
 bool choose_recompute(const CostModel& cost, PlanPipeline& pipe);
+// The same for every pipeline of `plan`, each rank keeping only its shards' moments in the
+// plan's sharded blocks (and every block under CostModel::set_shard_optimizer).
+bool choose_recompute(const CostModel& cost, Plan& plan);
 
 }  // namespace eth::planner

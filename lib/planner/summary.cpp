@@ -7,6 +7,7 @@
 
 #include "kernels/backend.hpp"
 #include "kernels/backend_select.hpp"
+#include "lib/grad_blocks.hpp"
 #include "lib/input_error.hpp"
 #include "lib/planner/measure.hpp"
 #include "lib/strprintf.hpp"
@@ -91,6 +92,14 @@ void print_summary(std::ostream& out, const CostModel& cost, const Candidate& c)
                    "optimizer %.2f)\n",
                    c.simulation.iteration_ms, c.estimate.iteration_ms, c.estimate.iteration_ms - c.estimate.reduction_ms -
                    c.estimate.optimizer_ms, c.estimate.reduction_ms, c.estimate.optimizer_ms);
+  if (!c.plan.sharded_blocks.empty()) {
+    const std::vector<GradBlock> blocks = derive_grad_blocks(c.plan, cost.model().num_layers);
+    out << "AdamW moments sharded among the owners of block(s):";
+    for (int b : c.plan.sharded_blocks)
+      out << strprintf(" %d (%s, %zu owners)", b, units_name(blocks[b].unit_begin, blocks[b].unit_end, cost.model().num_layers).c_str(),
+                       blocks[b].owners.size());
+    out << '\n';
+  }
   print_memory(out, topo, c.estimate.memory);
 }
 
@@ -151,9 +160,10 @@ void run_plan_tool(const PlanToolOptions& o, std::ostream& out) {
     fail_input("command line", "--shard-optimizer", "--evaluate PLAN (the search does not choose sharding yet)",
                "a search");
   cost.set_shard_optimizer(o.shard_optimizer);
-  if (o.memory_savers != "recompute" && o.memory_savers != "none")
-    fail_input("command line", "--memory-savers", "'recompute' or 'none'", "'" + o.memory_savers + "'");
-  cost.set_allow_recompute(o.memory_savers == "recompute");
+  if (o.memory_savers != "all" && o.memory_savers != "recompute" && o.memory_savers != "none")
+    fail_input("command line", "--memory-savers", "'all', 'recompute' or 'none'", "'" + o.memory_savers + "'");
+  cost.set_allow_recompute(o.memory_savers != "none");
+  cost.set_allow_sharding(o.memory_savers == "all");
 
   std::vector<Candidate> chosen;
   if (!o.evaluate.empty()) {

@@ -36,7 +36,7 @@ struct PlanToolOptions {
   std::string baseline;                 // "", "uniform", "layer-balanced" or "metis"
   std::string evaluate;                 // a plan file to simulate instead of searching
   bool shard_optimizer = false;         // --evaluate: with sharded optimizer state (memory)
-  std::string memory_savers = "recompute";  // what the search may trade for memory: "recompute" or "none"
+  std::string memory_savers = "all";    // what the search may trade: "all" (recomputation, sharding), "recompute", "none"
   int top = 1;
   int max_stage_width = 0;              // 0: no limit; 1: one rank per stage
 };

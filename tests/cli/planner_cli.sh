@@ -52,8 +52,8 @@ expect_one_error eth_plan "plan: a batch of no samples" "global_batch" "a positi
   plan --topology "$topology" --model "$model" --batch 0 --seq-len 16
 expect_one_error eth_plan "plan: unknown baseline" "--baseline" "layer-balanced" -- \
   plan --topology "$topology" --model "$model" --batch 8 --seq-len 16 --baseline fastest
-expect_one_error eth_plan "plan: unknown memory savers" "--memory-savers" "'recompute' or 'none'" -- \
-  plan --topology "$topology" --model "$model" --batch 8 --seq-len 16 --memory-savers all
+expect_one_error eth_plan "plan: unknown memory savers" "--memory-savers" "'all', 'recompute' or 'none'" -- \
+  plan --topology "$topology" --model "$model" --batch 8 --seq-len 16 --memory-savers most
 # 16 GB cards and a 7.3B model: without recomputation nothing fits, and the error names the rank
 # and its excess; with it (the default) a plan whose stages recompute, with each rank's memory.
 cards="$src/inputs/scenarios/16gb-cards.yaml"

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "lib/optimizer_shards.hpp"
+#include "lib/grad_blocks.hpp"
 #include "lib/param_layout.hpp"
 #include "lib/planner/local_search.hpp"
 #include "lib/planner/partition.hpp"
@@ -336,6 +337,47 @@ TEST(Planner, NoRecomputationWhereMemoryDoesNotBind) {
     for (const PlanStage& st : pipe.stages) EXPECT_EQ(st.recompute, Recompute::none);
 }
 
+// A sharded block's collective moves (k - 1)/k of its bytes through each owner: over the node's
+// link inside one node; across nodes over the network, each NIC carrying all its node's owners.
+TEST(Planner, ShardedCollectiveTime) {
+  Topology topo = one_node({{80, 10}, {80, 10}, {80, 10}, {80, 10}}, 10);  // 10 GB/s: 1e7 bytes per ms
+  const GptConfig model = small_model(2);
+  const CostModel inside(topo, model, 16, profiles_for(topo, model, 16, {}, {1}));
+  EXPECT_NEAR(inside.sharded_collective_ms({0, 1, 2, 3}, 4e7), 3.0, 1e-12);  // 3/4 of 4e7 bytes
+  EXPECT_EQ(inside.sharded_collective_ms({2}, 4e7), 0);
+  // Ranks 2 and 3 on a second node, a 1 GB/s network: three owners, two behind node 0's NIC.
+  topo.network = {"ethernet", 1, 0};
+  topo.nodes[0].devices = {0, 1};
+  topo.nodes.push_back({"n1", {"nvlink", 10, 0}, {2, 3}, 2});
+  topo.ranks[2] = {1, 0, 2};
+  topo.ranks[3] = {1, 1, 3};
+  const CostModel across(topo, model, 16, profiles_for(topo, model, 16, {}, {1}));
+  EXPECT_NEAR(across.sharded_collective_ms({0, 1, 2}, 3e6), 2 * 2e6 / 1e6, 1e-12);
+}
+
+// The search shards a block where the simulator says it pays (here: AdamW over half the block
+// saves more than the all-gather after it costs), keeps every sharded block of several owners,
+// and shards nothing when not allowed.
+TEST(Planner, ShardsBlocksWhereItPays) {
+  ShippedScenario scenario("homogeneous-16");
+  auto& [s, topo, model, cost, request] = scenario;
+  const Candidate best = search_hpp(cost, request, s.source).front();
+  ASSERT_FALSE(best.plan.sharded_blocks.empty()) << best.label;
+  EXPECT_NO_THROW(validate_plan(best.plan, topo, model));
+  Plan unsharded = best.plan;
+  unsharded.sharded_blocks.clear();
+  ASSERT_TRUE(choose_recompute(cost, unsharded));
+  EXPECT_LT(best.simulation.iteration_ms, simulate(cost, unsharded).iteration_ms);
+  const std::vector<GradBlock> blocks = derive_grad_blocks(best.plan, model.num_layers);
+  for (int b : best.plan.sharded_blocks) EXPECT_GE(blocks[b].owners.size(), 2u);
+  // Sharded moments: 8 bytes per float of the other owners' shards less on each owner.
+  const Estimate whole = cost.estimate(unsharded);
+  for (int r = 0; r < topo.world_size(); r++)
+    EXPECT_LE(best.estimate.memory[r].optimizer, whole.memory[r].optimizer) << "rank " << r;
+  cost.set_allow_sharding(false);
+  EXPECT_TRUE(search_hpp(cost, request, s.source).front().plan.sharded_blocks.empty());
+}
+
 struct ScenarioCase {
   std::string path;
   int global_batch;
@@ -399,7 +441,8 @@ TEST(Planner, IdenticalDevicesGiveTheUniformPlan) {
   same.device_types.resize(1);
   for (RankPlace& r : same.ranks) r.device_type = 0;
   for (int& d : same.nodes[0].devices) d = 0;
-  const CostModel cost = roofline_cost(same, model, 16);
+  CostModel cost = roofline_cost(same, model, 16);
+  cost.set_allow_sharding(false);  // the layout is the claim; sharding would speed up both alike
   const PlanRequest request{16, {1, 2, 4}, 1};
   const Candidate hpp = search_hpp(cost, request, "test").front();
   const Candidate uniform = baseline_uniform(cost, request, "test");
