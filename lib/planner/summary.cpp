@@ -157,7 +157,7 @@ void run_plan_tool(const PlanToolOptions& o, std::ostream& out) {
     out << strprintf("profile %-14s %s (%s)\n", p.device_type.c_str(), p.estimate ? "ESTIMATE" : "measured", p.source.c_str());
   CostModel cost(topo, model, seq_len, std::move(profiles));
   if (o.shard_optimizer && o.evaluate.empty())
-    fail_input("command line", "--shard-optimizer", "--evaluate PLAN (the search does not choose sharding yet)",
+    fail_input("command line", "--shard-optimizer", "--evaluate PLAN (a search chooses sharding per block itself: --memory-savers)",
                "a search");
   cost.set_shard_optimizer(o.shard_optimizer);
   if (o.memory_savers != "all" && o.memory_savers != "recompute" && o.memory_savers != "none")
