@@ -586,11 +586,13 @@ std::vector<Candidate> search_pools(const CostModel& cost, const PlanRequest& re
 
 std::vector<Candidate> search_hpp(const CostModel& cost, const PlanRequest& request, const std::string& where) {
   std::vector<Candidate> out;
+  bool recompute_could_help = true;
   if (cost.allow_recompute()) {
     // The plans that keep every activation are searched on their own too, as the narrow pool
     // is: layouts that fit only by recomputing are many on tight clusters, their linear model
     // is optimistic, and they crowd the funnels. So allowing recomputation never gives a
-    // slower plan than forbidding it.
+    // slower plan than forbidding it. Where that search never found a stage short of memory,
+    // allowing recomputation would change none of its steps: it is not run again.
     CostModel keep_all = cost;
     keep_all.set_allow_recompute(false);
     try {
@@ -598,8 +600,9 @@ std::vector<Candidate> search_hpp(const CostModel& cost, const PlanRequest& requ
     } catch (const InputError&) {
       // nothing fits without recomputation
     }
+    recompute_could_help = out.empty() || keep_all.refused_without_recompute();
   }
-  add_new(out, search_pools(cost, request, where));
+  if (recompute_could_help) add_new(out, search_pools(cost, request, where));
   std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
     return a.simulation.iteration_ms < b.simulation.iteration_ms;
   });
