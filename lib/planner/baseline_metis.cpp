@@ -338,12 +338,14 @@ std::vector<Candidate> device_group_plans(const CostModel& cost, const PlanReque
 }
 
 Candidate baseline_metis(const CostModel& cost, const PlanRequest& request, const std::string& where) {
-  std::vector<Candidate> plans = device_group_plans(cost, request, std::numeric_limits<double>::infinity(), 0);
-  if (plans.empty())
-    fail_input(where, "devices",
-               "a Metis-style plan: identical pipelines whose power-of-two device groups hold the model in memory",
-               "no such plan for this topology, model and global batch");
-  return std::move(plans.front());
+  return recompute_only_where_needed(cost, [&](const CostModel& c) {
+    std::vector<Candidate> plans = device_group_plans(c, request, std::numeric_limits<double>::infinity(), 0);
+    if (plans.empty())
+      fail_input(where, "devices",
+                 "a Metis-style plan: identical pipelines whose power-of-two device groups hold the model in memory",
+                 "no such plan for this topology, model and global batch");
+    return std::move(plans.front());
+  });
 }
 
 }  // namespace eth::planner

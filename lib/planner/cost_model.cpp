@@ -61,17 +61,11 @@ MemoryBytes CostModel::memory(LayerRange layers, int b, int slots, Recompute rec
 
 std::optional<Recompute> CostModel::lightest_recompute(int type, LayerRange layers, int b, int slots,
                                                        double sharded_bytes) const {
-  if (fits_without_recompute(memory_bytes(layers, b, slots) - sharded_bytes, type)) return Recompute::none;
-  if (!allow_recompute_) return std::nullopt;
-  for (Recompute mode : {Recompute::selective, Recompute::full})
+  for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
     if (memory_bytes(layers, b, slots, mode) - sharded_bytes <= device_bytes(type)) return mode;
+    if (!allow_recompute_) break;
+  }
   return std::nullopt;
-}
-
-bool CostModel::fits_without_recompute(double bytes, int type) const {
-  const bool fits = bytes <= device_bytes(type);
-  refused_without_recompute_ = refused_without_recompute_ || !fits;
-  return fits;
 }
 
 double CostModel::attention_share() const {

@@ -89,11 +89,6 @@ class CostModel {
   // `sharded_bytes`: optimizer state the rank does not keep (other owners' shards).
   std::optional<Recompute> lightest_recompute(int type, LayerRange layers, int b, int slots,
                                               double sharded_bytes = 0) const;
-  // Whether `bytes` fit a device of type `type`, keeping every activation: the check every
-  // search makes before any recomputation. A refusal is remembered (refused_without_recompute):
-  // a search that never met one would find the same plans with recomputation allowed.
-  bool fits_without_recompute(double bytes, int type) const;
-  bool refused_without_recompute() const { return refused_without_recompute_; }
   double device_bytes(int type) const { return topology_.device_types[type].memory_gb * 1e9; }
 
   // Sending `bytes` from one rank to another over the link between them.
@@ -124,7 +119,6 @@ class CostModel {
   bool shard_optimizer_ = false;
   bool allow_recompute_ = true;
   bool allow_sharding_ = true;
-  mutable bool refused_without_recompute_ = false;  // an observation of the searches, not state of the model
 };
 
 // A rank's compute per micro-batch in stage s of a pipeline (its split share of the samples),

@@ -585,27 +585,13 @@ std::vector<Candidate> search_pools(const CostModel& cost, const PlanRequest& re
 }  // namespace
 
 std::vector<Candidate> search_hpp(const CostModel& cost, const PlanRequest& request, const std::string& where) {
-  std::vector<Candidate> out;
-  bool recompute_could_help = true;
-  if (cost.allow_recompute()) {
-    // The plans that keep every activation are searched on their own too, as the narrow pool
-    // is: layouts that fit only by recomputing are many on tight clusters, their linear model
-    // is optimistic, and they crowd the funnels. So allowing recomputation never gives a
-    // slower plan than forbidding it. Where that search never found a stage short of memory,
-    // allowing recomputation would change none of its steps: it is not run again.
-    CostModel keep_all = cost;
-    keep_all.set_allow_recompute(false);
-    try {
-      out = search_pools(keep_all, request, where);
-    } catch (const InputError&) {
-      // nothing fits without recomputation
-    }
-    recompute_could_help = out.empty() || keep_all.refused_without_recompute();
-  }
-  if (recompute_could_help) add_new(out, search_pools(cost, request, where));
-  std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
-    return a.simulation.iteration_ms < b.simulation.iteration_ms;
-  });
+  // Recomputation only where no plan fits without it. Searched together with the plans that
+  // keep every activation, the layouts that fit only by recomputing (many on tight clusters,
+  // their linear model optimistic) crowd the funnels: 1024gpu-4types fell from 3957 to 4537 ms
+  // simulated. Searched apart, as a second pass, they doubled to tripled the planning time
+  // wherever memory binds anywhere, for 0.2% on one shipped scenario (docs/results.md).
+  std::vector<Candidate> out =
+      recompute_only_where_needed(cost, [&](const CostModel& c) { return search_pools(c, request, where); });
   if (static_cast<int>(out.size()) > request.top) out.resize(static_cast<size_t>(request.top));
   // Sharding last: it changes no layout, only each block's collectives, AdamW and memory.
   for (Candidate& c : out) c = choose_sharding(cost, std::move(c));
@@ -616,34 +602,38 @@ std::vector<Candidate> search_hpp(const CostModel& cost, const PlanRequest& requ
 }
 
 Candidate baseline_layer_balanced(const CostModel& cost, const PlanRequest& request, const std::string& where) {
-  PartitionMemo memo;
-  Searcher searcher(cost, request, memo);
-  std::vector<Candidate> out = finish(cost, request, searcher.replicated_layouts(), 1 << 20, 1 << 20);
-  if (out.empty()) fail_no_plan(cost, request, where);
-  return std::move(out.front());
+  return recompute_only_where_needed(cost, [&](const CostModel& c) {
+    PartitionMemo memo;
+    Searcher searcher(c, request, memo);
+    std::vector<Candidate> out = finish(c, request, searcher.replicated_layouts(), 1 << 20, 1 << 20);
+    if (out.empty()) fail_no_plan(c, request, where);
+    return std::move(out.front());
+  });
 }
 
 Candidate baseline_uniform(const CostModel& cost, const PlanRequest& request, const std::string& where) {
-  const int N = cost.topology().world_size(), L = cost.model().num_layers;
-  std::vector<Layout> layouts;
-  for (int b0 : request.micro_batches)
-    for (int d = 1; d <= std::min(N, L); d++) {
-      const int P = N / d;
-      if (N % d || P > request.global_batch) continue;
-      Layout layout{strprintf("uniform depth=%d b0=%d", d, b0), b0, {}, {}, equal_samples(P, request.global_batch), 0};
-      bool fits = true;
-      for (int k = 0; k < P && fits; k++) {
-        StageRanks stages;
-        for (int s = 0; s < d; s++) stages.push_back({k * d + s});
-        Shape shape{stages, uniform_partition(cost, stages, b0)};
-        for (int s = 0; s < d && fits; s++) fits = StageCost(cost, stages, s, b0).fits(shape.part.layers[s]);
-        layout.shapes.push_back(std::move(shape));
+  return recompute_only_where_needed(cost, [&](const CostModel& c) {
+    const int N = c.topology().world_size(), L = c.model().num_layers;
+    std::vector<Layout> layouts;
+    for (int b0 : request.micro_batches)
+      for (int d = 1; d <= std::min(N, L); d++) {
+        const int P = N / d;
+        if (N % d || P > request.global_batch) continue;
+        Layout layout{strprintf("uniform depth=%d b0=%d", d, b0), b0, {}, {}, equal_samples(P, request.global_batch), 0};
+        bool fits = true;
+        for (int k = 0; k < P && fits; k++) {
+          StageRanks stages;
+          for (int s = 0; s < d; s++) stages.push_back({k * d + s});
+          Shape shape{stages, uniform_partition(c, stages, b0)};
+          for (int s = 0; s < d && fits; s++) fits = StageCost(c, stages, s, b0).fits(shape.part.layers[s]);
+          layout.shapes.push_back(std::move(shape));
+        }
+        if (fits) layouts.push_back(std::move(layout));
       }
-      if (fits) layouts.push_back(std::move(layout));
-    }
-  std::vector<Candidate> out = finish(cost, request, std::move(layouts), 1 << 20, 1 << 20);
-  if (out.empty()) fail_no_plan(cost, request, where);
-  return std::move(out.front());
+    std::vector<Candidate> out = finish(c, request, std::move(layouts), 1 << 20, 1 << 20);
+    if (out.empty()) fail_no_plan(c, request, where);
+    return std::move(out.front());
+  });
 }
 
 }  // namespace eth::planner

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/input_error.hpp"
 #include "lib/planner/cost_model.hpp"
 #include "lib/planner/simulator.hpp"
 
@@ -64,5 +65,20 @@ std::vector<Candidate> device_group_plans(const CostModel& cost, const PlanReque
 
 // Simulates a plan and attaches the analytic estimate.
 Candidate evaluate_plan(const CostModel& cost, Plan plan, const std::string& label);
+
+// `plan(cost)` with recomputation forbidden, and, where that finds no plan (InputError) and the
+// cost model allows recomputation, `plan(cost)` again (docs/planner.md, "Memory savers"): every
+// search and baseline recomputes only where nothing fits without it.
+template <typename Planner>
+auto recompute_only_where_needed(const CostModel& cost, Planner plan) -> decltype(plan(cost)) {
+  if (!cost.allow_recompute()) return plan(cost);
+  CostModel keep_all = cost;
+  keep_all.set_allow_recompute(false);
+  try {
+    return plan(keep_all);
+  } catch (const InputError&) {
+    return plan(cost);  // its own error, if nothing fits even so
+  }
+}
 
 }  // namespace eth::planner

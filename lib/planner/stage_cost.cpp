@@ -99,8 +99,7 @@ StageCost::StageCost(const CostModel& cost, const StageRanks& stages, int s, int
         auto range = [&](int count) { return first ? LayerRange{0, count} : last ? LayerRange{L - count, L} : LayerRange{1, 1 + count}; };
         auto all_fit = [&](int count) {
           return std::all_of(members_.begin(), members_.end(), [&](const Member& m) {
-            const double bytes = cost.memory_bytes(range(count), m.samples, slots_, Recompute(mode));
-            return mode == 0 ? cost.fits_without_recompute(bytes, m.type) : bytes <= cost.device_bytes(m.type);
+            return cost.memory_bytes(range(count), m.samples, slots_, Recompute(mode)) <= cost.device_bytes(m.type);
           });
         };
         const int longest = first && last ? L : first || last ? L - 1 : L - 2;
