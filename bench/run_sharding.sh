@@ -13,7 +13,7 @@
 # sharded, the all-gather) and the gradient reduction. Writes bench/results/sharding.json;
 # docs/results.md quotes it.
 #
-#   bench/run_sharding.sh                 # about 7 minutes on 2 cores
+#   bench/run_sharding.sh                 # about 4 minutes on 2 idle cores
 #   ROUNDS=5 STEPS=4 LAYERS=4 bench/run_sharding.sh
 STEPS=${STEPS:-3}
 LAYERS=${LAYERS:-6}
