@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Optimizer-state sharding (ZeRO-1) on data-parallel ranks: what it saves and what it costs.
-# GPT-2 124M shapes (C = 768, 12 heads, vocabulary 50257) cut to LAYERS = 6 layers (all 12 took
-# 15.7-22.6 s a step here, above what 3 arms x ROUNDS runs can afford on a shared machine), T = 1024,
+# GPT-2 124M shapes (C = 768, 12 heads, vocabulary 50257) cut to LAYERS = 6 layers by default (all
+# 12 took 15.7-22.6 s a step under other users' load, about 11 s alone: LAYERS=12), T = 1024,
 # 2 ranks on workstation-2cpu.yaml (one rank per core, 1 thread each), each a one-stage pipeline
 # of the whole model, micro-batch 1, one micro-batch: one gradient block of 2 owners (the layers,
 # final layernorm and wpe) plus the tied word embedding, which stays whole. Arms: plain; the block
