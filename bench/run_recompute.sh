@@ -11,25 +11,13 @@
 #
 #   bench/run_recompute.sh                # about 5 minutes on 2 cores
 #   ROUNDS=5 STEPS=3 bench/run_recompute.sh
-set -euo pipefail
-cd "$(dirname "$0")/.."
-source scripts/env.sh  # Open MPI as root, as every other benchmark
-
-ROUNDS=${ROUNDS:-3}
 STEPS=${STEPS:-2}            # the last step is measured (the first warms the caches)
-T=${T:-1024}
-BUILD=${BUILD:-build}
-PYTHON=${PYTHON:-/usr/bin/python3}
-OUT_DIR=${OUT_DIR:-bench/results}
-TOPOLOGY=inputs/topologies/workstation-2cpu.yaml
 MODES=(none selective full)
-
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-cmake --build "$BUILD" -j2 --target eth_train eth_plan >/dev/null
-mkdir -p "$OUT_DIR"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-sed 's/^num_layers: 12/num_layers: 4/; s/^name: gpt2-124m/name: gpt2-124m-4l/' inputs/models/gpt2-124m.yaml > "$tmp/model.yaml"
+set -euo pipefail
+source "$(dirname "$0")/lib_mode_runs.sh"
+BATCH=2
+MODEL_YAML=$tmp/model.yaml
+sed 's/^num_layers: 12/num_layers: 4/; s/^name: gpt2-124m/name: gpt2-124m-4l/' inputs/models/gpt2-124m.yaml > "$MODEL_YAML"
 for mode in "${MODES[@]}"; do
   cat > "$tmp/plan-$mode.yaml" <<PLAN
 global_batch: 2
@@ -40,32 +28,21 @@ pipelines:
       - {ranks: [0], layers: [0, 3], recompute: $mode}
       - {ranks: [1], layers: [3, 4], recompute: $mode}
 PLAN
-  "$BUILD/app/eth_plan" --evaluate "$tmp/plan-$mode.yaml" --topology "$TOPOLOGY" --model "$tmp/model.yaml" \
-    --batch 2 --seq-len "$T" --out "$tmp/unused.yaml" > "$tmp/evaluate-$mode.txt"
 done
-
-for ((r = 0; r < ROUNDS; r++)); do
-  for ((k = 0; k < ${#MODES[@]}; k++)); do
-    mode=${MODES[$(((k + r) % ${#MODES[@]}))]}
-    echo "round $((r + 1)): $mode (load $(cut -d' ' -f1 /proc/loadavg))" >&2
-    mpirun -np 2 --bind-to core "$BUILD/app/eth_train" --topology "$TOPOLOGY" --plan "$tmp/plan-$mode.yaml" \
-      --model "$tmp/model.yaml" --train-data inputs/data/kjv_train.bin --seq-len "$T" --steps "$STEPS" \
-      --output-dir "$tmp/$mode-$r" > "$tmp/$mode-$r.log" 2>&1 || { cat "$tmp/$mode-$r.log" >&2; exit 1; }
-  done
-done
+evaluate_arms "${MODES[@]}"
+run_arms "${MODES[@]}"
 
 "$PYTHON" - "$tmp" "$ROUNDS" "$OUT_DIR/recompute.json" "ROUNDS=$ROUNDS STEPS=$STEPS bench/run_recompute.sh" "${MODES[@]}" <<'PY'
-import json, re, statistics, sys
+import json, statistics, sys
+sys.path.insert(0, "bench")
+import mode_runs
 tmp, rounds, out, cmd, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
 def last_step(mode, r):
-    records = [json.loads(l) for l in open(f"{tmp}/{mode}-{r}/metrics.jsonl")]
-    return [x for x in records if "ms" in x][-1]
-def evaluate(mode):
-    return open(f"{tmp}/evaluate-{mode}.txt").read()
+    return mode_runs.steps(tmp, mode, r)[-1]
 def planner_gb(mode):  # eth_plan --evaluate's table: "memory GB / device GB" per stage's fullest rank
-    return [float(m.group(1)) for m in re.finditer(r"\s([0-9.]+)/[0-9.]+\s*$", evaluate(mode), re.M)]
+    return mode_runs.planner_gb(mode_runs.evaluate(tmp, mode))
 def planner_ms(mode):  # its simulated iteration (roofline profile: none is measured for this model)
-    return float(re.search(r"iteration: simulated ([0-9.]+) ms", evaluate(mode)).group(1))
+    return mode_runs.planner_ms(mode_runs.evaluate(tmp, mode))
 result = {"benchmark": "recompute", "command": cmd,
           "config": {"model": "gpt2-124m shapes, 4 layers", "seq_len": 1024, "plan": "2 ranks: [0, 3) | [3, 4) + head",
                      "micro_batch": 1, "micro_batches": 2, "threads_per_rank": 1, "rounds": rounds},
@@ -85,14 +62,12 @@ for mode in modes:
                   for k in range(ranks)]}
 json.dump(result, open(out, "w"), indent=2)
 base = result["modes"]["none"]
-print(f"{'mode':10} {'rank':>4} {'peak MB':>9} {'device_bytes MB':>15} {'planner MB':>10} {'saved MB':>9} "
-      f"{'compute ms':>10} {'added %':>8} {'step ms':>9} {'planner ms':>10}")
-for mode in modes:
-    m = result["modes"][mode]
-    for k, rk in enumerate(m["ranks"]):
-        b = base["ranks"][k]
-        print(f"{mode:10} {k:>4} {rk['peak_bytes'] / 1e6:9.1f} {rk['planned_bytes'] / 1e6:15.1f} {rk['planner_gb'] * 1e3:10.0f} "
-              f"{(b['peak_bytes'] - rk['peak_bytes']) / 1e6:9.1f} {rk['compute_ms']['median']:10.0f} "
-              f"{100 * (rk['compute_ms']['median'] / b['compute_ms']['median'] - 1):8.1f} {m['step_ms']['median']:9.0f} "
-              f"{m['planner_simulated_ms']:10.0f}")
+mode_runs.print_table(
+    [("      mode", ""), ("rank", ""), ("  peak MB", ".1f"), ("device_bytes MB", ".1f"), ("planner MB", ".0f"),
+     (" saved MB", ".1f"), ("compute ms", ".0f"), (" added %", ".1f"), ("  step ms", ".0f"), ("planner ms", ".0f")],
+    [(mode, k, rk["peak_bytes"] / 1e6, rk["planned_bytes"] / 1e6, rk["planner_gb"] * 1e3,
+      (base["ranks"][k]["peak_bytes"] - rk["peak_bytes"]) / 1e6, rk["compute_ms"]["median"],
+      100 * (rk["compute_ms"]["median"] / base["ranks"][k]["compute_ms"]["median"] - 1),
+      result["modes"][mode]["step_ms"]["median"], result["modes"][mode]["planner_simulated_ms"])
+     for mode in modes for k, rk in enumerate(result["modes"][mode]["ranks"])])
 PY
