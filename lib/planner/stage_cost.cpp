@@ -37,16 +37,6 @@ std::optional<Recompute> stage_recompute(const CostModel& cost, const PlanStage&
   return heaviest;
 }
 
-}  // namespace
-
-PlanStage plan_stage(const CostModel& cost, const std::vector<int>& ranks, LayerRange layers, int b) {
-  PlanStage stage{ranks, layers, {}};
-  if (ranks.size() > 1) stage.split = stage_split(cost, ranks, b);
-  return stage;
-}
-
-namespace {
-
 template <typename ShardedBytes>
 bool choose_pipeline_recompute(const CostModel& cost, PlanPipeline& pipe, ShardedBytes sharded_bytes) {
   const int S = static_cast<int>(pipe.stages.size());
@@ -61,6 +51,12 @@ bool choose_pipeline_recompute(const CostModel& cost, PlanPipeline& pipe, Sharde
 }
 
 }  // namespace
+
+PlanStage plan_stage(const CostModel& cost, const std::vector<int>& ranks, LayerRange layers, int b) {
+  PlanStage stage{ranks, layers, {}};
+  if (ranks.size() > 1) stage.split = stage_split(cost, ranks, b);
+  return stage;
+}
 
 bool choose_recompute(const CostModel& cost, PlanPipeline& pipe) {
   return choose_pipeline_recompute(cost, pipe, [](int) { return 0.0; });
