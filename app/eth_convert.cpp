@@ -1,14 +1,14 @@
-// eth_convert: ETH checkpoints to and from llm.c's GPT-2 model file (lib/llmc_model.hpp).
+// eth_convert: ETH checkpoints to and from llm.c's GPT-2 model file (lib/io/llmc_model.hpp).
 //   eth_convert --model M.yaml --import-llmc gpt2_124M.bin --out start.h5   (then eth_train --resume start.h5)
 //   eth_convert --model M.yaml --export-llmc out/checkpoints/step_N.h5 --out model.bin
 #include <boost/program_options.hpp>
 
 #include <iostream>
 
-#include "lib/command_line.hpp"
-#include "lib/input_error.hpp"
-#include "lib/llmc_model.hpp"
-#include "lib/model_config.hpp"
+#include "lib/base/command_line.hpp"
+#include "lib/base/input_error.hpp"
+#include "lib/io/llmc_model.hpp"
+#include "lib/model/model_config.hpp"
 #include "mpi_topology/mpi_session.hpp"
 
 namespace po = boost::program_options;

@@ -4,8 +4,8 @@
 
 #include <iostream>
 
-#include "lib/command_line.hpp"
-#include "lib/input_error.hpp"
+#include "lib/base/command_line.hpp"
+#include "lib/base/input_error.hpp"
 #include "lib/planner/summary.hpp"
 
 namespace po = boost::program_options;

@@ -5,8 +5,8 @@
 
 #include <iostream>
 
-#include "lib/command_line.hpp"
-#include "lib/input_error.hpp"
+#include "lib/base/command_line.hpp"
+#include "lib/base/input_error.hpp"
 #include "lib/planner/summary.hpp"
 #include "mpi_topology/mpi_session.hpp"
 
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
     mpi.share_cores_among_local_ranks();
     o.local_rank = mpi.local_rank();
     o.local_ranks = mpi.local_ranks();
-    eth::planner::run_profile_tool(o, MPI_COMM_WORLD, std::cout);
+    eth::planner::run_profile_tool(o, eth::world_comm(), std::cout);
   } catch (const eth::InputError& e) {
     if (mpi.rank() == 0) std::cerr << "eth_profile: error: " << e.what() << '\n';
     return 1;

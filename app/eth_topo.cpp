@@ -3,9 +3,9 @@
 
 #include <iostream>
 
-#include "lib/command_line.hpp"
-#include "lib/input_error.hpp"
-#include "lib/topology_discovery.hpp"
+#include "lib/base/command_line.hpp"
+#include "lib/base/input_error.hpp"
+#include "lib/job/topology_discovery.hpp"
 #include "mpi_topology/mpi_session.hpp"
 
 namespace po = boost::program_options;

@@ -4,10 +4,10 @@
 #include <iostream>
 
 #include "kernels/backend_select.hpp"
-#include "lib/command_line.hpp"
-#include "lib/input_error.hpp"
-#include "lib/planner/auto_plan.hpp"
-#include "lib/trainer.hpp"
+#include "lib/base/command_line.hpp"
+#include "lib/base/input_error.hpp"
+#include "lib/job/auto_plan.hpp"
+#include "lib/job/trainer.hpp"
 #include "mpi_topology/mpi_session.hpp"
 #include "mpi_topology/watchdog.hpp"
 
@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     // One rank alone: its message and where it was, then the whole job ends rather than waiting on it.
     std::cerr << "eth_train: rank " << mpi.rank() << " (" << eth::progress_text() << "): " << e.what() << std::endl;
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Abort(eth::world_comm(), 1);
   }
   return 0;
 }

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "kernels/cpu/gpt_ops.hpp"
-#include "lib/command_line.hpp"
-#include "lib/input_error.hpp"
-#include "lib/random.hpp"
+#include "lib/base/command_line.hpp"
+#include "lib/base/input_error.hpp"
+#include "lib/base/random.hpp"
 
 namespace po = boost::program_options;
 using json = nlohmann::json;

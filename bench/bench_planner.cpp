@@ -16,10 +16,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/input_error.hpp"
+#include "lib/base/input_error.hpp"
+#include "lib/base/strprintf.hpp"
 #include "lib/planner/local_search.hpp"
 #include "lib/planner/summary.hpp"
-#include "lib/strprintf.hpp"
 
 namespace fs = std::filesystem;
 using namespace eth::planner;

@@ -12,9 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/input_error.hpp"
+#include "lib/base/input_error.hpp"
+#include "lib/base/strprintf.hpp"
 #include "lib/planner/exhaustive.hpp"
-#include "lib/strprintf.hpp"
+#include "lib/planner/search.hpp"
 
 namespace fs = std::filesystem;
 using namespace eth::planner;

@@ -1,7 +1,7 @@
 // bench_train_step: one rank's training step on the CPU backend, against the machine's sgemm.
 //
 // Builds an eth::Stage over all layers of a model (optionally fewer layers than its YAML says),
-// runs full optimizer steps on random tokens exactly as lib/trainer.cpp runs them (zero_grads,
+// runs full optimizer steps on random tokens exactly as lib/job/trainer.cpp runs them (zero_grads,
 // forward, loss with gradient, backward, gradient norm, clip, AdamW), and, in the same process
 // and between the same repeats, times OpenBLAS cblas_sgemm on the step's largest GEMM: the tied
 // LM head, logits (B*T, Vp) = x (B*T, C) @ wte^T. Prints one JSON object (and writes it with
@@ -29,14 +29,14 @@
 #include "bench/fixed_attention.hpp"
 #include "bench/timing_backend.hpp"
 #include "kernels/backend.hpp"
-#include "lib/command_line.hpp"
-#include "lib/input_error.hpp"
-#include "lib/model_config.hpp"
-#include "lib/optimizer.hpp"
-#include "lib/param_layout.hpp"
-#include "lib/random.hpp"
-#include "lib/stage.hpp"
-#include "lib/strprintf.hpp"
+#include "lib/base/command_line.hpp"
+#include "lib/base/input_error.hpp"
+#include "lib/base/random.hpp"
+#include "lib/base/strprintf.hpp"
+#include "lib/model/model_config.hpp"
+#include "lib/model/optimizer.hpp"
+#include "lib/model/param_layout.hpp"
+#include "lib/model/stage.hpp"
 
 namespace po = boost::program_options;
 using json = nlohmann::json;
@@ -113,7 +113,7 @@ double flop_params(const eth::GptConfig& m) {
   return L * (12.0 * C * C + 13.0 * C) + static_cast<double>(m.padded_vocab_size) * C + 2.0 * C;
 }
 
-// One optimizer step on one micro-batch, as lib/trainer.cpp performs it with micro_batch ==
+// One optimizer step on one micro-batch, as lib/job/trainer.cpp performs it with micro_batch ==
 // global_batch. Returns the loss.
 double train_step(eth::Stage& stage, eth::AdamW& optimizer, eth::kernels::Backend& backend,
                   const int32_t* inputs, const int32_t* targets, float lr, float max_grad_norm) {

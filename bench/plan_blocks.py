@@ -1,4 +1,4 @@
-"""A plan's gradient blocks and tied-embedding group, derived exactly as lib/grad_blocks.cpp does
+"""A plan's gradient blocks and tied-embedding group, derived exactly as lib/plan/grad_blocks.cpp does
 (units: 0 = wpe, 1..L = layers, L+1 = final layernorm; wte outside them), for the benchmark
 summaries (bench/summarize_grad_sync*.py)."""
 

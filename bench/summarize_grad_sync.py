@@ -4,8 +4,8 @@
 Per run: the steps after the first (warm-up), each step's `ms` and, over ranks, the max, mean and
 min of `reduce_ms` (the non-overlapped wait in the reduce_grads action: it includes waiting for the
 other owners of a block to reach it). Per mode: the median over runs of each run's median step.
-Collectives: derived from the plan's gradient blocks exactly as lib/grad_blocks.cpp and
-lib/grad_sync.cpp do, and checked against the count eth_train prints for rank 0."""
+Collectives: derived from the plan's gradient blocks exactly as lib/plan/grad_blocks.cpp and
+lib/runtime/grad_sync.cpp do, and checked against the count eth_train prints for rank 0."""
 import argparse
 import json
 import os
@@ -29,7 +29,7 @@ model = yaml.safe_load(open(args.model))
 world = sum(len(s["ranks"]) for p in plan["pipelines"] for s in p["stages"])
 
 
-# --- blocks and collectives, as lib/grad_blocks.cpp
+# --- blocks and collectives, as lib/plan/grad_blocks.cpp
 blocks, tied_group = plan_blocks(plan, model)
 tied, tied_params = tied_group["owners"], tied_group["params"]
 

@@ -47,7 +47,7 @@ class Backend : public Device {
                                const float* wpe,     // (maxT, C)
                                int B, int T, int C) = 0;
   // Either gradient may be null: it is then left out (the runtime adds a step's last word
-  // embedding rows late, lib/late_embedding_rows.hpp).
+  // embedding rows late, lib/runtime/late_embedding_rows.hpp).
   virtual void encoder_backward(float* dwte,            // (Vp, C) accumulated, or null
                                 float* dwpe,            // (maxT, C) accumulated, or null
                                 const float* dout,      // (B, T, C)

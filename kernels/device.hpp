@@ -75,7 +75,7 @@ class Device {
   virtual double elapsed_ms(void* start, void* end) = 0;
 
   // Keeps the stream busy for `ms`, as `ms` of work would: the --slowdown test switch
-  // (lib/slowdown.hpp), which must slow what the device does, not only the host.
+  // (lib/runtime/slowdown.hpp), which must slow what the device does, not only the host.
   virtual void stall(double ms) = 0;
 };
 

@@ -13,6 +13,10 @@ namespace eth {
 #define MPI_CHECK(call) ::eth::mpi_check((call), #call, __FILE__, __LINE__)
 void mpi_check(int code, const char* call, const char* file, int line);
 
+// Every rank of the job. The rest of the code names the world through this alone, so that what
+// "the job" is stays decided here (scripts/check_layers.sh refuses MPI_COMM_WORLD elsewhere).
+inline MPI_Comm world_comm() { return MPI_COMM_WORLD; }
+
 // Collective over MPI_COMM_WORLD: "" when `mine` is "" on every rank, else the message of the
 // lowest rank whose `mine` is not "", on every rank. Lets a mistake one rank found end every
 // rank together, with one message and no hang.

@@ -1,4 +1,4 @@
-// The two collectives of sharded optimizer state (lib/optimizer_shards.hpp) over a process
+// The two collectives of sharded optimizer state (lib/plan/optimizer_shards.hpp) over a process
 // group: a slice cut into one shard per member (member i's shard is `counts[i]` floats, the
 // shards in member order), its sum delivered to each shard's member only, and the members'
 // updated shards gathered back to everyone.

@@ -24,11 +24,11 @@
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/cuda_probe.hpp"
 #include "kernels/gpu_peaks.hpp"
-#include "lib/model_config.hpp"
-#include "lib/optimizer.hpp"
-#include "lib/param_layout.hpp"
-#include "lib/random.hpp"
-#include "lib/stage.hpp"
+#include "lib/base/random.hpp"
+#include "lib/model/model_config.hpp"
+#include "lib/model/optimizer.hpp"
+#include "lib/model/param_layout.hpp"
+#include "lib/model/stage.hpp"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // GELU (tanh approximation) and the residual add: grid-stride loops, one element per thread
 // step. The GELU expressions are the CPU twin's, term for term. gelu_backward may run in place
-// (dinp == dout, as lib/stage.cpp calls it): each element is read before it is written, by the
+// (dinp == dout, as lib/model/stage.cpp calls it): each element is read before it is written, by the
 // same thread, so the pointers are deliberately not __restrict__.
 #include "kernels/cuda/cuda_ops.cuh"
 

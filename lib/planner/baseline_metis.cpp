@@ -26,11 +26,11 @@
 #include <optional>
 #include <unordered_map>
 
-#include "lib/input_error.hpp"
+#include "lib/base/input_error.hpp"
+#include "lib/base/strprintf.hpp"
 #include "lib/planner/partition.hpp"
 #include "lib/planner/search.hpp"
 #include "lib/planner/stage_cost.hpp"
-#include "lib/strprintf.hpp"
 
 namespace eth::planner {
 namespace {

@@ -3,11 +3,10 @@
 #include <algorithm>
 #include <map>
 
-#include "lib/grad_blocks.hpp"
-#include "lib/late_embedding_rows.hpp"
-#include "lib/optimizer_shards.hpp"
+#include "lib/plan/grad_blocks.hpp"
+#include "lib/plan/optimizer_shards.hpp"
+#include "lib/plan/schedule.hpp"
 #include "lib/planner/attention_memory.hpp"
-#include "lib/schedule.hpp"
 
 namespace eth::planner {
 
@@ -187,8 +186,8 @@ std::vector<Reduction> plan_reductions(const CostModel& cost, const Plan& plan) 
   }
   const std::vector<int> tied = tied_embedding_group(plan);
   out.push_back({Reduction::kTiedSum, Reduction::kTiedSum, tied, cost.allreduce_ms(tied, 4.0 * m.padded_vocab_size * C)});
-  if (LateEmbeddingRows::worthwhile(plan, m, cost.seq_len())) {
-    const double rows = LateEmbeddingRows::kept_rows(plan, cost.seq_len());
+  if (tied_sum_starts_early(plan, m, cost.seq_len())) {
+    const double rows = tied_rows_kept_late(plan, cost.seq_len());
     // An all-gather moves half the bytes of an all-reduce of the same buffer.
     out.push_back({Reduction::kTiedGather, Reduction::kTiedGather, tied, cost.allreduce_ms(tied, 4.0 * rows * C) / 2});
   }

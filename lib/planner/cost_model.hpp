@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "lib/model_config.hpp"
-#include "lib/plan.hpp"
+#include "lib/model/model_config.hpp"
+#include "lib/plan/plan.hpp"
+#include "lib/plan/topology.hpp"
 #include "lib/planner/profile.hpp"
-#include "lib/topology.hpp"
 
 namespace eth::planner {
 
@@ -73,7 +73,7 @@ class CostModel {
   double attention_share() const;
   // With every block sharded (eth_train --shard-optimizer) beside a plan's sharded_blocks:
   // the estimate and the simulator count each rank's moments and updates of its shards only
-  // (lib/optimizer_shards.hpp) and the sharded blocks' collectives.
+  // (lib/plan/optimizer_shards.hpp) and the sharded blocks' collectives.
   void set_shard_optimizer(bool shard) { shard_optimizer_ = shard; }
   bool shard_optimizer() const { return shard_optimizer_; }
   // Whether a search may shard blocks' optimizer state (choose_sharding); on by default.
@@ -99,7 +99,7 @@ class CostModel {
   // Hierarchical all-reduce of `bytes` among `owners`: node-local reduce to a leader, ring
   // all-reduce among leaders over the network, node-local broadcast.
   double allreduce_ms(const std::vector<int>& owners, double bytes) const;
-  // One flat collective of a sharded block (lib/optimizer_shards.hpp) among `owners`: the sum
+  // One flat collective of a sharded block (lib/plan/optimizer_shards.hpp) among `owners`: the sum
   // delivered to each shard's owner, or the all-gather of the updated shards; both move
   // (k - 1)/k of `bytes` through every owner, over the network (each node's NIC carrying all of
   // its owners' traffic) when they span nodes.
@@ -130,8 +130,8 @@ ComputeMs rank_compute(const CostModel& cost, const PlanPipeline& pipe, int stag
 // rows), with its owners and duration; a sharded block's sum goes to its shards' owners, and
 // its all-gather follows the optimizer.
 struct Reduction {
-  // Units as in lib/grad_blocks.hpp; the tied wte's sum: kTiedSum; the gather of its late rows
-  // (lib/late_embedding_rows.hpp, where the runtime sums wte early): kTiedGather.
+  // Units as in lib/plan/grad_blocks.hpp; the tied wte's sum: kTiedSum; the gather of its late rows
+  // (lib/runtime/late_embedding_rows.hpp, where the runtime sums wte early): kTiedGather.
   static constexpr int kTiedSum = -1, kTiedGather = -2;
   int unit_begin = 0, unit_end = 0;
   std::vector<int> owners;

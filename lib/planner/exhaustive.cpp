@@ -6,9 +6,9 @@
 #include <random>
 #include <stdexcept>
 
+#include "lib/base/strprintf.hpp"
+#include "lib/plan/schedule.hpp"
 #include "lib/planner/stage_cost.hpp"  // choose_recompute
-#include "lib/schedule.hpp"
-#include "lib/strprintf.hpp"
 
 namespace eth::planner {
 namespace {

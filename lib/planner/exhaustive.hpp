@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/planner/search.hpp"
+#include "lib/planner/candidate.hpp"
 
 namespace eth::planner {
 

@@ -5,10 +5,11 @@
 #include <cmath>
 #include <numeric>
 
-#include "lib/input_error.hpp"
+#include "lib/base/input_error.hpp"
+#include "lib/base/strprintf.hpp"
+#include "lib/plan/plan_validation.hpp"
 #include "lib/planner/partition.hpp"
 #include "lib/planner/stage_cost.hpp"
-#include "lib/strprintf.hpp"
 
 namespace eth::planner {
 namespace {

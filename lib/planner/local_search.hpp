@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/planner/search.hpp"
+#include "lib/planner/candidate.hpp"
 
 namespace eth::planner {
 

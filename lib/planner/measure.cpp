@@ -5,9 +5,9 @@
 #include <functional>
 
 #include "kernels/device_buffer.hpp"
-#include "lib/param_layout.hpp"
-#include "lib/random.hpp"
-#include "lib/stage.hpp"
+#include "lib/base/random.hpp"
+#include "lib/model/param_layout.hpp"
+#include "lib/model/stage.hpp"
 #include "mpi_topology/mpi_session.hpp"
 
 namespace eth::planner {

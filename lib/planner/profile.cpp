@@ -6,9 +6,9 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "lib/input_error.hpp"
-#include "lib/strprintf.hpp"
-#include "lib/yaml_fields.hpp"
+#include "lib/base/input_error.hpp"
+#include "lib/base/strprintf.hpp"
+#include "lib/base/yaml_fields.hpp"
 
 namespace eth::planner {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/model_config.hpp"
-#include "lib/topology.hpp"
+#include "lib/model/model_config.hpp"
+#include "lib/plan/topology.hpp"
 
 namespace eth::planner {
 

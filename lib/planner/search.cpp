@@ -8,12 +8,12 @@
 #include <numeric>
 #include <optional>
 
-#include "lib/batch_balance.hpp"
-#include "lib/input_error.hpp"
+#include "lib/base/input_error.hpp"
+#include "lib/base/strprintf.hpp"
+#include "lib/plan/batch_balance.hpp"
 #include "lib/planner/local_search.hpp"
 #include "lib/planner/partition.hpp"
 #include "lib/planner/sharding_choice.hpp"
-#include "lib/strprintf.hpp"
 
 namespace eth::planner {
 namespace {
@@ -40,7 +40,7 @@ struct Layout {
   double model_ms = 0;  // linear model: (chunks - 1) * max stage + sum of stages
 };
 
-// Water-filling (lib/batch_balance.hpp) over the shapes, all at micro-batch b0.
+// Water-filling (lib/plan/batch_balance.hpp) over the shapes, all at micro-batch b0.
 std::optional<std::vector<int>> balance_samples(const std::vector<Shape>& shapes, int global_batch, int b0, double* ms) {
   std::vector<PipelineRate> rates;
   for (const Shape& s : shapes) rates.push_back({s.part.max_stage_ms, s.part.sum_stage_ms, b0, 1});
@@ -448,20 +448,6 @@ std::vector<Candidate> finish(const CostModel& cost, const PlanRequest& request,
   });
   return out;
 }
-
-}  // namespace
-
-Candidate evaluate_plan(const CostModel& cost, Plan plan, const std::string& label) {
-  Candidate c;
-  c.label = label;
-  c.estimate = cost.estimate(plan);
-  c.simulation = simulate(cost, plan);
-  plan.predicted = {c.simulation.iteration_ms, c.simulation.pipeline_ms, c.estimate.memory_gb};
-  c.plan = std::move(plan);
-  return c;
-}
-
-namespace {
 
 // Layouts the analytic model ranks before the best few are simulated.
 constexpr size_t kEstimateFirst = 40;

@@ -17,25 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "lib/input_error.hpp"
+#include "lib/base/input_error.hpp"
+#include "lib/planner/candidate.hpp"
 #include "lib/planner/cost_model.hpp"
-#include "lib/planner/simulator.hpp"
 
 namespace eth::planner {
-
-struct PlanRequest {
-  int global_batch = 0;
-  std::vector<int> micro_batches = {1, 2, 4, 8};  // micro-batch sizes to try
-  int top = 1;                                     // plans to return, best first
-  int max_stage_width = 0;                         // ranks per stage at most; 0: no limit
-};
-
-struct Candidate {
-  std::string label;       // how it was built, e.g. "hpp b0=4 {A100-80GB}x2 {T4-16GB}x1 width 3"
-  Plan plan;
-  Estimate estimate;       // analytic model
-  Simulation simulation;   // event replay
-};
 
 // HPP plans, best simulated first (at most request.top). Throws InputError naming `where` when
 // no plan fits memory or the batch is too small for any plan.
@@ -62,9 +48,6 @@ Candidate baseline_metis(const CostModel& cost, const PlanRequest& request, cons
 // types), with below_ms from its own best.
 std::vector<Candidate> device_group_plans(const CostModel& cost, const PlanRequest& request, double below_ms,
                                           int max_pipeline_devices);
-
-// Simulates a plan and attaches the analytic estimate.
-Candidate evaluate_plan(const CostModel& cost, Plan plan, const std::string& label);
 
 // `plan(cost)` with recomputation forbidden, and, where that finds no plan (InputError) and the
 // cost model allows recomputation, `plan(cost)` again (docs/planner.md, "Memory savers"): every

@@ -1,8 +1,8 @@
 #include "lib/planner/sharding_choice.hpp"
 
-#include "lib/grad_blocks.hpp"
+#include "lib/base/strprintf.hpp"
+#include "lib/plan/grad_blocks.hpp"
 #include "lib/planner/stage_cost.hpp"
-#include "lib/strprintf.hpp"
 
 namespace eth::planner {
 

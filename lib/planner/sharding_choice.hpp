@@ -1,8 +1,8 @@
 // Which gradient blocks shard their AdamW moments among their owners (Plan::sharded_blocks,
-// lib/optimizer_shards.hpp), chosen from the cost model's memory and time.
+// lib/plan/optimizer_shards.hpp), chosen from the cost model's memory and time.
 #pragma once
 
-#include "lib/planner/search.hpp"
+#include "lib/planner/candidate.hpp"
 
 namespace eth::planner {
 

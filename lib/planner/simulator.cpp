@@ -4,8 +4,8 @@
 #include <cassert>
 #include <numeric>
 
-#include "lib/grad_blocks.hpp"
-#include "lib/schedule.hpp"
+#include "lib/plan/grad_blocks.hpp"
+#include "lib/plan/schedule.hpp"
 
 namespace eth::planner {
 namespace {

@@ -1,4 +1,4 @@
-// The event simulator: replays every stage's 1F1B action list (lib/schedule.hpp, the list the
+// The event simulator: replays every stage's 1F1B action list (lib/plan/schedule.hpp, the list the
 // runtime executes) with the cost model's durations. Compute is sequential per stage (a stage
 // of several ranks waits for its slowest rank); sends are asynchronous, one transfer at a time
 // per direction of each stage boundary; a receive waits for its transfer. `reduce_grads` is

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
-#include "lib/optimizer_shards.hpp"
-#include "lib/schedule.hpp"  // activation_slots
+#include "lib/plan/optimizer_shards.hpp"
+#include "lib/plan/schedule.hpp"  // activation_slots
 
 namespace eth::planner {
 

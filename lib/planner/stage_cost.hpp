@@ -8,7 +8,7 @@
 #include <optional>
 #include <vector>
 
-#include "lib/batch_balance.hpp"  // split_by_speed
+#include "lib/plan/batch_balance.hpp"  // split_by_speed
 #include "lib/planner/cost_model.hpp"
 
 namespace eth::planner {

@@ -7,11 +7,12 @@
 
 #include "kernels/backend.hpp"
 #include "kernels/backend_select.hpp"
-#include "lib/grad_blocks.hpp"
-#include "lib/input_error.hpp"
+#include "lib/base/input_error.hpp"
+#include "lib/base/strprintf.hpp"
+#include "lib/base/yaml_fields.hpp"
+#include "lib/plan/grad_blocks.hpp"
+#include "lib/plan/plan_validation.hpp"
 #include "lib/planner/measure.hpp"
-#include "lib/strprintf.hpp"
-#include "lib/yaml_fields.hpp"
 #include "mpi_topology/mpi_session.hpp"
 
 namespace eth::planner {

@@ -1,9 +1,9 @@
-// Checkpoint files as --resume checks them (lib/checkpoint_files.hpp): the input is the seal (the
+// Checkpoint files as --resume checks them (lib/io/checkpoint_files.hpp): the input is the seal (the
 // first 17 bytes, "%016x\n") and the file. A file reaches HDF5 only when it matches its seal,
 // since HDF5 itself can crash on damaged files; so what is fuzzed is that gate, which must turn
 // every damaged pair into one clear error. The seed is a sealed checkpoint of a 1-layer micro
 // model (a few KB).
-#include "lib/checkpoint_files.hpp"
+#include "lib/io/checkpoint_files.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-#include "lib/input_error.hpp"
+#include "lib/base/input_error.hpp"
 
 namespace eth::fuzz {
 

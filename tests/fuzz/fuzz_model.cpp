@@ -1,5 +1,5 @@
 // Model YAML (docs/formats.md, "Model").
-#include "lib/model_config.hpp"
+#include "lib/model/model_config.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,8 +1,9 @@
 // Plan YAML (docs/formats.md, "Plan"): parsed, then validated against the 4-rank test cluster and
 // the tiny-4l model, which is where a plan's indices and counts meet the arrays they index.
-#include "lib/model_config.hpp"
-#include "lib/plan.hpp"
-#include "lib/topology.hpp"
+#include "lib/model/model_config.hpp"
+#include "lib/plan/plan.hpp"
+#include "lib/plan/plan_validation.hpp"
+#include "lib/plan/topology.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,6 +1,6 @@
 // Token shards (llm.c's format: 256 int32 header, uint16 tokens), checked against GPT-2's
 // vocabulary.
-#include "lib/token_data.hpp"
+#include "lib/io/token_data.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,5 +1,5 @@
 // Topology YAML (docs/formats.md, "Topology"): parsed and checked.
-#include "lib/topology.hpp"
+#include "lib/plan/topology.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

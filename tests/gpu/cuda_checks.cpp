@@ -13,7 +13,7 @@
 #include "kernels/cpu/gpt_ops.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/device_buffer.hpp"
-#include "lib/random.hpp"
+#include "lib/base/random.hpp"
 
 namespace eth::test::gpu {
 namespace {
@@ -193,7 +193,7 @@ std::vector<Comparison> check_gelu(const Backends& be) {
   auto d_dout = upload(be.gpu, dout), d_dinp = upload(be.gpu, nans(n));
   be.gpu.gelu_backward(d_dinp.data(), d_inp.data(), d_dout.data(), n);
   out.push_back(compare("gelu_backward dinp", download(be.gpu, d_dinp), dref, kFp32));
-  // In place, as lib/stage.cpp calls it.
+  // In place, as lib/model/stage.cpp calls it.
   be.gpu.gelu_backward(d_dout.data(), d_inp.data(), d_dout.data(), n);
   out.push_back(compare("gelu_backward dinp (in place)", download(be.gpu, d_dout), dref, kFp32));
   return out;

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "kernels/device_buffer.hpp"
-#include "lib/model_config.hpp"
-#include "lib/param_layout.hpp"
-#include "lib/random.hpp"
-#include "lib/stage.hpp"
+#include "lib/base/random.hpp"
+#include "lib/model/model_config.hpp"
+#include "lib/model/param_layout.hpp"
+#include "lib/model/stage.hpp"
 #include "tests/gpu/cuda_checks.hpp"
 
 namespace eth::test::gpu {

@@ -1,7 +1,7 @@
 """Compares two eth_train runs: per-step losses and gradient norms (metrics.jsonl; the run's
 steps, which may start later when it resumed from a checkpoint), validation losses where the runs
 evaluated (they must have evaluated after the same steps) and final parameters (--save-params, the
-one-stage layout of lib/param_layout.hpp).
+one-stage layout of lib/model/param_layout.hpp).
 
     compare_runs.py MODEL_YAML REF_DIR REF_PARAMS RUN_DIR RUN_PARAMS [TOLERANCE]
 

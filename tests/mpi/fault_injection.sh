@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Injected faults (lib/fault_injection.hpp) on 4 ranks of tiny-4l (two-depths-4: rank 0 alone in
+# Injected faults (lib/runtime/fault_injection.hpp) on 4 ranks of tiny-4l (two-depths-4: rank 0 alone in
 # one pipeline, ranks 1-3 the stages of another; blocks 0, 1, 2 owned by {0,1}, {0,2}, {0,3}),
 # 8 steps with a checkpoint every 2. Each fault must end the job non-zero with a line naming the
 # rank and the phase (a NaN: the step and the block; a hang: the collective and the rank that

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# llm.c model files (lib/llmc_model.hpp, eth_convert): a random llm.c GPT-2 file (written by
+# llm.c model files (lib/io/llmc_model.hpp, eth_convert): a random llm.c GPT-2 file (written by
 # NumPy in llm.c's layout) imported as a step-0 checkpoint and exported again is the same file,
 # byte for byte; eth_train started from the imported checkpoint (lr 0, so the weights stay the
 # llm.c file's) computes the validation loss that float64 PyTorch computes from the llm.c file

@@ -6,6 +6,8 @@
 
 #include <cstdio>
 
+#include "mpi_topology/mpi_session.hpp"
+
 namespace {
 
 class FailurePrinter : public ::testing::EmptyTestEventListener {
@@ -27,7 +29,7 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   ::testing::InitGoogleTest(&argc, argv);
   int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_rank(eth::world_comm(), &rank);
   if (rank != 0) {
     ::testing::TestEventListeners& listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());
@@ -35,7 +37,7 @@ int main(int argc, char** argv) {
   }
   int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
   int any_failed = 0;
-  MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, eth::world_comm());
   MPI_Finalize();
   return any_failed;
 }

@@ -12,7 +12,7 @@ sizes, the device-type block of tests/mpi/plans/cpu-2nodes-4.yaml); a plan of 1 
 each of 1 to 4 stages cutting layers [0, 4) at random points, stage widths 1 to 3, a random
 micro-batch (1 to 6, at least the widest stage) and count (1 to 4), a random positive split per
 stage of several ranks; ranks are a random permutation of 0..n-1, so stages and pipelines fall
-across the declared nodes in any way. Every pair satisfies lib/plan.cpp's validate_plan.
+across the declared nodes in any way. Every pair satisfies lib/plan/plan.cpp's validate_plan.
 
 Features are forced in turn so that any 4 consecutive pairs cover them all:
   i % 4 == 0  a split stage feeding a split stage of another width (m:n exchange, m != n, both > 1)
@@ -187,7 +187,7 @@ def make_pair(rng, force):
 
 
 def validate(pipes, n):
-    """The rules of lib/plan.cpp's validate_plan (plus this generator's ranges)."""
+    """The rules of lib/plan/plan.cpp's validate_plan (plus this generator's ranges)."""
     seen = []
     for p in pipes:
         assert 1 <= p["micro_batch"] <= 6 and 1 <= p["micro_batches"] <= 4

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Online re-balancing (lib/rebalance.hpp) changes the batch split, never the numbers:
+# Online re-balancing (lib/runtime/rebalance.hpp) changes the batch split, never the numbers:
 #   - 20 steps of a 4-rank plan re-balanced every 2 steps, with rank 1 slowed 8x for steps 1-9
 #     and rank 0, its partner in the split stage, instead from step 10 (--slowdown,
-#     lib/slowdown.hpp): whatever the first re-balances chose, the stage's split must then turn
+#     lib/runtime/slowdown.hpp): whatever the first re-balances chose, the stage's split must then turn
 #     round (a change needs two decisions in a row that find the split behind; each phase gives
 #     four or five decisions, because measured times on shared cores are noisy); equal one rank's
 #     20 steps on the same global batch (losses, gradient norms, parameters within 1e-5

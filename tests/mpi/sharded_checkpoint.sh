@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checkpoints of sharded optimizer state (--shard-optimizer, lib/optimizer_shards.hpp) stay
+# Checkpoints of sharded optimizer state (--shard-optimizer, lib/plan/optimizer_shards.hpp) stay
 # plan-independent: the moments of a sharded block are gathered to its writer, so the file is the
 # one an unsharded run writes. 6 steps, checkpoints after steps 3 and 6; from step 3:
 #   - sharded, the same plan: final parameters bit-identical to the uninterrupted sharded run

@@ -8,21 +8,22 @@
 #include <cstdio>
 #include <numeric>
 
-#include "lib/parallel_context.hpp"
-#include "lib/topology_discovery.hpp"
-#include "lib/random.hpp"
+#include "lib/base/random.hpp"
+#include "lib/job/topology_discovery.hpp"
+#include "lib/runtime/parallel_context.hpp"
+#include "mpi_topology/mpi_session.hpp"
 
 namespace eth::test {
 namespace {
 
 int world_rank() {
   int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  MPI_Comm_rank(world_comm(), &r);
   return r;
 }
 int world_size() {
   int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  MPI_Comm_size(world_comm(), &n);
   return n;
 }
 
@@ -47,7 +48,7 @@ Topology topology_with_nodes(int world, int nodes) {
 // The world ranks behind a group's communicator, in its rank order.
 std::vector<int> world_ranks_of(const ProcessGroup& g) {
   MPI_Group world_group, group;
-  MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+  MPI_Comm_group(world_comm(), &world_group);
   MPI_Comm_group(g.comm(), &group);
   std::vector<int> local(static_cast<size_t>(g.size())), global(local.size());
   std::iota(local.begin(), local.end(), 0);
@@ -164,14 +165,14 @@ TEST(Communicators, HierarchicalSumEqualsAllreduce) {
     std::iota(all.begin(), all.end(), 0);
     const ProcessGroup whole = ProcessGroup::create(all, node_of_rank, 1000 + nodes);
     EXPECT_EQ(whole.nodes(), nodes);
-    check_reduction(whole, MPI_COMM_WORLD, 7 * nodes);
+    check_reduction(whole, world_comm(), 7 * nodes);
 
     // An uneven subset, spread over the nodes unequally.
     const std::vector<int> subset = world == 4 ? std::vector<int>{0, 1, 3} : std::vector<int>{0, 1, 3, 7};
     const ProcessGroup part = ProcessGroup::create(subset, node_of_rank, 2000 + nodes);
     const bool in = std::find(subset.begin(), subset.end(), world_rank()) != subset.end();
     MPI_Comm flat;
-    MPI_Comm_split(MPI_COMM_WORLD, in ? 0 : MPI_UNDEFINED, world_rank(), &flat);
+    MPI_Comm_split(world_comm(), in ? 0 : MPI_UNDEFINED, world_rank(), &flat);
     if (in) {
       check_reduction(part, flat, 11 * nodes);
       MPI_Comm_free(&flat);
@@ -203,7 +204,7 @@ TEST(RowExchange, EverySampleReachesItsRank) {
     buffer.resize(static_cast<size_t>(from_rows[i]) * row_elems);
     for (int r = 0; r < from_rows[i]; r++)
       for (size_t e = 0; e < row_elems; e++) buffer[r * row_elems + e] = value(first_row + r, e);
-    exchange.post_sends(me, buffer.data(), row_elems, 5, MPI_COMM_WORLD, requests);
+    exchange.post_sends(me, buffer.data(), row_elems, 5, world_comm(), requests);
   }
   std::vector<float> received;
   int to_first = 0, to_count = 0;
@@ -212,7 +213,7 @@ TEST(RowExchange, EverySampleReachesItsRank) {
     to_first = std::accumulate(to_rows.begin(), to_rows.begin() + static_cast<long>(j), 0);
     to_count = to_rows[j];
     received.assign(static_cast<size_t>(to_count) * row_elems, std::nanf(""));
-    exchange.post_recvs(me, received.data(), row_elems, 5, MPI_COMM_WORLD, requests);
+    exchange.post_recvs(me, received.data(), row_elems, 5, world_comm(), requests);
   }
   MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
   for (int r = 0; r < to_count; r++)
@@ -229,7 +230,7 @@ TEST(TopologyDiscovery, WritesATopologyThatLoads) {
     EXPECT_EQ(found.world_size(), world_size());
     save_topology(found, path);
   }
-  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Barrier(world_comm());
   const Topology loaded = load_topology(path);
   EXPECT_EQ(loaded.world_size(), world_size());
   EXPECT_EQ(loaded.nodes.size(), 1u) << "all ranks run on this host";
@@ -243,7 +244,7 @@ TEST(TopologyDiscovery, WritesATopologyThatLoads) {
   plan.pipelines = {{world_size(), 1, {all_ranks}}};
   const ParallelContext ctx = build_parallel_context(loaded, plan, four_layers());
   EXPECT_EQ(ctx.stage.size(), world_size());
-  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Barrier(world_comm());
   if (world_rank() == 0) std::remove(path.c_str());
 }
 

@@ -1,7 +1,7 @@
 """llm.c model files for tests/mpi/llmc_interop.sh, and the float64 PyTorch check of a loss.
 
     llmc_oracle.py write MODEL_YAML OUT.bin SEED
-        an llm.c GPT-2 model file (version 3, lib/llmc_model.hpp) of MODEL_YAML's dimensions with
+        an llm.c GPT-2 model file (version 3, lib/io/llmc_model.hpp) of MODEL_YAML's dimensions with
         random parameters (normal, std 0.1; layernorm weights 1 + that), written by NumPy alone
     llmc_oracle.py check MODEL_YAML LLMC.bin SHARD T N METRICS
         the mean per-sample loss, in float64, of the llm.c model on the first N windows of the

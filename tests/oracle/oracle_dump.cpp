@@ -1,5 +1,5 @@
 // oracle_dump: three training steps of a small GPT-2 on the CPU backend (or the CUDA backend with
-// ETH_BACKEND=cuda on a GPU machine), computed exactly as lib/trainer.cpp computes them, with every
+// ETH_BACKEND=cuda on a GPU machine), computed exactly as lib/job/trainer.cpp computes them, with every
 // tensor that torch_oracle.py checks written out.
 //
 //   oracle_dump OUT_DIR MODEL_YAML
@@ -32,13 +32,13 @@
 
 #include "kernels/backend.hpp"
 #include "kernels/backend_select.hpp"
-#include "lib/input_error.hpp"
-#include "lib/model_config.hpp"
-#include "lib/optimizer.hpp"
-#include "lib/param_layout.hpp"
-#include "lib/random.hpp"
-#include "lib/stage.hpp"
-#include "lib/strprintf.hpp"
+#include "lib/base/input_error.hpp"
+#include "lib/base/random.hpp"
+#include "lib/base/strprintf.hpp"
+#include "lib/model/model_config.hpp"
+#include "lib/model/optimizer.hpp"
+#include "lib/model/param_layout.hpp"
+#include "lib/model/stage.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/input_error.hpp"
+#include "lib/base/input_error.hpp"
 
 namespace eth::test {
 

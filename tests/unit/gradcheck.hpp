@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/random.hpp"
+#include "lib/base/random.hpp"
 
 namespace eth::test {
 

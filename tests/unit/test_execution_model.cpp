@@ -10,9 +10,9 @@
 #include "kernels/backend.hpp"
 #include "kernels/backend_select.hpp"
 #include "kernels/device_buffer.hpp"
-#include "lib/model_config.hpp"
-#include "lib/param_layout.hpp"
-#include "lib/stage.hpp"
+#include "lib/model/model_config.hpp"
+#include "lib/model/param_layout.hpp"
+#include "lib/model/stage.hpp"
 
 namespace eth::test {
 namespace {

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <numeric>
 
-#include "lib/grad_blocks.hpp"
-#include "lib/random.hpp"
+#include "lib/base/random.hpp"
+#include "lib/plan/grad_blocks.hpp"
 
 namespace eth::test {
 namespace {

@@ -8,11 +8,11 @@
 #include <fstream>
 #include <vector>
 
-#include "lib/checkpoint.hpp"
-#include "lib/fault_injection.hpp"
-#include "lib/input_error.hpp"
-#include "lib/model_config.hpp"
-#include "lib/token_data.hpp"
+#include "lib/base/input_error.hpp"
+#include "lib/io/checkpoint.hpp"
+#include "lib/io/token_data.hpp"
+#include "lib/model/model_config.hpp"
+#include "lib/runtime/fault_injection.hpp"
 #include "tests/unit/expect_input_error.hpp"
 #include "tests/unit/scratch_dir_test.hpp"
 

@@ -8,7 +8,7 @@
 
 #include <algorithm>
 
-#include "lib/optimizer_shards.hpp"
+#include "lib/plan/optimizer_shards.hpp"
 
 namespace eth::test {
 namespace {

@@ -5,8 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "lib/plan.hpp"
-#include "lib/topology.hpp"
+#include "lib/plan/plan.hpp"
+#include "lib/plan/plan_validation.hpp"
+#include "lib/plan/topology.hpp"
 #include "tests/unit/expect_input_error.hpp"
 #include "tests/unit/scratch_dir_test.hpp"
 

@@ -10,15 +10,16 @@
 #include <functional>
 #include <random>
 
-#include "lib/optimizer_shards.hpp"
-#include "lib/grad_blocks.hpp"
-#include "lib/param_layout.hpp"
+#include "lib/model/param_layout.hpp"
+#include "lib/model/stage.hpp"
+#include "lib/plan/grad_blocks.hpp"
+#include "lib/plan/optimizer_shards.hpp"
+#include "lib/plan/plan_validation.hpp"
+#include "lib/plan/schedule.hpp"
 #include "lib/planner/local_search.hpp"
 #include "lib/planner/partition.hpp"
 #include "lib/planner/search.hpp"
 #include "lib/planner/summary.hpp"
-#include "lib/schedule.hpp"
-#include "lib/stage.hpp"
 #include "tests/unit/expect_input_error.hpp"
 
 namespace eth::test {

@@ -11,9 +11,11 @@
 #include <numeric>
 #include <random>
 
-#include "lib/input_error.hpp"
+#include "lib/base/input_error.hpp"
+#include "lib/base/strprintf.hpp"
+#include "lib/plan/plan_validation.hpp"
 #include "lib/planner/exhaustive.hpp"
-#include "lib/strprintf.hpp"
+#include "lib/planner/search.hpp"
 
 namespace eth::test {
 namespace {

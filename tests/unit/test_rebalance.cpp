@@ -5,9 +5,9 @@
 
 #include <numeric>
 
-#include "lib/batch_balance.hpp"
-#include "lib/rebalance.hpp"
-#include "lib/slowdown.hpp"
+#include "lib/plan/batch_balance.hpp"
+#include "lib/runtime/rebalance.hpp"
+#include "lib/runtime/slowdown.hpp"
 #include "tests/unit/expect_input_error.hpp"
 
 namespace eth::test {

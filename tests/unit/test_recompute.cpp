@@ -1,4 +1,4 @@
-// Activation recomputation (lib/recompute.hpp) inside one stage: selective and full give the
+// Activation recomputation (lib/model/recompute.hpp) inside one stage: selective and full give the
 // no-recomputation results bit for bit (the same kernels on the same inputs), and a stage
 // allocates exactly the activation footprint its mode promises.
 #include <gtest/gtest.h>
@@ -10,9 +10,9 @@
 
 #include "kernels/backend.hpp"
 #include "kernels/backend_select.hpp"
-#include "lib/model_config.hpp"
-#include "lib/param_layout.hpp"
-#include "lib/stage.hpp"
+#include "lib/model/model_config.hpp"
+#include "lib/model/param_layout.hpp"
+#include "lib/model/stage.hpp"
 
 namespace eth::test {
 namespace {

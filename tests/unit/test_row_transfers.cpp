@@ -4,7 +4,7 @@
 
 #include <numeric>
 
-#include "lib/random.hpp"
+#include "lib/base/random.hpp"
 #include "mpi_topology/row_exchange.hpp"
 
 namespace eth::test {

@@ -7,7 +7,7 @@
 #include <set>
 #include <tuple>
 
-#include "lib/schedule.hpp"
+#include "lib/plan/schedule.hpp"
 
 namespace eth::test {
 namespace {

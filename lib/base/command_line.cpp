@@ -1,0 +1,27 @@
+#include "lib/base/command_line.hpp"
+
+#include <iostream>
+#include <string>
+
+#include "lib/base/input_error.hpp"
+
+namespace eth {
+
+bool parse_command_line(int argc, char** argv, const boost::program_options::options_description& desc,
+                        bool print_help) {
+  namespace po = boost::program_options;
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    if (vm.count("help")) {
+      if (print_help) std::cout << desc << '\n';
+      return false;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw InputError(std::string("command line: ") + e.what() + " (see --help)");
+  }
+  return true;
+}
+
+}  // namespace eth

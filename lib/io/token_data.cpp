@@ -1,0 +1,130 @@
+#include "lib/io/token_data.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cerrno>
+#include <fstream>
+
+#include "lib/base/input_error.hpp"
+#include "lib/base/random.hpp"
+
+namespace eth {
+namespace {
+
+constexpr int32_t kShardMagic = 20240520;
+constexpr int32_t kShardVersion = 1;
+constexpr size_t kHeaderInts = 256;
+
+}  // namespace
+
+TokenShard load_token_shard(const std::string& path, int vocab_size) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) fail_input(path, "file", "a readable llm.c token shard", "a file that cannot be opened");
+  const auto file_bytes = static_cast<uint64_t>(in.tellg());
+  const uint64_t header_bytes = kHeaderInts * sizeof(int32_t);
+  if (file_bytes < header_bytes)
+    fail_input(path, "header", std::to_string(header_bytes) + " bytes", std::to_string(file_bytes) + " bytes in the whole file");
+  in.seekg(0);
+  int32_t header[kHeaderInts];
+  in.read(reinterpret_cast<char*>(header), header_bytes);
+  if (header[0] != kShardMagic)
+    fail_input(path, "header[0] (magic)", std::to_string(kShardMagic), std::to_string(header[0]));
+  if (header[1] != kShardVersion)
+    fail_input(path, "header[1] (version)", std::to_string(kShardVersion), std::to_string(header[1]));
+  if (header[2] <= 0) fail_input(path, "header[2] (token count)", "a positive count", std::to_string(header[2]));
+  const uint64_t count = static_cast<uint64_t>(header[2]);
+  const uint64_t expected_bytes = header_bytes + count * sizeof(uint16_t);
+  if (file_bytes != expected_bytes)
+    fail_input(path, "size", std::to_string(expected_bytes) + " bytes for the " + std::to_string(count) +
+                   " tokens of header[2]", std::to_string(file_bytes) + " bytes");
+
+  // Checked in chunks: the tokens are read again, a window at a time, while training.
+  std::vector<uint16_t> chunk(1 << 20);
+  for (uint64_t first = 0; first < count; first += chunk.size()) {
+    const uint64_t n = std::min<uint64_t>(chunk.size(), count - first);
+    in.read(reinterpret_cast<char*>(chunk.data()), static_cast<std::streamsize>(n * sizeof(uint16_t)));
+    if (!in) fail_input(path, "tokens", std::to_string(count) + " readable tokens", "a read error");
+    for (uint64_t i = 0; i < n; i++)
+      if (chunk[i] >= vocab_size)
+        fail_input(path, "token " + std::to_string(first + i), "an id below vocab_size " + std::to_string(vocab_size),
+                   std::to_string(chunk[i]));
+  }
+  return {path, count};
+}
+
+SampleStream::SampleStream(std::vector<TokenShard> shards, int T, uint64_t seed, bool shuffle)
+    : shards_(std::move(shards)), window_(static_cast<size_t>(T) + 1), T_(T), seed_(seed), shuffle_(shuffle) {
+  for (const TokenShard& s : shards_) {
+    first_window_.push_back(total_windows_);
+    const uint64_t windows = (s.tokens - 1) / static_cast<uint64_t>(T);
+    if (windows == 0)
+      fail_input(s.path, "token count", "at least seq_len + 1 = " + std::to_string(T + 1) + " tokens",
+                 std::to_string(s.tokens));
+    total_windows_ += windows;
+  }
+  for (const TokenShard& s : shards_) {
+    files_.push_back(open(s.path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (files_.back() < 0) fail_input(s.path, "file", "a readable llm.c token shard", "a file that cannot be opened");
+  }
+}
+
+SampleStream::~SampleStream() {
+  for (int fd : files_) close(fd);
+}
+
+void SampleStream::read_window(uint64_t w) {
+  const auto it = std::upper_bound(first_window_.begin(), first_window_.end(), w);
+  const size_t shard = static_cast<size_t>(it - first_window_.begin()) - 1;
+  const uint64_t first = (w - first_window_[shard]) * static_cast<uint64_t>(T_);
+  const size_t bytes = window_.size() * sizeof(uint16_t);
+  const off_t offset = static_cast<off_t>(kHeaderInts * sizeof(int32_t) + first * sizeof(uint16_t));
+  size_t got = 0;
+  while (got < bytes) {
+    const ssize_t n = pread(files_[shard], reinterpret_cast<char*>(window_.data()) + got, bytes - got,
+                            offset + static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      struct stat now {};
+      fstat(files_[shard], &now);
+      fail_input(shards_[shard].path, "tokens " + std::to_string(first) + " to " + std::to_string(first + T_),
+                 std::to_string(bytes) + " bytes at offset " + std::to_string(offset) + " of the " +
+                     std::to_string(kHeaderInts * sizeof(int32_t) + shards_[shard].tokens * sizeof(uint16_t)) +
+                     " bytes it had when loaded",
+                 "a short read (" + std::to_string(got) + " bytes; the file now has " + std::to_string(now.st_size) +
+                     "): it changed under the running job");
+    }
+    got += static_cast<size_t>(n);
+  }
+}
+
+void SampleStream::build_permutation(uint64_t epoch) {
+  permutation_.resize(total_windows_);
+  for (uint64_t i = 0; i < total_windows_; i++) permutation_[i] = i;
+  // Fisher-Yates with counter-based draws: the same on every machine and compiler.
+  const uint64_t stream = mix64(seed_) ^ mix64(epoch + 1);
+  for (uint64_t i = total_windows_ - 1; i > 0; i--) {
+    const uint64_t j = static_cast<uint64_t>(uniform_at(stream, i) * static_cast<double>(i + 1));
+    std::swap(permutation_[i], permutation_[std::min(j, i)]);
+  }
+  epoch_ = epoch;
+}
+
+void SampleStream::sample(uint64_t g, int32_t* inputs, int32_t* targets) {
+  const uint64_t epoch = g / total_windows_;
+  uint64_t w = g % total_windows_;
+  if (shuffle_) {
+    if (epoch != epoch_) build_permutation(epoch);
+    w = permutation_[w];
+  }
+  read_window(w);
+  for (int i = 0; i < T_; i++) {
+    inputs[i] = window_[i];
+    targets[i] = window_[i + 1];
+  }
+}
+
+}  // namespace eth

@@ -1,0 +1,100 @@
+// Where every parameter of a pipeline stage lives in its one flat buffer. The same layout
+// serves parameters, gradients and both AdamW moments, llm.c style.
+//
+// The model is a sequence of blocks: the embedding (wte, wpe), transformer layers 0..L-1, and
+// the final layernorm; the LM head is tied to wte. A stage owns the layers [begin, end) plus the
+// embedding when begin == 0 and the final layernorm and head when end == L. Its buffer is:
+//
+//   [embedding: wte (Vp, C), wpe (maxT, C)]            when first
+//   [layer begin] ... [layer end-1]                    each layer_size floats, stacked
+//   [final: lnf_w (C), lnf_b (C)]                      when last
+//   [head: wte (Vp, C), the tied copy]                 when last and not first
+//
+// so any block is a contiguous slice, which is what block-wise gradient reduction needs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/model/model_config.hpp"
+
+namespace eth {
+
+enum class BlockKind { embedding, layer, final_norm, head };
+
+struct ParamTensor {
+  std::string name;            // global name, the same on every stage: "layer3.qkv_w"
+  std::vector<size_t> shape;
+  size_t offset = 0;           // in floats, within the stage buffer
+  size_t size = 0;
+  bool weight_decay = false;   // matrices decay; biases, layernorms do not
+};
+
+struct ParamBlock {
+  BlockKind kind;
+  int layer = -1;              // for BlockKind::layer
+  size_t offset = 0;
+  size_t size = 0;
+};
+
+// Offsets of the twelve tensors inside one transformer layer block.
+struct LayerOffsets {
+  size_t ln1_w, ln1_b;          // (C)
+  size_t qkv_w, qkv_b;          // (3C, C), (3C)
+  size_t attproj_w, attproj_b;  // (C, C), (C)
+  size_t ln2_w, ln2_b;          // (C)
+  size_t fc_w, fc_b;            // (4C, C), (4C)
+  size_t fcproj_w, fcproj_b;    // (C, 4C), (C)
+  size_t size;
+};
+
+class ParamLayout {
+ public:
+  ParamLayout(const GptConfig& config, LayerRange layers);
+
+  bool has_embedding() const { return layers_.begin == 0; }
+  bool has_head() const { return layers_.end == num_layers_; }
+  LayerRange layers() const { return layers_; }
+  size_t size() const { return size_; }
+
+  size_t wte() const { return embedding_offset_; }                    // (Vp, C)
+  size_t wte_size() const { return wte_size_; }
+  size_t wpe() const { return embedding_offset_ + wte_size_; }        // (maxT, C)
+  size_t layer(int l) const;                                          // block of global layer l
+  const LayerOffsets& layer_offsets() const { return layer_offsets_; }
+  size_t lnf_w() const { return final_offset_; }                      // (C)
+  size_t lnf_b() const { return final_offset_ + channels_; }          // (C)
+  size_t head_wte() const { return has_embedding() ? wte() : head_offset_; }  // (Vp, C)
+
+  // Model units (lib/plan/grad_blocks.hpp): 0 = the embedding's wpe, 1..L = layers, L+1 = final
+  // layernorm. The units a stage holds are contiguous in its buffer; wte (the embedding's and
+  // the head's copy) lies outside them and is reduced with the tied-embedding group.
+  size_t unit_offset(int unit) const;
+  size_t unit_size(int unit) const;
+
+  const std::vector<ParamBlock>& blocks() const { return blocks_; }
+  const std::vector<ParamTensor>& tensors() const { return tensors_; }
+
+ private:
+  LayerRange layers_;
+  int num_layers_;
+  size_t channels_;
+  size_t wte_size_;
+  size_t wpe_size_;
+  LayerOffsets layer_offsets_;
+  size_t embedding_offset_ = 0, layers_offset_ = 0, final_offset_ = 0, head_offset_ = 0;
+  size_t size_ = 0;
+  std::vector<ParamBlock> blocks_;
+  std::vector<ParamTensor> tensors_;
+};
+
+// GPT-2 initialisation (normal(0, 0.02) matrices and embeddings, residual projections scaled by
+// 1/sqrt(2L), zero biases, unit layernorm weights). Each value depends only on the seed, its
+// tensor's global name and its index, so every way of splitting the model into stages gets the
+// same numbers. Fills `host_params` (layout.size() floats).
+void init_gpt2_parameters(const GptConfig& config, const ParamLayout& layout, uint64_t seed,
+                          float* host_params);
+
+}  // namespace eth

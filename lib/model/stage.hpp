@@ -1,0 +1,171 @@
+// One pipeline stage of a GPT-2: the layers [begin, end) of a model (plus the embedding on the
+// first stage and the final layernorm + tied LM head on the last), computing one micro-batch of
+// B samples of T tokens at a time. This is the API the pipeline runtime drives:
+//
+//   first stage:   forward(slot, tokens, nullptr)            -> output(slot)   (B, T, C)
+//   middle stage:  forward(slot, nullptr, input)             -> output(slot)
+//   last stage:    forward(slot, ...) then loss(slot, targets, true); take_loss_sum() once per step
+//   backward:      backward(slot, doutput)  (doutput is ignored on the last stage, which starts
+//                  from the dlogits its loss() just left)  -> input_grad()    (B, T, C)
+//
+// Activations are kept per slot, so several micro-batches can be in flight (1F1B keeps S - s of
+// them at stage s of S); the stage's recomputation mode (lib/model/recompute.hpp) says which: the
+// rest is recomputed by backward(slot) into one set shared by all slots. B is the capacity: forward(slot, ..., rows) may take fewer samples (a
+// smaller last micro-batch), which then use the first rows of every buffer; loss(slot) and
+// backward(slot) use the rows of that slot's forward. The last stage has one logits buffer (and,
+// under full recomputation, one final layernorm output): loss(slot) must directly follow
+// forward(slot), and backward(slot) directly follow loss(slot), as in every 1F1B schedule.
+//
+// Parameter gradients accumulate over micro-batches as sums over samples; the caller scales by
+// 1/global_batch (see the optimizer), so any split of the batch computes the same step.
+//
+// Every call only enqueues work on the backend's stream (kernels/device.hpp): tokens and targets
+// go up through pinned buffers, one per slot, each rewritten only after its last upload ran;
+// losses are summed on the device. take_loss_sum() is the one place the host waits.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "kernels/backend.hpp"
+#include "kernels/device_buffer.hpp"
+#include "lib/model/model_config.hpp"
+#include "lib/model/param_layout.hpp"
+#include "lib/model/recompute.hpp"
+
+namespace eth {
+
+// Where a first stage's backward leaves its word-embedding gradient rows (Stage::backward).
+struct KeptEmbeddingRows {
+  float* rows = nullptr;   // (B, T, C) device
+  int32_t* ids = nullptr;  // (B, T) device: their token ids
+};
+
+class Stage {
+ public:
+  Stage(const GptConfig& config, LayerRange layers, int B, int T, int slots,
+        kernels::Backend& backend, Recompute recompute = Recompute::none);
+
+  const GptConfig& config() const { return config_; }
+  const ParamLayout& layout() const { return layout_; }
+  int micro_batch() const { return B_; }
+  int seq_len() const { return T_; }
+
+  float* params() { return params_.data(); }    // (layout().size())
+  float* grads() { return grads_.data(); }      // (layout().size())
+  void zero_grads();
+
+  void forward(int slot, const int32_t* host_tokens /* (rows, T) */, const float* input /* (rows, T, C) */,
+               int rows = 0 /* 0: B */);
+  // Where a non-first stage's input for `slot` lives: receive into it and pass it to forward(),
+  // which then uses it in place.
+  float* input_buffer(int slot) { return slot_base(slot) + acts_.input; }  // (B, T, C)
+  const float* output(int slot) const;  // (B, T, C): the last layer's residual stream
+  float* output(int slot) { return const_cast<float*>(std::as_const(*this).output(slot)); }
+
+  // Last stage only. Adds the sum over the slot's samples of each sample's mean token loss to the
+  // device's loss sum; with_grad leaves dlogits for backward(slot). counted_rows >= 0 adds only
+  // the first counted_rows samples (validation pads a pipeline's last micro-batch after them).
+  void loss(int slot, const int32_t* host_targets /* (B, T) */, bool with_grad, int counted_rows = -1);
+  // The loss sum since the last call (waits for the stream), and resets it to zero.
+  double take_loss_sum();
+  const float* logits() const { return logits_.data(); }  // (B, T, Vp), after loss(.., false)
+
+  // on_unit_done(u), when given, is called as soon as the gradients of model unit u (see
+  // lib/plan/grad_blocks.hpp) and of wte (on the head: before unit L+1; on the embedding: with
+  // unit 0) are complete for this backward, so that their reduction can start early.
+  // keep (a first stage's, lib/runtime/late_embedding_rows.hpp): the word embedding's gradient rows are
+  // copied there, with their token ids, instead of being added into dwte.
+  void backward(int slot, const float* doutput /* (B, T, C) */,
+                const std::function<void(int unit)>& on_unit_done = {}, KeptEmbeddingRows keep = {});
+  const float* input_grad() const { return dresidual_.data(); }  // (rows, T, C) of the last backward
+
+  // Floats a stage allocates besides parameters, gradients and optimizer state, for memory
+  // models: its activations per slot, and its scratch shared by all slots (logits and the
+  // recomputed activations included). `attention` is what its backend runs at T
+  // (Backend::attention_path), which sets what each layer keeps for attention backward.
+  struct ActivationFootprint {
+    size_t per_slot;
+    size_t scratch;
+  };
+  static ActivationFootprint activation_footprint(const GptConfig& config, LayerRange layers, int B, int T,
+                                                  kernels::AttentionPath attention,
+                                                  Recompute recompute = Recompute::none);
+
+ private:
+  // One layer's activations, in this order; the first six are the attention half.
+  enum Act : int {
+    ln1, ln1_mean, ln1_rstd,  // (B, T, C), (B, T), (B, T)
+    qkv,                      // (B, T, 3C)
+    att_saved,                // attention's saved state: lse (B, NH, T) or probabilities (B, NH, T, T)
+    atty,                     // (B, T, C)
+    res2,                     // (B, T, C)
+    ln2, ln2_mean, ln2_rstd,  // (B, T, C), (B, T), (B, T)
+    fch, fch_gelu,            // (B, T, 4C)
+    res3,                     // (B, T, C)
+    kActs
+  };
+  using LayerActs = std::array<float*, kActs>;  // one layer's, for one slot
+
+  // Where a tensor lives: in its slot or in the shared recomputation set, at offset + i * stride
+  // for the stage's local layer i.
+  struct Place {
+    bool shared;
+    size_t offset, stride;
+  };
+  struct ActLayout {
+    std::array<Place, kActs> layer;
+    Place lnf, lnf_mean, lnf_rstd;  // last stage: (B, T, C), (B, T), (B, T)
+    size_t input;                   // in the slot (B, T, C): the stage input (encoded on the first stage)
+    size_t output;                  // in the slot (B, T, C), full only: the last layer's res3
+    size_t slot_size, shared_size;
+  };
+  static ActLayout act_layout(const GptConfig& config, LayerRange layers, int B, int T,
+                              kernels::AttentionPath attention, Recompute recompute);
+
+  float* slot_base(int slot);
+  float* at(int slot, Place place, int local_layer = 0);
+  LayerActs layer_acts(int slot, int local_layer);
+  const float* layer_input(int slot, int local_layer);
+  // The forward of the slot's layers (and final layernorm), from its input on; and of one
+  // layer's attention half (ln1, qkv, attention), which selective backward recomputes.
+  void layers_forward(int slot);
+  void attention_half_forward(int slot, int local_layer);
+
+  GptConfig config_;
+  ParamLayout layout_;
+  int B_, T_;
+  [[maybe_unused]] int slots_;  // checked by assertions only
+  std::vector<int> rows_;  // per slot: samples of its current micro-batch (<= B_)
+  kernels::Backend& backend_;
+  Recompute recompute_;
+  ActLayout acts_;
+  int shared_holds_ = -1;  // full: the slot whose forward the shared set holds; -1 none
+
+  kernels::DeviceBuffer<float> params_, grads_;
+  kernels::DeviceBuffer<float> activations_;    // (slots, slot_size)
+  kernels::DeviceBuffer<float> shared_;         // (shared_size): recomputed activations
+  kernels::DeviceBuffer<int32_t> tokens_;       // (slots, B, T) first stage, for encoder backward
+  kernels::DeviceBuffer<int32_t> targets_;      // (B, T) last stage
+  kernels::DeviceBuffer<float> logits_;         // (B, T, Vp) last stage; becomes dlogits
+  kernels::DeviceBuffer<float> sample_losses_;  // (B)
+  kernels::DeviceBuffer<double> loss_sum_;      // (1) last stage
+
+  // Pinned upload buffers, and per buffer the event after its last upload.
+  kernels::DeviceBuffer<int32_t> tokens_upload_;   // (slots, B, T) first stage
+  kernels::DeviceBuffer<int32_t> targets_upload_;  // (B, T) last stage
+  std::vector<kernels::Event> tokens_uploaded_;    // (slots)
+  kernels::Event targets_uploaded_;
+
+  // Scratch, shared by all slots: forward branch outputs and backward activation gradients.
+  kernels::DeviceBuffer<float> branch_;         // (B, T, C)
+  kernels::DeviceBuffer<float> dresidual_;      // (B, T, C) running gradient of the residual stream
+  kernels::DeviceBuffer<float> dbtc_;           // (B, T, C)
+  kernels::DeviceBuffer<float> dqkv_;           // (B, T, 3C)
+  kernels::DeviceBuffer<float> dfch_;           // (B, T, 4C)
+};
+
+}  // namespace eth

@@ -1,0 +1,49 @@
+#include "lib/runtime/idle_rank.hpp"
+
+#include <cmath>
+
+#include "lib/runtime/fault_injection.hpp"
+#include "mpi_topology/host_messages.hpp"
+#include "mpi_topology/mpi_session.hpp"
+
+namespace eth {
+
+IdleRank::IdleRank(const GptConfig& model, const Plan& plan, const ParallelContext& ctx)
+    : model_(model), plan_(plan), whole_(model, {0, model.num_layers}),
+      owners_(tensor_owners(model, plan, ctx.world_size)), rank_(ctx.world_rank) {}
+
+StepResult IdleRank::step(int step, SampleStream&, float, StepTrace& trace) {
+  trace.begin_step();
+  // An idle rank's phases of a step are one moment: where the others' step sum meets it.
+  set_progress(step + 1, "reduction");
+  for (FaultPhase phase : {FaultPhase::forward, FaultPhase::backward, FaultPhase::reduction}) fault_point(phase, step);
+  double sums[2] = {0.0, 0.0};  // what the ranks with stages add up: loss, squared norm
+  world_sum(sums, 2, kStepSums);
+  trace.end_step();
+  StepResult result;
+  result.loss = sums[0] / plan_.global_batch;
+  result.grad_norm = std::sqrt(sums[1]) / plan_.global_batch;
+  result.applied = std::isfinite(result.loss) && std::isfinite(result.grad_norm);
+  return result;
+}
+
+double IdleRank::evaluate(SampleStream&, int samples) {
+  double sum = 0.0;
+  set_phase("evaluation");
+  world_sum(&sum, 1, kValidationSum);
+  return sum / samples;
+}
+
+void IdleRank::gather_parameters(float* full) {
+  gather_whole_model(whole_, owners_, rank_, [](const ParamTensor&, float*) {}, full);
+}
+
+void IdleRank::save_checkpoint(const std::string& path, const CheckpointHeader& header) {
+  CheckpointWriter writer(path, model_, header, world_comm());  // collective; owns no tensor
+  fault_point(FaultPhase::checkpoint, header.step - 1);
+  writer.finish();
+}
+
+CheckpointHeader IdleRank::load_checkpoint(const std::string& path) { return CheckpointReader(path, model_).header(); }
+
+}  // namespace eth

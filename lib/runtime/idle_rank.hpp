@@ -1,0 +1,34 @@
+// A rank the plan leaves idle (Plan::idle): no layers, no data. It adds zeros to the step's loss
+// and norm, evaluates and checkpoints with the others and writes nothing into the checkpoints:
+// it takes part in every collective the ranks with stages make.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lib/model/param_layout.hpp"
+#include "lib/runtime/rank_runtime.hpp"
+
+namespace eth {
+
+class IdleRank final : public RankRuntime {
+ public:
+  IdleRank(const GptConfig& model, const Plan& plan, const ParallelContext& ctx);
+
+  StepResult step(int step, SampleStream& train, float lr, StepTrace& trace) override;
+  double evaluate(SampleStream& val, int samples) override;
+  void gather_parameters(float* full) override;
+  void save_checkpoint(const std::string& path, const CheckpointHeader& header) override;
+  CheckpointHeader load_checkpoint(const std::string& path) override;
+  int collectives_per_step() const override { return 0; }
+  std::string reduction_path() const override { return "idle"; }
+
+ private:
+  const GptConfig& model_;
+  const Plan& plan_;
+  ParamLayout whole_;        // the one-stage layout rank 0 gathers into
+  std::vector<int> owners_;  // tensor_owners: none of them this rank
+  int rank_;
+};
+
+}  // namespace eth

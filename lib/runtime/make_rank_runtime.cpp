@@ -1,0 +1,17 @@
+#include "lib/runtime/make_rank_runtime.hpp"
+
+#include "lib/runtime/idle_rank.hpp"
+#include "lib/runtime/pipeline_runtime.hpp"
+
+namespace eth {
+
+std::unique_ptr<RankRuntime> make_rank_runtime(const GptConfig& model, const Plan& plan, const ParallelContext& ctx,
+                                               int seq_len, GradSyncMode sync, const AdamWConfig& adamw,
+                                               kernels::Backend& backend, std::unique_ptr<SumReducer> reducer,
+                                               uint64_t seed, RankRuntime* previous) {
+  if (ctx.role.idle()) return std::make_unique<IdleRank>(model, plan, ctx);
+  return std::make_unique<PipelineRuntime>(model, plan, ctx, seq_len, sync, adamw, backend, std::move(reducer), seed,
+                                           dynamic_cast<PipelineRuntime*>(previous));
+}
+
+}  // namespace eth

@@ -1,0 +1,22 @@
+// The runtime of one rank's role in a plan: a pipeline stage (pipeline_runtime.hpp) or idle
+// (idle_rank.hpp). Apart from rank_runtime.hpp so that the interface does not include its
+// implementations.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "kernels/backend.hpp"
+#include "lib/runtime/rank_runtime.hpp"
+
+namespace eth {
+
+// The runtime of this rank's role in `plan`: a pipeline stage, or idle. Its parameters are
+// initialised from `seed`, or, given `previous` (the same rank's runtime under another batch
+// split of the same stages: online re-balancing), taken over from it with its AdamW state.
+std::unique_ptr<RankRuntime> make_rank_runtime(const GptConfig& model, const Plan& plan, const ParallelContext& ctx,
+                                               int seq_len, GradSyncMode sync, const AdamWConfig& adamw,
+                                               kernels::Backend& backend, std::unique_ptr<SumReducer> reducer,
+                                               uint64_t seed, RankRuntime* previous = nullptr);
+
+}  // namespace eth

@@ -1,0 +1,93 @@
+#include "lib/runtime/parallel_context.hpp"
+
+#include <algorithm>
+
+#include "lib/base/input_error.hpp"
+#include "lib/base/strprintf.hpp"
+#include "lib/plan/plan_validation.hpp"
+#include "mpi_topology/mpi_session.hpp"
+
+namespace eth {
+namespace {
+
+std::vector<int> sorted(std::vector<int> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// Each rank's samples of one micro-batch (the last one when `last`), in the stage's rank order.
+std::vector<int> rows_of(const PlanPipeline& pipe, const PlanStage& stage, bool last) {
+  if (stage.split.empty()) return {last ? pipe.last_micro_batch : pipe.micro_batch};
+  return last ? stage.last_split : stage.split;
+}
+
+ParallelContext::Exchanges neighbour_exchanges(const PlanPipeline& pipe, int s, bool last) {
+  ParallelContext::Exchanges x;
+  const PlanStage& mine = pipe.stages[s];
+  if (s > 0) {
+    const PlanStage& prev = pipe.stages[s - 1];
+    x.from_previous = RowExchange(prev.ranks, rows_of(pipe, prev, last), mine.ranks, rows_of(pipe, mine, last));
+    x.grads_to_previous = RowExchange(mine.ranks, rows_of(pipe, mine, last), prev.ranks, rows_of(pipe, prev, last));
+  }
+  if (s + 1 < static_cast<int>(pipe.stages.size())) {
+    const PlanStage& next = pipe.stages[s + 1];
+    x.to_next = RowExchange(mine.ranks, rows_of(pipe, mine, last), next.ranks, rows_of(pipe, next, last));
+    x.grads_from_next = RowExchange(next.ranks, rows_of(pipe, next, last), mine.ranks, rows_of(pipe, mine, last));
+  }
+  return x;
+}
+
+}  // namespace
+
+ParallelContext build_parallel_context(const Topology& topology, const Plan& plan, const GptConfig& model) {
+  ParallelContext ctx;
+  MPI_CHECK(MPI_Comm_rank(world_comm(), &ctx.world_rank));
+  MPI_CHECK(MPI_Comm_size(world_comm(), &ctx.world_size));
+  if (topology.world_size() != ctx.world_size)
+    fail_input(topology.source, "nodes", strprintf("devices for the %d ranks of this job", ctx.world_size),
+               strprintf("%d devices", topology.world_size()));
+  validate_plan(plan, topology, model);
+
+  const std::vector<RankRole> roles = rank_roles(plan, ctx.world_size);
+  ctx.role = roles[ctx.world_rank];
+  ctx.stages = ctx.role.idle() ? 0 : static_cast<int>(plan.pipelines[ctx.role.pipeline].stages.size());
+  for (const RankPlace& place : topology.ranks) ctx.node_of_rank.push_back(place.node);
+
+  int tag = 0;
+  auto create = [&](const std::vector<int>& members) { return ProcessGroup::create(sorted(members), ctx.node_of_rank, tag++); };
+  for (const Node& node : topology.nodes) {
+    std::vector<int> members(node.devices.size());
+    for (size_t d = 0; d < members.size(); d++) members[d] = node.first_rank + static_cast<int>(d);
+    ProcessGroup g = create(members);
+    if (g.is_member()) ctx.node = std::move(g);
+  }
+  for (size_t p = 0; p < plan.pipelines.size(); p++) {
+    std::vector<int> members;
+    for (const PlanStage& s : plan.pipelines[p].stages) members.insert(members.end(), s.ranks.begin(), s.ranks.end());
+    ProcessGroup g = create(members);
+    if (g.is_member()) ctx.pipeline = std::move(g);
+  }
+  for (const PlanPipeline& p : plan.pipelines) {
+    for (const PlanStage& s : p.stages) {
+      ProcessGroup g = create(s.ranks);
+      if (g.is_member()) ctx.stage = std::move(g);
+    }
+  }
+  ctx.blocks = derive_grad_blocks(plan, model.num_layers);
+  for (const GradBlock& b : ctx.blocks) ctx.block_groups.push_back(create(b.owners));
+  ctx.tied = create(tied_embedding_group(plan));
+  // The flat baseline (lib/runtime/grad_sync.hpp) ignores nodes: one plain all-reduce over everyone.
+  std::vector<int> training;
+  for (const GradBlock& b : ctx.blocks) training.insert(training.end(), b.owners.begin(), b.owners.end());
+  std::sort(training.begin(), training.end());
+  training.erase(std::unique(training.begin(), training.end()), training.end());
+  ctx.flat = ProcessGroup::create(training, std::vector<int>(ctx.node_of_rank.size(), 0), tag++);
+  if (ctx.role.idle()) return ctx;  // in the groups above as a node member only
+
+  const PlanPipeline& pipe = plan.pipelines[ctx.role.pipeline];
+  ctx.full = neighbour_exchanges(pipe, ctx.role.stage, false);
+  if (pipe.short_last()) ctx.last = neighbour_exchanges(pipe, ctx.role.stage, true);
+  return ctx;
+}
+
+}  // namespace eth
