@@ -28,7 +28,7 @@ const char* kind_colour(SimSpan::Kind kind) {
   switch (kind) {
     case SimSpan::Kind::forward: return "#9ecae1";
     case SimSpan::Kind::backward: return "#3182bd";
-    case SimSpan::Kind::reduction: return "#fd8d3c";
+    case SimSpan::Kind::reduction: return "#a50f15";  // not a device type's orange
     case SimSpan::Kind::gather: return "#9e9ac8";
     case SimSpan::Kind::optimizer: return "#969696";
   }
@@ -222,7 +222,7 @@ double draw_timeline(const Scene& sc, double y, double plot, std::string& out) {
       label = reduction_name(sc.reductions[span.index], L);
     }
     const std::string tip = strprintf("%s: %.2f-%.2f ms", what.c_str(), span.start_ms, span.end_ms);
-    const char* ink = span.kind == SimSpan::Kind::backward ? "#fff" : "#000";
+    const char* ink = span.kind == SimSpan::Kind::backward || span.kind == SimSpan::Kind::reduction ? "#fff" : "#000";
     for (int r : span.ranks) {
       const double ry = y + r * kRow;
       out += rect(x, ry, w, kRow - 3, kind_colour(span.kind), tip, " stroke=\"#fff\" stroke-width=\"0.5\"");

@@ -9,6 +9,11 @@ from matplotlib.patches import Patch  # noqa: E402
 # The time split, in the order bars stack; the same colours in every figure.
 PARTS = [("compute", "#3182bd"), ("bubble", "#d9d9d9"), ("transfer", "#9e9ac8"),
          ("reduction", "#fd8d3c"), ("optimizer", "#74c476")]
+# What each part holds: a wait for a neighbour's activations or gradients is pipeline bubble
+# and transfer at once, and a reduction includes waiting for its slowest owner.
+LABELS = {"compute": "compute (forward, backward)", "bubble": "idle (the rest of the step)",
+          "transfer": "send/recv wait (transfer, pipeline bubble)", "reduction": "gradient reduction (exposed)",
+          "optimizer": "optimizer"}
 
 
 def save(fig, path):
@@ -79,11 +84,11 @@ def step_split(run, path):
     else:
         split, n = split_from_metrics(run)
         source = f"metrics.jsonl, mean of {n} step(s)" + (", the first left out" if len(run.steps) > 1 else "")
-    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.45 * len(split)))
+    fig, ax = plt.subplots(figsize=(10, 1.6 + 0.45 * len(split)))
     left = [0.0] * len(split)
     for part, colour in PARTS:
         widths = [row[part] for row in split]
-        ax.barh(range(len(split)), widths, left=left, color=colour, label=part, edgecolor="white")
+        ax.barh(range(len(split)), widths, left=left, color=colour, label=LABELS[part], edgecolor="white")
         left = [a + b for a, b in zip(left, widths)]
     ax.set_yticks(range(len(split)), [f"rank {r}" for r in range(len(split))])
     ax.invert_yaxis()

@@ -40,7 +40,7 @@ def write_page(run, path, sections):
     if run.notes:
         parts.append("<h2>Missing</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in run.notes) + "</ul>")
     if os.path.exists(os.path.join(run.directory, "plan.svg")):
-        parts.append('<h2>Plan</h2><img src="plan.svg" alt="the plan and its simulated step">')
+        parts.append('<h2>Plan</h2><a href="plan.svg"><img src="plan.svg" alt="the plan and its simulated step"></a>')
     for title, image, missing in sections:
         parts.append(f"<h2>{html.escape(title)}</h2>")
         parts.append(f'<img src="{html.escape(image)}" alt="{html.escape(title)}">' if image else
