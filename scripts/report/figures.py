@@ -8,7 +8,7 @@ from matplotlib.patches import Patch  # noqa: E402
 
 # The time split, in the order bars stack; the same colours in every figure.
 PARTS = [("compute", "#3182bd"), ("bubble", "#d9d9d9"), ("transfer", "#9e9ac8"),
-         ("reduction", "#fd8d3c"), ("optimizer", "#74c476")]
+         ("reduction", "#a50f15"), ("optimizer", "#74c476")]
 # What each part holds: a wait for a neighbour's activations or gradients is pipeline bubble
 # and transfer at once, and a reduction includes waiting for its slowest owner.
 LABELS = {"compute": "compute (forward, backward)", "bubble": "idle (the rest of the step)",
@@ -199,7 +199,7 @@ def measured_timeline(run, path):
     begin = min(previous.values(), default=0.0)
     ranks = sorted({e["tid"] for e in run.trace if e.get("ph") in ("X", "M")})
     colours = {"forward": "#9ecae1", "backward": "#3182bd", "send/recv wait": "#d9d9d9",
-               "gradient reduction": "#fd8d3c", "optimizer": "#74c476"}
+               "gradient reduction": "#a50f15", "optimizer": "#74c476"}
     fig, ax = plt.subplots(figsize=(10, 1.4 + 0.5 * len(ranks)))
     for e in spans:
         if e["ts"] >= previous.get(e["tid"], 0.0):
