@@ -113,7 +113,7 @@ def throughput(run, path):
     k = 1
     if has_mfu:
         xs = [s["step"] for s in run.steps if "mfu" in s]
-        axes[k].plot(xs, [100 * s["mfu"] for s in run.steps if "mfu" in s], color="#31a354", lw=1.2)
+        axes[k].plot(xs, [run.mfu_percent(s) for s in run.steps if "mfu" in s], color="#31a354", lw=1.2)
         axes[k].set_ylabel("MFU (%)")
         k += 1
     if has_eta:
