@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
       ("memory-savers", po::value(&o.memory_savers)->default_value(o.memory_savers),
        "what the search may trade for memory: all (activation recomputation per stage, AdamW moments sharded "
        "per block) | recompute | none")
+      ("draw", po::value(&o.draw), "also draw the chosen (or evaluated) plan and its simulated step as an SVG here")
       ("top", po::value(&o.top)->default_value(o.top), "print the K best plans (the best is written)")
       ("max-stage-width", po::value(&o.max_stage_width)->default_value(0),
        "ranks per stage at most (0: no limit; 1: one rank per stage)");

@@ -42,13 +42,16 @@ double unit_done_ms(const CostModel& cost, int type, const PlanStage& stage, int
 
 }  // namespace
 
-Simulation simulate(const CostModel& cost, const Plan& plan) {
+Simulation simulate(const CostModel& cost, const Plan& plan, std::vector<SimSpan>* timeline) {
   const int world = cost.topology().world_size();
   Simulation sim;
   sim.busy_ms.assign(world, 0);
   sim.comm_ms.assign(world, 0);
   std::vector<double> compute_end(world, 0), last_backward_start(world, 0);
   constexpr double kNever = -1;
+  auto record = [&](SimSpan::Kind kind, int index, const std::vector<int>& ranks, double start, double end) {
+    if (timeline) timeline->push_back({kind, index, ranks, start, end});
+  };
 
   for (const PlanPipeline& pipe : plan.pipelines) {
     const int S = static_cast<int>(pipe.stages.size());
@@ -90,11 +93,13 @@ Simulation simulate(const CostModel& cost, const Plan& plan) {
             run.clock = std::max(run.clock, landed(run, a, run.grad_arrival[i], link_ms[s]));
           } else if (a.kind == ActionKind::forward) {
             if (a.after_send_of >= 0) run.clock = std::max(run.clock, run.sent[a.after_send_of]);
+            record(SimSpan::Kind::forward, i, pipe.stages[s].ranks, run.clock, run.clock + run.compute.forward);
             run.clock += run.compute.forward;
           } else if (a.kind == ActionKind::backward) {
             run.last_backward_start = run.clock;
             run.clock += run.compute.backward;
             run.backward_end[i] = run.clock;
+            record(SimSpan::Kind::backward, i, pipe.stages[s].ranks, run.last_backward_start, run.clock);
           } else if (a.kind == ActionKind::send_activation) {
             const double start = std::max(run.clock, fwd_link_free[s]);
             fwd_link_free[s] = start + link_ms[s];
@@ -177,6 +182,7 @@ Simulation simulate(const CostModel& cost, const Plan& plan) {
       sim.comm_ms[r] += red.ms;
     }
     for (int n : nodes) nic_free[n] = start + red.ms;
+    record(SimSpan::Kind::reduction, static_cast<int>(k), red.owners, start, start + red.ms);
   }
   sim.idle_ms.assign(world, 0);
   std::vector<double> done(world, 0);  // AdamW done, then each sharded block's all-gather
@@ -184,9 +190,12 @@ Simulation simulate(const CostModel& cost, const Plan& plan) {
     if (roles[r].idle()) continue;  // no layers, no update: an idle rank never sets the pace
     const double opt = cost.rank_optimizer_ms(plan, r, stage_of(r).layers);
     sim.busy_ms[r] += opt;
-    done[r] = std::max(compute_end[r], channel_free[r]) + opt;
+    const double start = std::max(compute_end[r], channel_free[r]);
+    done[r] = start + opt;
+    if (timeline) record(SimSpan::Kind::optimizer, 0, {r}, start, done[r]);  // no vector built in a search
   }
-  for (const Reduction& red : reductions) {  // in block order, as the runtime gathers them
+  for (size_t k = 0; k < reductions.size(); k++) {  // in block order, as the runtime gathers them
+    const Reduction& red = reductions[k];
     if (red.gather_ms <= 0) continue;
     double start = 0;
     for (int r : red.owners) start = std::max(start, done[r]);
@@ -194,6 +203,7 @@ Simulation simulate(const CostModel& cost, const Plan& plan) {
       done[r] = start + red.gather_ms;
       sim.comm_ms[r] += red.gather_ms;
     }
+    record(SimSpan::Kind::gather, static_cast<int>(k), red.owners, start, start + red.gather_ms);
   }
   for (int r = 0; r < world; r++) sim.iteration_ms = std::max(sim.iteration_ms, done[r]);
   for (int r = 0; r < world; r++) sim.idle_ms[r] = std::max(0.0, sim.iteration_ms - sim.busy_ms[r]);

@@ -23,6 +23,17 @@ struct Simulation {
   std::vector<double> idle_ms;         // per rank: iteration - busy
 };
 
-Simulation simulate(const CostModel& cost, const Plan& plan);
+// One interval of the replayed step, for drawings (plan_drawing.hpp): a stage's forward or
+// backward of a micro-batch, a collective, or a rank's AdamW. Receives and sends are the gaps.
+struct SimSpan {
+  enum class Kind { forward, backward, reduction, gather, optimizer };
+  Kind kind = Kind::forward;
+  int index = 0;            // forward/backward: micro-batch; reduction/gather: Reduction's position
+  std::vector<int> ranks;   // the stage's ranks, the collective's owners, or the one rank
+  double start_ms = 0, end_ms = 0;
+};
+
+// `timeline`, when given, receives every span; recording it changes no simulated time.
+Simulation simulate(const CostModel& cost, const Plan& plan, std::vector<SimSpan>* timeline = nullptr);
 
 }  // namespace eth::planner

@@ -13,6 +13,7 @@
 #include "lib/plan/grad_blocks.hpp"
 #include "lib/plan/plan_validation.hpp"
 #include "lib/planner/measure.hpp"
+#include "lib/planner/plan_drawing.hpp"
 #include "mpi_topology/mpi_session.hpp"
 
 namespace eth::planner {
@@ -192,6 +193,10 @@ void run_plan_tool(const PlanToolOptions& o, std::ostream& out) {
   if (o.evaluate.empty()) {
     save_plan(best, o.out);
     out << "wrote " << o.out << '\n';
+  }
+  if (!o.draw.empty()) {
+    write_plan_drawing(cost, o.evaluate.empty() ? best : chosen.front().plan, o.draw);  // titled by its file
+    out << "wrote " << o.draw << '\n';
   }
 }
 

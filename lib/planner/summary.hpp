@@ -39,6 +39,7 @@ struct PlanToolOptions {
   std::string memory_savers = "all";    // what the search may trade: "all" (recomputation, sharding), "recompute", "none"
   int top = 1;
   int max_stage_width = 0;              // 0: no limit; 1: one rank per stage
+  std::string draw;                     // set: the chosen plan's SVG drawing (plan_drawing.hpp) here
 };
 // Plans (or evaluates) and prints the summary; writes the chosen plan to options.out.
 void run_plan_tool(const PlanToolOptions& options, std::ostream& out);

@@ -23,6 +23,10 @@ void install_preemption_handlers() {
   action.sa_flags = SA_RESTART;  // a blocking call the signal interrupts carries on
   sigaction(SIGUSR1, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+  // SIGINT reaches a rank only without mpirun (Ctrl-C on eth_train itself): the first stops the
+  // job like SIGUSR1, a second one interrupts at once.
+  action.sa_flags |= SA_RESETHAND;
+  sigaction(SIGINT, &action, nullptr);
 }
 
 int agreed_preemption_signal() {

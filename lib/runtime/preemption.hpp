@@ -1,8 +1,9 @@
-// Preemption (docs/usage.md, "Preemption and time limits"): SIGUSR1 and SIGTERM ask the job to
-// stop after the current step with a checkpoint, and exit 0. SIGUSR1 is the one to send through
-// mpirun (it forwards SIGUSR1 to every rank and waits for them; on SIGTERM it kills them within
-// a second) and what `sbatch --signal=B:USR1@SECONDS` makes Slurm send before a time limit;
-// SIGTERM is what Slurm sends to srun's tasks on scancel or preemption.
+// Preemption (docs/usage.md, "Preemption and time limits", "Ctrl-C"): SIGUSR1 and SIGTERM (and
+// SIGINT once) ask the job to stop after the current step with a checkpoint, and exit 0. SIGUSR1
+// is the one to send through mpirun (it forwards SIGUSR1 to every rank and waits for them; on
+// SIGINT or SIGTERM it sends the ranks SIGTERM after a second and SIGKILL after another) and
+// what `sbatch --signal=B:USR1@SECONDS` makes Slurm send before a time limit; SIGTERM is what
+// Slurm sends to srun's tasks on scancel or preemption.
 #pragma once
 
 namespace eth {

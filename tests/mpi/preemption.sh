@@ -14,27 +14,7 @@ set -uo pipefail
 build=$1 src=$2
 source "$src/tests/mpi/mpi_test_env.sh"
 source "$src/tests/cli/cli_checks.sh"
-steps=400
-tiny_job $steps
-common+=(--topology "$plans/cpu-2nodes-4.yaml" --plan "$plans/two-depths-4.yaml")
-set -e
-run reference 4
-set +e
-
-# start NAME ARGS...: eth_train in the background on 4 ranks, output in $work/NAME; sets $job.
-start() {
-  local name=$1
-  shift
-  timeout 300 mpirun -np 4 "$build/app/eth_train" "${common[@]}" --output-dir "$work/$name" \
-    --save-params "$work/$name.bin" "$@" > "$work/$name.log" 2>&1 &
-  job=$!
-}
-# after_step NAME N: waits until NAME's metrics show N steps (or its job ended).
-after_step() {
-  while kill -0 "$job" 2> /dev/null && [ "$(cat "$work/$1/metrics.jsonl" 2> /dev/null | grep -c '"loss"')" -lt "$2" ]; do
-    sleep 0.02
-  done
-}
+source "$src/tests/mpi/signal_job.sh"
 
 # 1. SIGUSR1 to mpirun: it forwards the signal to every rank and waits for them.
 start preempted --checkpoint-every 20 --keep-checkpoints 3
