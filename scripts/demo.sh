@@ -6,9 +6,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 source scripts/env.sh
-mpirun -np 4 build/app/eth_train \
-  --model inputs/models/demo.yaml \
-  --topology inputs/topologies/workstation-4cpu.yaml --plan inputs/plans/demo-4cpu-hetero.yaml \
-  --train-data inputs/data/kjv_train.bin --val-data inputs/data/kjv_val.bin \
-  --seq-len 128 --steps 40 --lr 3e-3 --min-lr 3e-4 --warmup 10 --eval-every 20 \
-  --output-dir out/demo --trace out/demo/trace.json --checkpoint-every 20 "$@"
+# Defaults, each dropped where the extra arguments give the same option (eth_train refuses an
+# option given twice).
+defaults=(--model inputs/models/demo.yaml
+  --topology inputs/topologies/workstation-4cpu.yaml --plan inputs/plans/demo-4cpu-hetero.yaml
+  --train-data inputs/data/kjv_train.bin --val-data inputs/data/kjv_val.bin
+  --seq-len 128 --steps 40 --lr 3e-3 --min-lr 3e-4 --warmup 10 --eval-every 20
+  --output-dir out/demo --trace out/demo/trace.json --checkpoint-every 20)
+args=()
+for ((i = 0; i < ${#defaults[@]}; i += 2)); do
+  [[ " $* " == *" ${defaults[i]} "* || " $* " == *" ${defaults[i]}="* ]] || args+=("${defaults[i]}" "${defaults[i + 1]}")
+done
+mpirun -np 4 build/app/eth_train "${args[@]}" "$@"
