@@ -16,6 +16,7 @@ packages=(
   slurm-wlm munge                     # the one-machine Slurm cluster of the Slurm tests
   iproute2                            # network namespaces and tc: the emulated cluster (scripts/cluster)
   python3-torch python3-numpy python3-h5py python3-yaml   # the oracle and test scripts, for /usr/bin/python3
+  bible-kjv                           # the King James text that inputs/data/rebuild.sh tokenizes
 )
 
 missing=()

@@ -17,7 +17,7 @@ namespace {
 static_assert(std::endian::native == std::endian::little, "llm.c shards are little-endian");
 
 [[noreturn]] void fail_write(const std::string& path, uint64_t bytes, int error) {
-  fail_input(path, "write", "room for " + std::to_string(bytes) + " bytes", std::strerror(error));
+  fail_input(path, "write", "a writable file of " + std::to_string(bytes) + " bytes", std::strerror(error));
 }
 
 // A device or a pipe (/dev/full, /dev/stdout) is written in place: there is no file to leave
@@ -41,13 +41,13 @@ void ShardWriter::write(const std::string& path, const uint16_t* tokens, uint64_
   const std::string temporary = is_special_file(path) ? path : path + ".partial";
   const uint64_t bytes = kShardHeaderInts * sizeof(int32_t) + count * sizeof(uint16_t);
   FILE* f = std::fopen(temporary.c_str(), "wb");
-  if (!f) fail_write(temporary, bytes, errno);
+  if (!f) fail_write(path, bytes, errno);
   files_.push_back({path, temporary});
   int32_t header[kShardHeaderInts] = {kShardMagic, kShardVersion, static_cast<int32_t>(count)};
   const bool written = std::fwrite(header, sizeof(header), 1, f) == 1 &&
                        std::fwrite(tokens, sizeof(uint16_t), count, f) == count && std::fflush(f) == 0;
   const int error = errno;
-  if (std::fclose(f) != 0 || !written) fail_write(temporary, bytes, written ? errno : error);
+  if (std::fclose(f) != 0 || !written) fail_write(path, bytes, written ? errno : error);
 }
 
 void ShardWriter::commit() {
