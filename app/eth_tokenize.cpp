@@ -20,17 +20,17 @@ int main(int argc, char** argv) {
       "end-of-text token 50256, as one llm.c shard (all cores: OMP_NUM_THREADS). Options");
   desc.add_options()
       ("help,h", "print this help")
-      ("input", po::value(&o.inputs)->multitoken()->required(), "plain-text files (or JSON Lines: --jsonl-field)")
-      ("output,o", po::value(&o.output)->required(), "the shard written (OUT.bin)")
-      ("jsonl-field", po::value(&o.jsonl_field),
+      ("input", po::value(&o.inputs)->multitoken()->required()->value_name("FILE"), "the inputs, also given bare: plain-text files (or JSON Lines: --jsonl-field)")
+      ("output,o", po::value(&o.output)->required()->value_name("OUT.bin"), "the shard written")
+      ("jsonl-field", po::value(&o.jsonl_field)->value_name("NAME"),
        "read the inputs as JSON Lines: each line's string field NAME is one document (blank lines skipped)")
-      ("val-fraction", po::value(&o.val_fraction),
+      ("val-fraction", po::value(&o.val_fraction)->value_name("F"),
        "put the last round(F x documents) documents, in input order, in --val-output (at least one each side)")
-      ("val-output", po::value(&o.val_output), "the validation shard (VAL.bin)")
-      ("shard-tokens", po::value(&o.shard_tokens),
+      ("val-output", po::value(&o.val_output)->value_name("VAL.bin"), "the validation shard")
+      ("shard-tokens", po::value(&o.shard_tokens)->value_name("N"),
        "split each output into shards of at most N tokens named as llm.c does: OUT.bin becomes OUT_000000.bin,\n"
        "OUT_000001.bin, ... (a document may straddle two; the last holds the rest)")
-      ("tokenizer", po::value(&o.tokenizer_dir)->default_value(o.tokenizer_dir),
+      ("tokenizer", po::value(&o.tokenizer_dir)->default_value(o.tokenizer_dir)->value_name("DIR"),
        "folder with GPT-2's encoder.json and vocab.bpe");
   po::positional_options_description positional;
   positional.add("input", -1);
