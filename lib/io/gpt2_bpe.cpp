@@ -1,12 +1,11 @@
 #include "lib/io/gpt2_bpe.hpp"
 
-#include <climits>
-#include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "lib/base/input_error.hpp"
+#include "lib/base/read_file.hpp"
 #include "lib/io/gpt2_pretokenizer.hpp"
 
 namespace eth {
@@ -15,14 +14,6 @@ namespace {
 constexpr size_t kVocabSize = 50257;
 constexpr size_t kMerges = 50000;
 constexpr size_t kMaxCachedTokens = size_t(1) << 24;  // ids; the cache starts again past this
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail_input(path, "file", "a readable GPT-2 tokenizer file", "a file that cannot be opened");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // GPT-2's bytes_to_unicode(): the printable Latin-1 bytes stand for themselves, the others
 // (controls, space, 0x7F-0xA0, 0xAD) for U+0100 onwards in byte order. As UTF-8.
@@ -45,7 +36,7 @@ Gpt2Bpe::Gpt2Bpe(const std::string& dir) {
   const std::string encoder_path = dir + "/encoder.json", merges_path = dir + "/vocab.bpe";
   std::unordered_map<std::string, uint16_t> ids(2 * kVocabSize);
   try {
-    const nlohmann::json encoder = nlohmann::json::parse(read_file(encoder_path));
+    const nlohmann::json encoder = nlohmann::json::parse(read_file(encoder_path, "GPT-2's encoder.json"));
     for (const auto& [token, id] : encoder.items()) {
       const auto value = id.get<int64_t>();
       if (value < 0 || value >= int64_t(kVocabSize))
@@ -74,7 +65,7 @@ Gpt2Bpe::Gpt2Bpe(const std::string& dir) {
   // input is known where this changes the tokens: every word of up to 6 of the characters
   // "",])'.[ , with or without a leading space, encodes alike either way. It is kept because it
   // is the reference's rule.)
-  std::istringstream lines(read_file(merges_path));
+  std::istringstream lines(read_file(merges_path, "GPT-2's vocab.bpe"));
   std::string line;
   std::getline(lines, line);  // "#version: 0.2"
   merges_.reserve(2 * kMerges);

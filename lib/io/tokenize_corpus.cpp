@@ -13,6 +13,7 @@
 
 #include "lib/base/input_error.hpp"
 #include "lib/base/progress.hpp"
+#include "lib/base/read_file.hpp"
 #include "lib/base/utf8.hpp"
 #include "lib/io/gpt2_bpe.hpp"
 #include "lib/io/gpt2_pretokenizer.hpp"
@@ -24,23 +25,9 @@ namespace {
 constexpr uint64_t kBatchBytes = uint64_t(64) << 20;  // input read and encoded together
 constexpr size_t kChunkBytes = size_t(256) << 10;     // a unit of parallel work inside a document
 
-std::string read_input(const std::string& path) {
-  const auto fail = [&](int error) { fail_input(path, "file", "a readable input", std::strerror(error)); };
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) fail(errno);
-  std::string text;
-  char buffer[1 << 16];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), f)) > 0) text.append(buffer, n);
-  const int error = std::ferror(f) ? errno : 0;
-  std::fclose(f);
-  if (error) fail(error);
-  return text;
-}
-
 // The documents of one input: the whole text, or the field of each line that is not blank.
 void read_documents(const std::string& path, const std::string& field, std::vector<std::string>& docs) {
-  std::string text = read_input(path);
+  std::string text = read_file(path, "a readable input");
   if (text.empty()) fail_input(path, "text", "a non-empty input", "an empty file");
   repair_utf8(text);
   if (field.empty()) {
