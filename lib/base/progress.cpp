@@ -19,6 +19,10 @@ std::string duration(double seconds) {
 Progress::Progress(std::string what, double total_bytes, FILE* out)
     : what_(std::move(what)), total_bytes_(std::max(total_bytes, 1.0)), out_(out), tty_(isatty(fileno(out))) {}
 
+Progress::~Progress() {
+  if (open_line_) std::fputc('\n', out_);
+}
+
 void Progress::add(double bytes, uint64_t tokens) {
   std::lock_guard<std::mutex> lock(mutex_);
   bytes_ += bytes;
@@ -49,6 +53,7 @@ void Progress::print(bool last) {
     const int filled = static_cast<int>(fraction * kWidth);
     std::fprintf(out_, "\r[%s%s] %s\033[K%s", std::string(filled, '#').c_str(), std::string(kWidth - filled, '.').c_str(),
                  line, last ? "\n" : "");
+    open_line_ = !last;
   }
   std::fflush(out_);
 }

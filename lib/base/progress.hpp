@@ -14,6 +14,7 @@ class Progress {
  public:
   // Writes to `out` (a terminal or not, as isatty says); total_bytes is the input to get through.
   Progress(std::string what, double total_bytes, FILE* out = stderr);
+  ~Progress();  // ends a bar left half-drawn by an error, so the error gets a line of its own
 
   void add(double bytes, uint64_t tokens);
   void finish();  // the last line, with the totals
@@ -26,6 +27,7 @@ class Progress {
   double total_bytes_;
   FILE* out_;
   bool tty_;
+  bool open_line_ = false;  // a bar drawn on the terminal's current line
   std::mutex mutex_;
   double bytes_ = 0;
   uint64_t tokens_ = 0;
