@@ -17,6 +17,7 @@ packages=(
   iproute2                            # network namespaces and tc: the emulated cluster (scripts/cluster)
   python3-torch python3-numpy python3-h5py python3-yaml   # the oracle and test scripts, for /usr/bin/python3
   python3-matplotlib                  # scripts/eth_report.py's figures
+  bible-kjv                           # the King James text that inputs/data/rebuild.sh tokenizes
 )
 
 missing=()

@@ -8,11 +8,14 @@
 namespace eth {
 
 bool parse_command_line(int argc, char** argv, const boost::program_options::options_description& desc,
-                        bool print_help) {
+                        bool print_help, const boost::program_options::positional_options_description* positional) {
   namespace po = boost::program_options;
   po::variables_map vm;
   try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
+    po::command_line_parser parser(argc, argv);
+    parser.options(desc);
+    if (positional) parser.positional(*positional);
+    po::store(parser.run(), vm);
     if (vm.count("help")) {
       if (print_help) std::cout << desc << '\n';
       return false;

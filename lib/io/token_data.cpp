@@ -13,23 +13,16 @@
 #include "lib/base/random.hpp"
 
 namespace eth {
-namespace {
-
-constexpr int32_t kShardMagic = 20240520;
-constexpr int32_t kShardVersion = 1;
-constexpr size_t kHeaderInts = 256;
-
-}  // namespace
 
 TokenShard load_token_shard(const std::string& path, int vocab_size) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail_input(path, "file", "a readable llm.c token shard", "a file that cannot be opened");
   const auto file_bytes = static_cast<uint64_t>(in.tellg());
-  const uint64_t header_bytes = kHeaderInts * sizeof(int32_t);
+  const uint64_t header_bytes = kShardHeaderInts * sizeof(int32_t);
   if (file_bytes < header_bytes)
     fail_input(path, "header", std::to_string(header_bytes) + " bytes", std::to_string(file_bytes) + " bytes in the whole file");
   in.seekg(0);
-  int32_t header[kHeaderInts];
+  int32_t header[kShardHeaderInts];
   in.read(reinterpret_cast<char*>(header), header_bytes);
   if (header[0] != kShardMagic)
     fail_input(path, "header[0] (magic)", std::to_string(kShardMagic), std::to_string(header[0]));
@@ -81,7 +74,7 @@ void SampleStream::read_window(uint64_t w) {
   const size_t shard = static_cast<size_t>(it - first_window_.begin()) - 1;
   const uint64_t first = (w - first_window_[shard]) * static_cast<uint64_t>(T_);
   const size_t bytes = window_.size() * sizeof(uint16_t);
-  const off_t offset = static_cast<off_t>(kHeaderInts * sizeof(int32_t) + first * sizeof(uint16_t));
+  const off_t offset = static_cast<off_t>(kShardHeaderInts * sizeof(int32_t) + first * sizeof(uint16_t));
   size_t got = 0;
   while (got < bytes) {
     const ssize_t n = pread(files_[shard], reinterpret_cast<char*>(window_.data()) + got, bytes - got,
@@ -92,7 +85,7 @@ void SampleStream::read_window(uint64_t w) {
       fstat(files_[shard], &now);
       fail_input(shards_[shard].path, "tokens " + std::to_string(first) + " to " + std::to_string(first + T_),
                  std::to_string(bytes) + " bytes at offset " + std::to_string(offset) + " of the " +
-                     std::to_string(kHeaderInts * sizeof(int32_t) + shards_[shard].tokens * sizeof(uint16_t)) +
+                     std::to_string(kShardHeaderInts * sizeof(int32_t) + shards_[shard].tokens * sizeof(uint16_t)) +
                      " bytes it had when loaded",
                  "a short read (" + std::to_string(got) + " bytes; the file now has " + std::to_string(now.st_size) +
                      "): it changed under the running job");

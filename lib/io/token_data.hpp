@@ -20,6 +20,10 @@
 
 namespace eth {
 
+constexpr int32_t kShardMagic = 20240520;
+constexpr int32_t kShardVersion = 1;
+constexpr size_t kShardHeaderInts = 256;
+
 struct TokenShard {
   std::string path;
   uint64_t tokens = 0;  // the header's count

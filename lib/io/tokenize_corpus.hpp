@@ -1,0 +1,28 @@
+// eth_tokenize's work: text in, llm.c token shards out. Each plain-text input, or each line of a
+// JSON Lines input, is one document; every document is preceded by the end-of-text token, as in
+// llm.c. The tokens equal the reference encoder's (npm gpt-3-encoder's encode()) on the text as
+// Node reads it (invalid UTF-8 becomes U+FFFD): docs/formats.md, "eth_tokenize".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace eth {
+
+struct TokenizeOptions {
+  std::vector<std::string> inputs;
+  std::string jsonl_field;    // empty: each input is one plain-text document; else JSON Lines
+  std::string output;         // OUT.bin
+  std::string val_output;     // empty: no validation split
+  double val_fraction = 0;    // the last round(F x documents) documents go to val_output
+  uint64_t shard_tokens = 0;  // 0: one file per output; else OUT_000000.bin, ... of at most N tokens
+  std::string tokenizer_dir;  // holds encoder.json and vocab.bpe
+};
+
+// Encodes every document on all cores (OpenMP), with a progress bar on stderr, and writes the
+// shards, all or none. Returns one line per file written, saying what went where. An InputError
+// names the input (and line and field) or the output that is wrong.
+std::vector<std::string> tokenize_corpus(const TokenizeOptions& options);
+
+}  // namespace eth
