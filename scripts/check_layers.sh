@@ -56,14 +56,14 @@ for file in $sources; do
     fail "$file: kernels/ includes MPI; the kernels know nothing of MPI"
   fi
   if [ "$from" != mpi_topology ]; then
-    grep -n 'MPI_COMM_WORLD' "$file" | while IFS=: read -r line _; do
+    grep -nw 'MPI_COMM_WORLD' "$file" | while IFS=: read -r line _; do
       echo "check_layers: $file:$line names MPI_COMM_WORLD; outside mpi_topology/ use eth::world_comm()"
     done | grep . && failures=$((failures + 1))
   fi
 done
 # Tests and benchmarks are users of every layer, but they too name the world through mpi_topology/.
 for file in $(find tests bench -type f \( -name '*.hpp' -o -name '*.cpp' -o -name '*.cu' \) | sort); do
-  grep -n 'MPI_COMM_WORLD' "$file" | while IFS=: read -r line _; do
+  grep -nw 'MPI_COMM_WORLD' "$file" | while IFS=: read -r line _; do
     echo "check_layers: $file:$line names MPI_COMM_WORLD; use eth::world_comm()"
   done | grep . && failures=$((failures + 1))
 done
