@@ -25,6 +25,14 @@ std::string devices_text(const Topology& t) {
   return text;
 }
 
+// The testing options in effect: "--slowdown 1:8:1 --inject-fault at rank 2, step 5", or "none".
+std::string testing_text(const TrainOptions& o) {
+  std::string text;
+  for (const SlowdownRule& r : o.slowdowns) text += strprintf(" --slowdown %d:%g:%d", r.rank, r.factor, r.from_step);
+  if (o.fault) text += strprintf(" --inject-fault at rank %d, step %d", o.fault->rank, o.fault->step);
+  return text.empty() ? "none" : text.substr(1);
+}
+
 std::string plan_text(const Job& job) {
   std::string text = strprintf("%s: %s, %zu pipeline(s), pipeline samples %s", plan_source_name(job.plan_source),
                                job.plan.source.c_str(), job.plan.pipelines.size(), split_text(job.plan).c_str());
@@ -74,6 +82,7 @@ void print_settings(const Job& job, const RankRuntime& runtime, const kernels::B
       {"metrics", o.output_dir + "/metrics.jsonl"},
       {"trace", o.trace_path.empty() ? "none" : o.trace_path},
       {"save params", o.save_params_path.empty() ? "none" : o.save_params_path},
+      {"testing", testing_text(o)},
   };
   const std::string rule = "+-----------------+" + std::string(60, '-') + "+\n";
   log << rule << strprintf("| %-15s | %-58s |\n", "setting", "value") << rule;
