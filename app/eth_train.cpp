@@ -1,4 +1,5 @@
-// eth_train: trains a GPT, one MPI rank per device; docs/usage.md has the options.
+// eth_train: trains a GPT, one MPI rank per device; docs/usage.md has the options, in the groups
+// --help shows.
 #include <boost/program_options.hpp>
 
 #include <iostream>
@@ -6,7 +7,7 @@
 #include "kernels/backend_select.hpp"
 #include "lib/base/command_line.hpp"
 #include "lib/base/input_error.hpp"
-#include "lib/job/auto_plan.hpp"
+#include "lib/job/job.hpp"
 #include "lib/job/trainer.hpp"
 #include "mpi_topology/mpi_session.hpp"
 #include "mpi_topology/watchdog.hpp"
@@ -15,71 +16,93 @@ namespace po = boost::program_options;
 
 namespace {
 
+// The variables that act as options; read where they act (kernels/backend_select.hpp,
+// mpi_topology/reducer_choice.cpp, mpi_topology/mpi_session.cpp).
+constexpr const char* kEnvironmentHelp = R"(Environment (the same on every rank):
+  ETH_BACKEND=auto|cuda|cpu|cpu-async
+        auto (default): CUDA when a GPU is usable, else the CPU; cuda: an error
+        without a GPU; cpu-async: the CPU backend with every operation queued on
+        a worker thread, as on a GPU stream (tests)
+  ETH_CUDA_DEVICES=LIST
+        the GPU of each rank by its rank on the host: one entry per local rank
+        (0,1,0,1) or one for all (0); unset: local rank i takes GPU i
+  ETH_NCCL=0
+        gradient sums inside a node through MPI even where NCCL could run
+  OMP_NUM_THREADS=N
+        threads per rank; unset: each rank takes its share of the host's cores
+)";
+
 // Returns false when the program should exit without training (--help).
-bool parse_options(int argc, char** argv, eth::TrainOptions& o, eth::planner::AutoPlanRequest& auto_plan,
-                   bool print_help) {
+bool parse_options(int argc, char** argv, eth::TrainOptions& o, bool print_help) {
   std::string grad_sync = "block", fault;
   std::vector<std::string> slowdowns;
-  po::options_description desc("eth_train options");
-  desc.add_options()
+  po::options_description job("Job");
+  job.add_options()
       ("help,h", "print this help")
       ("model", po::value(&o.model_path)->required(), "model YAML (inputs/models/*.yaml)")
       ("topology", po::value(&o.topology_path),
        "topology YAML (with --plan); without both: one rank trains alone, several discover and plan their job")
       ("plan", po::value(&o.plan_path), "plan YAML: pipelines, stages, batch split")
+      ("profiles", po::value(&o.profiles_dir)->default_value(o.profiles_dir),
+       "without --plan on several ranks: directory of profiles the planner uses")
+      ("profile", po::value(&o.profile_files)->multitoken(), "... and profile files, preferred over the directory's")
       ("train-data", po::value(&o.train_shards)->multitoken()->required(), "training token shards (llm.c format)")
       ("val-data", po::value(&o.val_shards)->multitoken(), "validation token shards")
       ("batch", po::value(&o.global_batch)->default_value(o.global_batch), "without --plan: global batch, samples per step")
-      ("micro-batch", po::value(&o.micro_batch)->default_value(o.micro_batch), "without --plan: samples per forward/backward")
+      ("micro-batch", po::value(&o.micro_batch)->default_value(o.micro_batch), "one rank without --plan: samples per forward/backward")
       ("seq-len", po::value(&o.seq_len)->default_value(o.seq_len), "tokens per sample, T")
+      ("resume", po::value(&o.resume_path),
+       "continue from this checkpoint, under any plan of the same model; 'latest': OUTPUT_DIR's newest undamaged one");
+  po::options_description optimisation("Optimisation");
+  optimisation.add_options()
       ("steps", po::value(&o.steps)->default_value(o.steps), "optimizer steps")
-      ("lr", po::value(&o.lr.peak)->default_value(o.lr.peak), "peak learning rate")
-      ("min-lr", po::value(&o.lr.floor)->default_value(o.lr.floor), "learning rate at the last step (cosine floor)")
+      ("lr", po::value(&o.lr.peak)->default_value(o.lr.peak, "6e-4"), "peak learning rate")
+      ("min-lr", po::value(&o.lr.floor)->default_value(o.lr.floor, "6e-5"), "learning rate at the last step (cosine floor)")
       ("warmup", po::value(&o.lr.warmup_steps)->default_value(o.lr.warmup_steps), "linear warm-up steps")
-      ("weight-decay", po::value(&o.adamw.weight_decay)->default_value(o.adamw.weight_decay), "AdamW weight decay (matrices only)")
+      ("weight-decay", po::value(&o.adamw.weight_decay)->default_value(o.adamw.weight_decay, "0.1"), "AdamW weight decay (matrices only)")
       ("grad-clip", po::value(&o.adamw.max_grad_norm)->default_value(o.adamw.max_grad_norm), "global gradient-norm clip, <= 0 disables")
+      ("seed", po::value(&o.seed)->default_value(o.seed), "seed of parameters and data order");
+  po::options_description parallelism("Parallelism");
+  parallelism.add_options()
       ("grad-sync", po::value(&grad_sync)->default_value(grad_sync), "block (block-wise), per-layer or flat (the baselines)")
       ("shard-optimizer", po::bool_switch(&o.adamw.shard),
        "ZeRO-1: shard the AdamW moments of every gradient block of several owners among them, besides the plan's sharded_blocks (--grad-sync block; MPI reductions)")
-      ("seed", po::value(&o.seed)->default_value(o.seed), "seed of parameters and data order")
-      ("eval-every", po::value(&o.eval_every)->default_value(o.eval_every), "validation every N steps (0: at the end only)")
-      ("eval-samples", po::value(&o.eval_samples)->default_value(o.eval_samples), "validation windows per evaluation")
-      ("output-dir", po::value(&o.output_dir)->default_value(o.output_dir), "where metrics.jsonl is written")
-      ("trace", po::value(&o.trace_path), "write a Chrome trace of every rank to this file")
-      ("save-params", po::value(&o.save_params_path), "write the whole model after the last step (raw float32, one-stage layout)")
-      ("checkpoint-every", po::value(&o.checkpoint_every)->default_value(o.checkpoint_every),
-       "HDF5 checkpoint OUTPUT_DIR/checkpoints/step_N.h5 every N steps and after the last (0: none)")
-      ("keep-checkpoints", po::value(&o.keep_checkpoints)->default_value(o.keep_checkpoints),
-       "keep the newest N complete checkpoints, delete older ones (0: keep all)")
-      ("resume", po::value(&o.resume_path),
-       "continue from this checkpoint, under any plan of the same model; 'latest': OUTPUT_DIR's newest undamaged one")
-      ("profiles", po::value(&auto_plan.profiles_dir)->default_value(auto_plan.profiles_dir),
-       "without --plan on several ranks: directory of profiles the planner uses")
-      ("profile", po::value(&auto_plan.profile_files)->multitoken(), "... and profile files, preferred over the directory's")
       ("rebalance-every", po::value(&o.rebalance.every)->default_value(o.rebalance.every),
        "online re-balancing: every N steps, re-split the batch among pipelines and stage ranks by measured speed (0: off)")
       ("rebalance-threshold", po::value(&o.rebalance.threshold)->default_value(o.rebalance.threshold, "0.05"),
        "re-balance only when the predicted step is at least this fraction faster (hysteresis)")
+      ("collective-timeout", po::value(&o.collective_timeout_s)->default_value(o.collective_timeout_s),
+       "seconds a collective or transfer may wait before the watchdog names it and the ranks missing, and ends the job (0: off)");
+  po::options_description output("Output");
+  output.add_options()
+      ("output-dir", po::value(&o.output_dir)->default_value(o.output_dir), "where metrics.jsonl is written")
+      ("eval-every", po::value(&o.eval_every)->default_value(o.eval_every), "validation every N steps (0: at the end only)")
+      ("eval-samples", po::value(&o.eval_samples)->default_value(o.eval_samples), "validation windows per evaluation")
+      ("checkpoint-every", po::value(&o.checkpoint_every)->default_value(o.checkpoint_every),
+       "HDF5 checkpoint OUTPUT_DIR/checkpoints/step_N.h5 every N steps and after the last (0: none)")
+      ("keep-checkpoints", po::value(&o.keep_checkpoints)->default_value(o.keep_checkpoints),
+       "keep the newest N complete checkpoints, delete older ones (0: keep all)")
+      ("trace", po::value(&o.trace_path), "write a Chrome trace of every rank to this file")
+      ("save-params", po::value(&o.save_params_path), "write the whole model after the last step (raw float32, one-stage layout)");
+  po::options_description testing("Testing");
+  testing.add_options()
       ("slowdown", po::value(&slowdowns)->multitoken(),
        "RANK:FACTOR:STEP: that rank computes FACTOR times slower from STEP on (tests, benchmarks; repeatable)")
-      ("collective-timeout", po::value(&o.collective_timeout_s)->default_value(o.collective_timeout_s),
-       "seconds a collective or transfer may wait before the watchdog names it and the ranks missing, and ends the job (0: off)")
       ("inject-fault", po::value(&fault),
        "KIND:rank=R:step=S[:phase=P][:block=B]: one rank fails on purpose (fault-handling tests; docs/usage.md)");
+  po::options_description all("eth_train options");
+  all.add(job).add(optimisation).add(parallelism).add(output).add(testing);
+  // Every rank parsed the same command line: its mistakes are every rank's.
   try {
-    if (!eth::parse_command_line(argc, argv, desc, print_help)) return false;
-  } catch (const eth::InputError& e) {
-    throw eth::AgreedError(e.what());  // every rank parsed the same command line
-  }
-  if (grad_sync != "block" && grad_sync != "per-layer" && grad_sync != "flat")
-    throw eth::AgreedError("--grad-sync: value: expected block, per-layer or flat, got " + grad_sync);
-  o.grad_sync = grad_sync == "block"       ? eth::GradSyncMode::block
-                : grad_sync == "per-layer" ? eth::GradSyncMode::per_layer
-                                           : eth::GradSyncMode::flat;
-  if (o.adamw.shard && o.grad_sync != eth::GradSyncMode::block)
-    throw eth::AgreedError("--shard-optimizer: expected --grad-sync block (the baselines sum whole slices), got --grad-sync " +
-                           grad_sync);
-  try {
+    if (!eth::parse_command_line(argc, argv, all, print_help)) {
+      if (print_help) std::cout << kEnvironmentHelp;
+      return false;
+    }
+    if (grad_sync != "block" && grad_sync != "per-layer" && grad_sync != "flat")
+      throw eth::InputError("--grad-sync: value: expected block, per-layer or flat, got " + grad_sync);
+    o.grad_sync = grad_sync == "block"       ? eth::GradSyncMode::block
+                  : grad_sync == "per-layer" ? eth::GradSyncMode::per_layer
+                                             : eth::GradSyncMode::flat;
     if (!fault.empty()) o.fault = eth::parse_fault(fault);
     for (const std::string& text : slowdowns) o.slowdowns.push_back(eth::parse_slowdown(text));
   } catch (const eth::InputError& e) {
@@ -94,8 +117,7 @@ int main(int argc, char** argv) {
   eth::MpiSession mpi(&argc, &argv);
   try {
     eth::TrainOptions options;
-    eth::planner::AutoPlanRequest auto_plan;
-    if (!parse_options(argc, argv, options, auto_plan, mpi.rank() == 0)) return 0;
+    if (!parse_options(argc, argv, options, mpi.rank() == 0)) return 0;
     mpi.share_cores_among_local_ranks();
     // A bad setting or a missing GPU may differ between hosts: agreed, so every rank ends.
     eth::kernels::BackendChoice choice;
@@ -107,17 +129,8 @@ int main(int argc, char** argv) {
     }
     if (const std::string agreed = eth::agreed_error(error); !agreed.empty()) throw eth::AgreedError(agreed);
     if (mpi.rank() == 0) std::cout << choice.note << '\n';
-    if (mpi.size() > 1 && options.plan_path.empty() && options.topology_path.empty()) {
-      // Zero-configuration launch: the job describes itself and rank 0 plans it.
-      auto_plan.model_path = options.model_path;
-      auto_plan.global_batch = options.global_batch;
-      auto_plan.seq_len = options.seq_len;
-      auto_plan.output_dir = options.output_dir;
-      eth::planner::PlannedJob job = eth::planner::plan_this_job(auto_plan, std::cout);
-      options.topology = std::move(job.topology);
-      options.plan = std::move(job.plan);
-    }
-    eth::train(options, *choice.backend, std::cout);
+    eth::Job job = eth::load_job(options, std::cout);
+    eth::train(job, *choice.backend, std::cout);
   } catch (const eth::AgreedError& e) {
     // Every rank raised it together: one line, every rank exits non-zero, nobody hangs.
     if (mpi.rank() == 0) std::cerr << "eth_train: error: " << e.what() << '\n';

@@ -7,11 +7,7 @@
 // LM head, logits (B*T, Vp) = x (B*T, C) @ wte^T. Prints one JSON object (and writes it with
 // --json); bench/run_train_step.sh runs it beside PyTorch and writes bench/results/.
 //
-// Model FLOPs per token (nanoGPT's estimate_mfu, PaLM appendix B): 6 * N + 12 * L * T * C, where
-// N counts every parameter except the position embedding wpe (whose lookup is no matmul) and
-// counts the tied wte once, with its padded Vp rows, as the LM head matrix it is in the head
-// GEMM. The attention term is the full T x T score matrix, which is also what the per-head
-// GEMMs of kernels/cpu compute (no causal halving).
+// Model FLOPs per token: eth_train's count (lib/job/model_flops.hpp, 6 N + 12 L T C).
 #include <boost/program_options.hpp>
 #include <cblas.h>
 #include <omp.h>
@@ -33,6 +29,7 @@
 #include "lib/base/input_error.hpp"
 #include "lib/base/random.hpp"
 #include "lib/base/strprintf.hpp"
+#include "lib/job/model_flops.hpp"
 #include "lib/model/model_config.hpp"
 #include "lib/model/optimizer.hpp"
 #include "lib/model/param_layout.hpp"
@@ -105,12 +102,6 @@ json summary(const std::vector<double>& x) {
           {"min", *std::min_element(x.begin(), x.end())},
           {"max", *std::max_element(x.begin(), x.end())},
           {"values", x}};
-}
-
-// Parameters the FLOP formula counts: all but wpe, the tied wte once (as the head, Vp rows).
-double flop_params(const eth::GptConfig& m) {
-  const double C = m.channels, L = m.num_layers;
-  return L * (12.0 * C * C + 13.0 * C) + static_cast<double>(m.padded_vocab_size) * C + 2.0 * C;
 }
 
 // One optimizer step on one micro-batch, as lib/job/trainer.cpp performs it with micro_batch ==
@@ -245,7 +236,7 @@ json run(const Options& o) {
 
   const int total_steps = o.warmup + o.steps * o.repeats;
   const Batches batches(std::max(total_steps, o.profile_steps), B, T, model.vocab_size, o.seed);
-  const double flops_per_token = 6.0 * flop_params(model) + 12.0 * model.num_layers * T * model.channels;
+  const double flops_per_token = eth::training_flops_per_token(model, T);
   const double flops_per_step = flops_per_token * BT;
 
   std::vector<double> step_ms, repeat_ms, losses;
@@ -334,7 +325,7 @@ json run(const Options& o) {
   const json config = {{"model", o.model_path}, {"name", model.name}, {"layers", model.num_layers},
                        {"heads", model.num_heads}, {"channels", model.channels}, {"vocab", model.vocab_size},
                        {"padded_vocab", model.padded_vocab_size}, {"B", B}, {"T", T}, {"tokens_per_step", BT},
-                       {"parameters", param_count}, {"flop_parameters", flop_params(model)}};
+                       {"parameters", param_count}, {"flop_parameters", eth::flop_parameters(model)}};
   const json threads = {{"omp_max_threads", omp_get_max_threads()},
                         {"openblas_threads", openblas_get_num_threads()},
                         {"openblas_parallel", openblas_parallel_name()},

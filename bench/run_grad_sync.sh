@@ -46,7 +46,7 @@ for topo in $TOPOLOGIES; do
       start=$(date +%s.%N)
       "${cmd[@]}" > "$dir.log" 2>&1 || { cat "$dir.log" >&2; exit 1; }
       end=$(date +%s.%N)
-      grep -E '^gradient sync|^step +[0-9]+/' "$dir.log" | tail -n 2 >&2
+      grep -E '^\| gradient sync|^step +[0-9]+/' "$dir.log" | tail -n 2 >&2
       printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$topo" "$mode" "$rep" "$dir" "$(echo "$end - $start" | bc)" \
         "$(echo "${cmd[*]}" | sed "s|$tmp/train.bin|TRAIN_BIN|; s|$tmp/eth_train|$BUILD/app/eth_train|; s|$tmp/|OUT/|")" >> "$runs"
     done

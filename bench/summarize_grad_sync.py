@@ -61,7 +61,7 @@ runs = []
 for line in open(args.runs):
     topo, mode, rep, d, wall, cmd = line.rstrip("\n").split("\t")
     log = open(d + ".log").read()
-    rank0 = int(re.search(r"gradient sync: [^,]+, (\d+) collective", log).group(1))
+    rank0 = int(re.search(r"\| gradient sync +\| [^,]+, (\d+) collective", log).group(1))
     steps = [json.loads(x) for x in open(os.path.join(d, "metrics.jsonl")) if '"ranks"' in x]
     assert len(steps) == args.steps, (d, len(steps))
     timed = steps[1:]  # the first step is warm-up

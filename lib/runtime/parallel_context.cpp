@@ -1,10 +1,8 @@
 #include "lib/runtime/parallel_context.hpp"
 
 #include <algorithm>
+#include <cassert>
 
-#include "lib/base/input_error.hpp"
-#include "lib/base/strprintf.hpp"
-#include "lib/plan/plan_validation.hpp"
 #include "mpi_topology/mpi_session.hpp"
 
 namespace eth {
@@ -43,10 +41,7 @@ ParallelContext build_parallel_context(const Topology& topology, const Plan& pla
   ParallelContext ctx;
   MPI_CHECK(MPI_Comm_rank(world_comm(), &ctx.world_rank));
   MPI_CHECK(MPI_Comm_size(world_comm(), &ctx.world_size));
-  if (topology.world_size() != ctx.world_size)
-    fail_input(topology.source, "nodes", strprintf("devices for the %d ranks of this job", ctx.world_size),
-               strprintf("%d devices", topology.world_size()));
-  validate_plan(plan, topology, model);
+  assert(topology.world_size() == ctx.world_size);  // load_job checked the job (lib/job/job_rules.hpp)
 
   const std::vector<RankRole> roles = rank_roles(plan, ctx.world_size);
   ctx.role = roles[ctx.world_rank];

@@ -45,9 +45,8 @@ struct ParallelContext {
   bool last_stage() const { return role.stage == stages - 1; }
 };
 
-// Collective over every rank of the job (world_comm()). Validates the plan against the topology and model and the
-// world size against the topology (InputError, the same on every rank, before any
-// communicator is built).
+// Collective over every rank of the job (world_comm()), on a plan valid for the topology and model
+// (validate_plan) and a topology of the job's ranks: eth_train's load_job checks both, once.
 ParallelContext build_parallel_context(const Topology& topology, const Plan& plan, const GptConfig& model);
 
 }  // namespace eth

@@ -1,0 +1,50 @@
+#include "lib/job/job_outputs.hpp"
+
+#include <mpi.h>
+
+#include <fstream>
+#include <vector>
+
+#include "lib/base/input_error.hpp"
+#include "lib/base/strprintf.hpp"
+#include "lib/io/checkpoint_files.hpp"
+#include "lib/job/agreed.hpp"
+#include "lib/model/param_layout.hpp"
+#include "mpi_topology/watchdog.hpp"
+
+namespace eth {
+
+void save_checkpoint(RankRuntime& runtime, const std::string& output_dir, int keep, const CheckpointHeader& header,
+                     int rank, std::ostream& log) {
+  const CheckpointFiles files(output_dir);
+  agreed([&] {
+    if (rank == 0) files.create();
+  });
+  agreed([&] { runtime.save_checkpoint(files.writing_path(header.step), header); });
+  MPI_Request closed;  // every rank has closed the file
+  MPI_CHECK(MPI_Ibarrier(world_comm(), &closed));
+  watched_wait_one(closed, {"the barrier after the checkpoint write", {}});
+  agreed([&] {
+    if (rank == 0) files.publish(header.step, keep);
+  });
+  if (rank == 0) log << "checkpoint " << files.complete_path(header.step) << '\n';
+}
+
+void save_parameters(RankRuntime& runtime, const GptConfig& model, const std::string& path, int rank) {
+  std::vector<float> full(rank == 0 ? ParamLayout(model, {0, model.num_layers}).size() : 0);
+  runtime.gather_parameters(full.data());
+  if (rank != 0) return;
+  std::ofstream out(path, std::ios::binary);
+  if (!out) fail_input(path, "--save-params", "a writable path", "a path that cannot be opened");
+  out.write(reinterpret_cast<const char*>(full.data()), static_cast<std::streamsize>(full.size() * sizeof(float)));
+}
+
+void write_trace(StepTrace& trace, const Plan& plan, int world, const std::string& path) {
+  std::vector<std::string> rows;
+  for (const RankRole& role : rank_roles(plan, world))
+    rows.push_back(role.idle() ? strprintf("rank %zu: idle", rows.size())
+                               : strprintf("rank %zu: pipeline %d stage %d", rows.size(), role.pipeline, role.stage));
+  trace.write_chrome_trace(path, rows);
+}
+
+}  // namespace eth

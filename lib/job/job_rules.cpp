@@ -1,0 +1,97 @@
+#include "lib/job/job_rules.hpp"
+
+#include <algorithm>
+
+#include "lib/base/input_error.hpp"
+#include "lib/base/strprintf.hpp"
+#include "lib/plan/grad_blocks.hpp"
+#include "lib/plan/plan_validation.hpp"
+
+namespace eth {
+namespace {
+
+// --inject-fault against this job: a rank, step and phase it has.
+void check_fault_options(const FaultSpec& f, const TrainOptions& o, int world_size) {
+  if (f.rank >= world_size)
+    fail_input("--inject-fault", "rank", strprintf("a rank below %d, the ranks of this job", world_size), std::to_string(f.rank));
+  if (f.step > o.steps)
+    fail_input("--inject-fault", "step", strprintf("a step of this run, 1 to --steps %d", o.steps), std::to_string(f.step));
+  if (f.phase == FaultPhase::checkpoint && !(o.checkpoint_every > 0 && (f.step % o.checkpoint_every == 0 || f.step == o.steps)))
+    fail_input("--inject-fault", "step", "a step after which a checkpoint is written (--checkpoint-every)", std::to_string(f.step));
+}
+
+// --inject-fault nan: a gradient block the rank holds.
+void check_fault_block(const FaultSpec& f, const Job& job) {
+  const std::vector<GradBlock> blocks = derive_grad_blocks(job.plan, job.model.num_layers);
+  std::string held;
+  for (size_t b = 0; b < blocks.size(); b++)
+    if (std::count(blocks[b].owners.begin(), blocks[b].owners.end(), f.rank)) held += (held.empty() ? "" : ", ") + std::to_string(b);
+  if (f.block >= static_cast<int>(blocks.size()) || !std::count(blocks[f.block].owners.begin(), blocks[f.block].owners.end(), f.rank))
+    fail_input("--inject-fault", "block", strprintf("a gradient block rank %d holds (%s, of blocks 0 to %zu of %s)", f.rank,
+                                                    held.empty() ? "none" : held.c_str(), blocks.size() - 1, job.plan.source.c_str()),
+               std::to_string(f.block));
+}
+
+}  // namespace
+
+void check_options(const TrainOptions& o, int world_size) {
+  if (!(o.collective_timeout_s >= 0))
+    fail_input("--collective-timeout", "value", "seconds >= 0 (0: no watchdog)", strprintf("%g", o.collective_timeout_s));
+  if (o.steps <= 0) fail_input("--steps", "value", "a positive step count", std::to_string(o.steps));
+  if (o.lr.warmup_steps < 0) fail_input("--warmup", "value", "a non-negative step count", std::to_string(o.lr.warmup_steps));
+  if (o.train_shards.empty()) fail_input("--train-data", "value", "at least one token shard", "none");
+  if (o.plan_path.empty() != o.topology_path.empty())
+    fail_input(o.plan_path.empty() ? "--plan" : "--topology", "value", "given together with " +
+               std::string(o.plan_path.empty() ? "--topology" : "--plan"), "nothing");
+  if (o.plan_path.empty() && world_size == 1) {  // --batch and --micro-batch make the plan
+    if (o.micro_batch <= 0) fail_input("--micro-batch", "value", "a positive sample count", std::to_string(o.micro_batch));
+    if (o.global_batch <= 0 || o.global_batch % o.micro_batch != 0)
+      fail_input("--batch", "value", "a positive multiple of --micro-batch (" + std::to_string(o.micro_batch) + ")",
+                 std::to_string(o.global_batch));
+  }
+  if (o.checkpoint_every < 0)
+    fail_input("--checkpoint-every", "value", "0 (no checkpoints) or a positive step count", std::to_string(o.checkpoint_every));
+  if (o.keep_checkpoints < 0)
+    fail_input("--keep-checkpoints", "value", "0 (keep all) or a positive count", std::to_string(o.keep_checkpoints));
+  if (o.rebalance.every < 0)
+    fail_input("--rebalance-every", "value", "0 (no re-balancing) or a positive step count", std::to_string(o.rebalance.every));
+  if (!(o.rebalance.threshold >= 0 && o.rebalance.threshold < 1))
+    fail_input("--rebalance-threshold", "value", "a fraction of the step time in [0, 1)", strprintf("%g", o.rebalance.threshold));
+  if (o.fault) check_fault_options(*o.fault, o, world_size);
+  for (const SlowdownRule& r : o.slowdowns)
+    if (r.rank >= world_size)
+      fail_input("--slowdown", "value", strprintf("a rank below %d, the ranks of this job", world_size), std::to_string(r.rank));
+}
+
+void check_against_model(const TrainOptions& o, const GptConfig& model) {
+  if (o.seq_len <= 0 || o.seq_len > model.max_seq_len)
+    fail_input("--seq-len", "value", "1 to max_seq_len = " + std::to_string(model.max_seq_len) + " of " + o.model_path,
+               std::to_string(o.seq_len));
+}
+
+void check_job(const Job& job) {
+  const TrainOptions& o = job.options;
+  if (job.topology.world_size() != job.world_size)
+    fail_input(job.topology.source, "nodes", strprintf("devices for the %d ranks of this job", job.world_size),
+               strprintf("%d devices", job.topology.world_size()));
+  validate_plan(job.plan, job.topology, job.model);
+  // Sums to the shards' owners exist in block mode only.
+  if (job.sharded_optimizer() && o.grad_sync != GradSyncMode::block)
+    fail_input(o.adamw.shard ? "--shard-optimizer" : job.plan.source, o.adamw.shard ? "value" : "sharded_blocks",
+               "--grad-sync block (the baselines sum whole slices)", std::string("--grad-sync ") + grad_sync_name(o.grad_sync));
+  if (o.fault && o.fault->kind == FaultKind::nan) check_fault_block(*o.fault, job);
+  if (o.resume_path.empty()) return;
+  if (job.resume.step >= o.steps)
+    fail_input("--steps", "value", strprintf("more than the %d steps %s has taken", job.resume.step, o.resume_path.c_str()),
+               std::to_string(o.steps));
+  // The sample stream, the learning-rate schedule and the data order are functions of the step
+  // and the global batch: another batch would skip or repeat samples. Refused, not guessed.
+  if (job.resume.step > 0 && job.resume.global_batch != job.plan.global_batch)
+    fail_input(o.resume_path, "global_batch",
+               strprintf("%d, the global batch of this run (--batch or the plan's global_batch): resume with the "
+                         "checkpoint's global batch",
+                         job.plan.global_batch),
+               std::to_string(job.resume.global_batch));
+}
+
+}  // namespace eth

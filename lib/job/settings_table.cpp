@@ -1,0 +1,93 @@
+#include "lib/job/settings_table.hpp"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/base/strprintf.hpp"
+#include "lib/job/model_flops.hpp"
+#include "lib/model/param_layout.hpp"
+#include "lib/runtime/rebalance.hpp"
+
+namespace eth {
+namespace {
+
+// "4 x cpu-rank (5 GB, 0.093 TFLOP/s fp32)", per device type in the order of first use.
+std::string devices_text(const Topology& t) {
+  std::vector<int> count(t.device_types.size(), 0);
+  for (int r = 0; r < t.world_size(); r++) count[static_cast<size_t>(t.ranks[r].device_type)]++;
+  std::string text;
+  for (size_t d = 0; d < count.size(); d++)
+    if (count[d] > 0)
+      text += strprintf("%s%d x %s (%g GB, %g TFLOP/s fp32)", text.empty() ? "" : ", ", count[d],
+                        t.device_types[d].name.c_str(), t.device_types[d].memory_gb, t.device_types[d].peak_tflops_fp32);
+  return text;
+}
+
+// The testing options in effect: "--slowdown 1:8:1 --inject-fault at rank 2, step 5", or "none".
+std::string testing_text(const TrainOptions& o) {
+  std::string text;
+  for (const SlowdownRule& r : o.slowdowns) text += strprintf(" --slowdown %d:%g:%d", r.rank, r.factor, r.from_step);
+  if (o.fault) text += strprintf(" --inject-fault at rank %d, step %d", o.fault->rank, o.fault->step);
+  return text.empty() ? "none" : text.substr(1);
+}
+
+std::string plan_text(const Job& job) {
+  std::string text = strprintf("%s: %s, %zu pipeline(s), pipeline samples %s", plan_source_name(job.plan_source),
+                               job.plan.source.c_str(), job.plan.pipelines.size(), split_text(job.plan).c_str());
+  if (job.split_resumed) text += ", batch split from the checkpoint";
+  return text;
+}
+
+}  // namespace
+
+void print_settings(const Job& job, const RankRuntime& runtime, const kernels::Backend& backend, std::ostream& log) {
+  const TrainOptions& o = job.options;
+  const GptConfig& m = job.model;
+  const double parameters = static_cast<double>(ParamLayout(m, {0, m.num_layers}).size());
+  const auto every = [](int n, const char* none) { return n > 0 ? strprintf("every %d steps and after the last", n) : std::string(none); };
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"model", strprintf("%s (%s): %d layers, %d heads, %d channels, vocab %d (padded %d), %.2fM parameters",
+                          m.name.c_str(), o.model_path.c_str(), m.num_layers, m.num_heads, m.channels, m.vocab_size,
+                          m.padded_vocab_size, parameters * 1e-6)},
+      {"plan", plan_text(job)},
+      {"topology", job.topology.source},
+      {"ranks", strprintf("%d (%zu idle) on %zu node(s)", job.world_size, job.plan.idle.size(), job.topology.nodes.size())},
+      {"devices", devices_text(job.topology)},
+      {"backend", backend.name()},
+      {"precision", "fp32 (parameters, activations, gradients, AdamW moments)"},
+      {"peak", strprintf("%.3f TFLOP/s fp32, all ranks; %.3g GFLOP per token", peak_flops(job.topology) * 1e-12,
+                         training_flops_per_token(m, o.seq_len) * 1e-9)},
+      {"batch", strprintf("%d samples x %d tokens = %d tokens per step", job.plan.global_batch, o.seq_len,
+                          job.plan.global_batch * o.seq_len)},
+      {"seq len", std::to_string(o.seq_len)},
+      {"steps", job.resume.step > 0 ? strprintf("%d to %d", job.resume.step + 1, o.steps) : strprintf("1 to %d", o.steps)},
+      {"lr schedule", strprintf("%g, %d warm-up steps, cosine to %g at step %d", o.lr.peak, o.lr.warmup_steps, o.lr.floor, o.steps)},
+      {"AdamW", strprintf("betas %g, %g, eps %g, weight decay %g, grad clip %g", o.adamw.beta1, o.adamw.beta2, o.adamw.eps,
+                          o.adamw.weight_decay, o.adamw.max_grad_norm)},
+      {"seed", std::to_string(job.resume.seed)},
+      {"gradient sync", strprintf("%s, %d collective(s) per step on rank 0; %s", grad_sync_name(o.grad_sync),
+                                  runtime.collectives_per_step(), runtime.reduction_path().c_str())},
+      {"re-balancing", o.rebalance.every > 0 ? strprintf("every %d steps when the predicted gain is at least %.0f%%",
+                                                         o.rebalance.every, 100 * o.rebalance.threshold)
+                                             : "off"},
+      {"watchdog", o.collective_timeout_s > 0 ? strprintf("%g s", o.collective_timeout_s) : "off"},
+      {"train data", strprintf("%zu shard(s), first %s", o.train_shards.size(), o.train_shards.front().c_str())},
+      {"evaluation", o.val_shards.empty() ? "none (no --val-data)"
+                                          : strprintf("%d windows, %s", o.eval_samples, every(o.eval_every, "after the last step").c_str())},
+      {"checkpoints", strprintf("%s, keep %s", every(o.checkpoint_every, "none").c_str(),
+                                o.keep_checkpoints > 0 ? std::to_string(o.keep_checkpoints).c_str() : "all")},
+      {"resume", o.resume_path.empty() ? "no" : o.resume_path},
+      {"metrics", o.output_dir + "/metrics.jsonl"},
+      {"trace", o.trace_path.empty() ? "none" : o.trace_path},
+      {"save params", o.save_params_path.empty() ? "none" : o.save_params_path},
+      {"testing", testing_text(o)},
+  };
+  const std::string rule = "+-----------------+" + std::string(60, '-') + "+\n";
+  log << rule << strprintf("| %-15s | %-58s |\n", "setting", "value") << rule;
+  for (const auto& [name, value] : rows) log << strprintf("| %-15s | %-58s |\n", name.c_str(), value.c_str());
+  log << rule;
+}
+
+}  // namespace eth
