@@ -5,6 +5,7 @@
 
 #include <iostream>
 
+#include "kernels/backend_select.hpp"
 #include "lib/base/command_line.hpp"
 #include "lib/base/input_error.hpp"
 #include "lib/planner/summary.hpp"
@@ -13,6 +14,7 @@
 namespace po = boost::program_options;
 
 int main(int argc, char** argv) {
+  eth::kernels::bind_gpu_before_mpi();  // the GPU eth_train would use, current before MPI_Init
   eth::MpiSession mpi(&argc, &argv);
   eth::planner::ProfileToolOptions o;
   po::options_description desc("eth_profile options");

@@ -11,13 +11,15 @@
 #include "lib/job/trainer.hpp"
 #include "mpi_topology/mpi_session.hpp"
 #include "mpi_topology/watchdog.hpp"
+#include "mpi_topology/wire_buffer.hpp"
 
 namespace po = boost::program_options;
 
 namespace {
 
 // The variables that act as options; read where they act (kernels/backend_select.hpp,
-// mpi_topology/reducer_choice.cpp, mpi_topology/mpi_session.cpp).
+// kernels/gpu_binding.hpp, mpi_topology/reducer_choice.cpp, mpi_topology/wire_buffer.hpp,
+// mpi_topology/mpi_session.cpp).
 constexpr const char* kEnvironmentHelp = R"(Environment (the same on every rank):
   ETH_BACKEND=auto|cuda|cpu|cpu-async
         auto (default): CUDA when a GPU is usable, else the CPU; cuda: an error
@@ -25,9 +27,14 @@ constexpr const char* kEnvironmentHelp = R"(Environment (the same on every rank)
         a worker thread, as on a GPU stream (tests)
   ETH_CUDA_DEVICES=LIST
         the GPU of each rank by its rank on the host: one entry per local rank
-        (0,1,0,1) or one for all (0); unset: local rank i takes GPU i
-  ETH_NCCL=0
-        gradient sums inside a node through MPI even where NCCL could run
+        (0,1,0,1) or one for all (0); unset: a rank that sees one GPU takes it
+        (srun --gpus-per-task=1), one that sees several takes GPU <local rank>
+  ETH_MPI_CUDA_AWARE=auto|0|1
+        auto (default): stage transfers hand MPI device buffers when it says it
+        is CUDA-aware; 0: always through pinned host memory; 1: required
+  ETH_NCCL=auto|0|1
+        auto (default): sums inside a node on NCCL when every rank there has a
+        GPU of its own (by UUID); 0: MPI always; 1: NCCL or an error
   OMP_NUM_THREADS=N
         threads per rank; unset: each rank takes its share of the host's cores
 )";
@@ -114,6 +121,7 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o, bool print_help)
 }  // namespace
 
 int main(int argc, char** argv) {
+  eth::kernels::bind_gpu_before_mpi();  // MPI's transports may create their CUDA context in MPI_Init
   eth::MpiSession mpi(&argc, &argv);
   try {
     eth::TrainOptions options;
@@ -124,6 +132,8 @@ int main(int argc, char** argv) {
     std::string error;
     try {
       choice = eth::kernels::select_backend(mpi.local_rank(), mpi.local_ranks());
+      if (const std::string aware = eth::mpi_cuda_aware_error(); !aware.empty())
+        throw std::invalid_argument("device " + choice.backend->name() + ": " + aware);
     } catch (const std::invalid_argument& e) {
       error = "rank " + std::to_string(mpi.rank()) + " on " + mpi.host() + ": " + e.what();
     }

@@ -8,6 +8,7 @@
 #include "lib/io/metrics.hpp"
 #include "lib/job/agreed.hpp"
 #include "lib/job/auto_plan.hpp"
+#include "lib/job/device_check.hpp"
 #include "lib/job/job_rules.hpp"
 #include "lib/job/topology_discovery.hpp"
 #include "lib/runtime/preemption.hpp"
@@ -98,6 +99,7 @@ Job load_job(const TrainOptions& options, std::ostream& log) {
     }
   });
   arm_watchdog(o.collective_timeout_s);  // every collective from here on is watched
+  if (job.plan_source == PlanSource::file) check_devices_match(job.topology);
   job.options.resume_path = resolve_resume(o, job.model, rank, log);
   if (job.plan_source != PlanSource::file) job.topology = discovered_topology(job.world_size);
   if (job.plan_source == PlanSource::automatic) job.plan = planner::plan_this_job(o, job.model, job.topology, log);

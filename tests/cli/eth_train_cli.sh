@@ -127,4 +127,18 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
     "ETH_BACKEND=cuda: expected a" -- env ETH_BACKEND=cuda "${on_two_ranks[@]}"
 fi
 
+# CUDA-aware MPI asked for where the MPI is not (Debian's Open MPI), an unknown value, and NCCL
+# required where the ranks compute on the CPU: one line from 2 ranks, naming rank, host, device.
+if ! ompi_info --parsable --all 2>/dev/null | grep -q 'mpi_built_with_cuda_support:value:true'; then
+  expect_one_error eth_train "ETH_MPI_CUDA_AWARE=1 with an MPI that is not: one line from 2 ranks" "rank 0 on" \
+    "device cpu: ETH_MPI_CUDA_AWARE=1: expected a CUDA-aware MPI" -- env ETH_MPI_CUDA_AWARE=1 "${on_two_ranks[@]}"
+fi
+expect_one_error eth_train "an unknown ETH_MPI_CUDA_AWARE: one line from 2 ranks" "rank 0 on" \
+  "ETH_MPI_CUDA_AWARE: expected auto, 0 or 1, got 'yes'" -- env ETH_MPI_CUDA_AWARE=yes "${on_two_ranks[@]}"
+expect_one_error eth_train "ETH_NCCL=1 where ranks compute on the CPU: one line from 2 ranks" \
+  "ETH_NCCL=1: expected every rank of a node on a GPU of its own, but rank 0 on" "computes on the CPU" -- \
+  env ETH_NCCL=1 OMP_NUM_THREADS=1 timeout 120 mpirun -np 2 "$build/app/eth_train" --model "$src/inputs/models/demo.yaml" \
+  --topology "$src/inputs/topologies/workstation-2cpu.yaml" --plan "$src/inputs/plans/workstation-2cpu-demo-depth2.yaml" \
+  --train-data "$work/ok.bin" --seq-len 16 --steps 1 --output-dir "$work/bad"
+
 finish

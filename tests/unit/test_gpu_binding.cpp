@@ -1,6 +1,7 @@
 // Which GPU each rank takes (kernels/gpu_binding.hpp) and which ranks share one
-// (mpi_topology/gpu_identity.hpp), over fake device lists and launcher environments: every case
-// a real cluster produces, checked without a GPU.
+// (mpi_topology/gpu_identity.hpp), and whether a topology names the GPU a rank found
+// (lib/job/device_check.hpp), over fake device lists and launcher environments: every case a real
+// cluster produces, checked without a GPU.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "kernels/gpu_binding.hpp"
+#include "lib/job/device_check.hpp"
 #include "mpi_topology/gpu_identity.hpp"
 
 namespace eth::test {
@@ -123,6 +125,33 @@ TEST(GpuIdentity, SharingIsDecidedByUuidNotIndex) {
   EXPECT_EQ(shared, "rank 3 on n1 and rank 2 on n1 of the same node share GPU " + kGpuA);
   // A rank without a GPU.
   EXPECT_EQ(nccl_obstacle({0, 0}, {{"n0", kGpuA}, {"n0", ""}}), "rank 1 on n0 computes on the CPU");
+}
+
+kernels::DeviceInfo gpu(const std::string& name, double memory_gb) {
+  kernels::DeviceInfo d;
+  d.name = name;
+  d.gpu = true;
+  d.memory_gb = memory_gb;
+  d.uuid = kGpuA;
+  return d;
+}
+
+TEST(DeviceCheck, TopologyAgainstTheGpuFound) {
+  // An 80 GB A100 as a hand-written topology names it, and as eth_topo does.
+  EXPECT_EQ(device_mismatch({"A100-80GB", 80}, gpu("NVIDIA A100-SXM4-80GB", 85.1)), "");
+  EXPECT_EQ(device_mismatch({"NVIDIA H200 (143 GB)", 143}, gpu("NVIDIA H200", 143.8)), "");
+  // Generic names claim only their memory (the GPU checks' topologies call the H200 "gpu").
+  EXPECT_EQ(device_mismatch({"gpu", 80}, gpu("NVIDIA H200", 143.8)), "");
+  EXPECT_EQ(device_mismatch({"cpu-rank", 5}, gpu("NVIDIA H200", 143.8)), "");
+  // Another family, or less memory than declared.
+  EXPECT_EQ(device_mismatch({"V100-32GB", 32}, gpu("NVIDIA H200", 143.8)), "another GPU family (V100)");
+  EXPECT_EQ(device_mismatch({"A100-80GB", 80}, gpu("NVIDIA A100-SXM4-40GB", 42.4)), "80 GB, more memory than the GPU has");
+  EXPECT_EQ(device_mismatch({"T4-16GB", 16}, gpu("Some Future GPU", 200)), "another GPU family (T4)");
+  // A CPU rank is not checked: its memory is the share of the host the topology sets.
+  kernels::DeviceInfo cpu;
+  cpu.name = "AMD EPYC";
+  cpu.memory_gb = 2;
+  EXPECT_EQ(device_mismatch({"cpu-rank", 5}, cpu), "");
 }
 
 }  // namespace
