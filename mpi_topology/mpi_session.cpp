@@ -36,11 +36,9 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   MPI_CHECK(MPI_Init(argc, argv));
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
   MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
-  MPI_Comm local;
-  MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
-  MPI_CHECK(MPI_Comm_size(local, &local_ranks_));
-  MPI_CHECK(MPI_Comm_rank(local, &local_rank_));
-  MPI_CHECK(MPI_Comm_free(&local));
+  const HostPlace place = host_place();
+  local_rank_ = place.local_rank;
+  local_ranks_ = place.local_ranks;
   char name[MPI_MAX_PROCESSOR_NAME];
   int length = 0;
   MPI_CHECK(MPI_Get_processor_name(name, &length));
@@ -93,5 +91,17 @@ void MpiSession::share_cores_among_local_ranks() const {
 }
 
 MpiSession::~MpiSession() { MPI_Finalize(); }
+
+HostPlace host_place() {
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  MPI_Comm local;
+  MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local));
+  HostPlace place;
+  MPI_CHECK(MPI_Comm_rank(local, &place.local_rank));
+  MPI_CHECK(MPI_Comm_size(local, &place.local_ranks));
+  MPI_CHECK(MPI_Comm_free(&local));
+  return place;
+}
 
 }  // namespace eth

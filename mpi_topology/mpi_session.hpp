@@ -27,6 +27,13 @@ std::string broadcast_text(std::string text, int root = 0);
 // Collective over MPI_COMM_WORLD: every rank's `mine`, in rank order, concatenated, on every rank.
 std::string gather_text(const std::string& mine);
 
+// This rank's place among the job's ranks on its host (MPI_COMM_TYPE_SHARED). Collective.
+struct HostPlace {
+  int local_rank = 0;   // this rank's place among them
+  int local_ranks = 1;  // ranks of this job on this host
+};
+HostPlace host_place();
+
 class MpiSession {
  public:
   MpiSession(int* argc, char*** argv);

@@ -36,14 +36,9 @@ std::string device_mismatch(const DeviceType& declared, const kernels::DeviceInf
 void check_devices_match(const Topology& topology) {
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(world_comm(), &rank));
-  MPI_Comm local;
-  MPI_CHECK(MPI_Comm_split_type(world_comm(), MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local));
-  int local_rank = 0, local_ranks = 1;
-  MPI_CHECK(MPI_Comm_rank(local, &local_rank));
-  MPI_CHECK(MPI_Comm_size(local, &local_ranks));
-  MPI_CHECK(MPI_Comm_free(&local));
+  const HostPlace place = host_place();
   agreed([&] {
-    const kernels::DeviceInfo found = kernels::describe_device(local_rank, local_ranks);
+    const kernels::DeviceInfo found = kernels::describe_device(place.local_rank, place.local_ranks);
     const DeviceType& declared = topology.device_of(rank);
     const std::string why = device_mismatch(declared, found);
     if (why.empty()) return;

@@ -37,12 +37,8 @@ Topology discover_topology(const DiscoveryOptions& options, std::vector<std::str
   int rank = 0, size = 1;
   MPI_CHECK(MPI_Comm_rank(world_comm(), &rank));
   MPI_CHECK(MPI_Comm_size(world_comm(), &size));
-  MPI_Comm local;
-  MPI_CHECK(MPI_Comm_split_type(world_comm(), MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local));
-  int local_rank = 0, local_size = 1;
-  MPI_CHECK(MPI_Comm_rank(local, &local_rank));
-  MPI_CHECK(MPI_Comm_size(local, &local_size));
-  MPI_CHECK(MPI_Comm_free(&local));
+  const HostPlace place = host_place();
+  const int local_rank = place.local_rank, local_size = place.local_ranks;
 
   Report mine{};
   char host[kNameLen] = {};
