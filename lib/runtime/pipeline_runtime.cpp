@@ -70,20 +70,6 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
   }
 }
 
-size_t PipelineRuntime::device_bytes(const GptConfig& model, const Plan& plan, const RankRole& role, int world_rank,
-                                     int seq_len, bool shard_all, kernels::AttentionPath attention) {
-  const PlanPipeline& pipe = plan.pipelines[role.pipeline];
-  const PlanStage& stage = pipe.stages[role.stage];
-  const LayerRange layers = stage.layers;
-  const int stages = static_cast<int>(pipe.stages.size());
-  const size_t slots = static_cast<size_t>(activation_slots(role.stage, stages, pipe.micro_batches));
-  const Stage::ActivationFootprint acts = Stage::activation_footprint(model, layers, role.samples, seq_len, attention, stage.recompute);
-  const size_t rows = static_cast<size_t>(role.samples) * seq_len * model.channels;  // one micro-batch's
-  const size_t floats = 2 * ParamLayout(model, layers).size() + 2 * moment_floats(model, plan, world_rank, shard_all) +
-                        acts.per_slot * slots + acts.scratch + rows * (slots + 1);  // dout and the gradient send slots
-  return floats * sizeof(float);
-}
-
 void PipelineRuntime::fetch(SampleStream& data, uint64_t first, int count, std::vector<int32_t>& inputs,
                             std::vector<int32_t>& targets) {
   for (int b = 0; b < count; b++)

@@ -11,7 +11,8 @@
 // Execution: stage work is only enqueued on the backend's stream (kernels/device.hpp). A send
 // or a reduction starts after an event recorded once its data is final; a receive is posted
 // once the backward that frees its buffer has completed; a slot is overwritten once its last
-// send has completed (the schedule's buffer rules, lib/plan/schedule.hpp). Device buffers reach MPI
+// send has completed (the schedule's buffer rules, lib/plan/schedule.hpp, kept by
+// lib/runtime/stage_transfers.hpp). Device buffers reach MPI
 // directly or through pinned mirrors (mpi_topology/wire_buffer.hpp). The host waits for the
 // device only there, and once per step to read the loss and the gradient norm.
 #pragma once
@@ -43,15 +44,6 @@ class PipelineRuntime final : public RankRuntime {
                   std::unique_ptr<SumReducer> reducer, uint64_t seed, PipelineRuntime* previous = nullptr);
 
   StepResult step(int step, SampleStream& train, float lr, StepTrace& trace) override;
-
-  // Bytes of device memory a runtime allocates for `role` (of a pipeline of `stages` stages):
-  // parameters, gradients, both AdamW moments (of its shards only in the plan's sharded blocks
-  // and, with `shard_all` (--shard-optimizer), in every block of several owners), the
-  // activations of its in-flight micro-batches, the stage's scratch and the transfer buffers.
-  // `attention`: what the backend runs at seq_len (Backend::attention_path). For checking a plan
-  // against a device.
-  static size_t device_bytes(const GptConfig& model, const Plan& plan, const RankRole& role, int world_rank,
-                             int seq_len, bool shard_all, kernels::AttentionPath attention);
 
   double evaluate(SampleStream& val, int samples) override;
   void gather_parameters(float* full) override;
