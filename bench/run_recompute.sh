@@ -5,7 +5,7 @@
 # per core), micro-batch 1, 2 micro-batches (stage 0 holds 2 in flight, stage 1 one). Each mode
 # on both stages, ROUNDS rounds in rotating order; per rank: the CPU allocator's high-water mark
 # (metrics.jsonl, peak_bytes) beside the runtime's memory model (planned_bytes,
-# PipelineRuntime::device_bytes) and the planner's (eth_plan --evaluate, GB); the step time and
+# rank_memory, lib/plan/memory_model.hpp) and the planner's (eth_plan --evaluate, GB); the step time and
 # each rank's compute time of the last step, beside the planner's simulated iteration. Writes bench/results/recompute.json; docs/results.md
 # quotes it.
 #

@@ -8,7 +8,7 @@
 # sharded (`sharded_blocks: [0]`); sharded with `recompute: full` on the stage. ROUNDS rounds in
 # rotating order, STEPS steps each; the step time is the median over the steps after the first
 # (which warms the caches). Per rank: the CPU allocator's high-water mark (metrics.jsonl,
-# peak_bytes) beside the runtime's memory model (planned_bytes, PipelineRuntime::device_bytes) and
+# peak_bytes) beside the runtime's memory model (planned_bytes, rank_memory in lib/plan/memory_model.hpp) and
 # the planner's (eth_plan --evaluate, its per-rank table by kind), the optimizer phase (AdamW and,
 # sharded, the all-gather) and the gradient reduction. Writes bench/results/sharding.json;
 # docs/results.md quotes it.

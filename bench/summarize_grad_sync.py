@@ -5,7 +5,7 @@ Per run: the steps after the first (warm-up), each step's `ms` and, over ranks, 
 min of `reduce_ms` (the non-overlapped wait in the reduce_grads action: it includes waiting for the
 other owners of a block to reach it). Per mode: the median over runs of each run's median step.
 Collectives: derived from the plan's gradient blocks exactly as lib/plan/grad_blocks.cpp and
-lib/runtime/grad_sync.cpp do, and checked against the count eth_train prints for rank 0."""
+lib/runtime/grad_slices.cpp do, and checked against the count eth_train prints for rank 0."""
 import argparse
 import json
 import os

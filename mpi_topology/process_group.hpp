@@ -83,7 +83,6 @@ class ProcessGroup {
   PendingReduce start_allreduce_sum(float* data, size_t n, size_t chunk = kChunk) const {
     return PendingReduce(this, data, n, chunk);
   }
-  void allreduce_sum(float* data, size_t n) const { start_allreduce_sum(data, n).wait(); }
 
  private:
   friend class PendingReduce;

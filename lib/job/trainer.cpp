@@ -15,9 +15,9 @@
 #include "lib/job/model_flops.hpp"
 #include "lib/job/settings_table.hpp"
 #include "lib/job/step_report.hpp"
+#include "lib/plan/memory_model.hpp"
 #include "lib/runtime/make_rank_runtime.hpp"
 #include "lib/runtime/parallel_context.hpp"
-#include "lib/runtime/pipeline_runtime.hpp"
 #include "lib/runtime/preemption.hpp"
 #include "lib/runtime/rebalance.hpp"
 #include "mpi_topology/mpi_session.hpp"
@@ -33,6 +33,7 @@ struct Running {
   Plan plan;
   ParallelContext ctx;
   std::unique_ptr<RankRuntime> runtime;
+  std::vector<size_t> planned_bytes;  // per rank: what the memory model says it allocates
 };
 
 // Collective: communicators, the memory check and the runtime of `plan`, its state initialised
@@ -47,8 +48,9 @@ std::unique_ptr<Running> start(const Job& job, Plan plan, kernels::Backend& back
   // A plan that does not fit this rank's device, as the topology describes it or as the backend
   // finds it: one line naming rank and device.
   const size_t free_bytes = backend.free_memory_bytes();
-  const size_t needed = ctx.role.idle() ? 0 : PipelineRuntime::device_bytes(job.model, running->plan, ctx.role, ctx.world_rank, o.seq_len,
-                                                                                   o.adamw.shard, backend.attention_path(o.seq_len));
+  running->planned_bytes = plan_device_bytes(job.model, running->plan, ctx.world_size, o.seq_len, o.adamw.shard,
+                                             backend.attention_path(o.seq_len));
+  const size_t needed = running->planned_bytes[ctx.world_rank];
   char host[MPI_MAX_PROCESSOR_NAME];
   int host_length = 0;
   MPI_CHECK(MPI_Get_processor_name(host, &host_length));
@@ -158,14 +160,10 @@ struct Training {
     log << line << '\n';
     log.flush();
     nlohmann::json ranks = nlohmann::json::array();
-    const std::vector<RankRole> roles = rank_roles(running->plan, world);
     for (size_t k = 0; k < report.ranks.size(); k++) {
       const StepTimes& t = report.ranks[k];
       // What the memory model says the rank allocates, beside what its allocator saw.
-      const size_t planned = roles[k].idle() ? 0
-                                             : PipelineRuntime::device_bytes(job.model, running->plan, roles[k],
-                                                                             static_cast<int>(k), o.seq_len, o.adamw.shard,
-                                                                             backend.attention_path(o.seq_len));
+      const size_t planned = running->planned_bytes[k];
       ranks.push_back({{"compute_ms", t.compute_ms}, {"device_compute_ms", t.device_compute_ms},
                        {"comm_wait_ms", t.comm_wait_ms}, {"reduce_ms", t.reduce_ms},
                        {"optimizer_ms", t.optimizer_ms}, {"idle_ms", t.idle_ms()},

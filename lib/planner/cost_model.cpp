@@ -26,36 +26,12 @@ ComputeMs CostModel::compute(const ProfileEntry& e, LayerRange layers) const {
   return c;
 }
 
-double CostModel::param_floats(LayerRange layers) const {
-  const double C = model_.channels, Vp = model_.padded_vocab_size, maxT = model_.max_seq_len;
-  const bool first = layers.begin == 0, last = layers.end == model_.num_layers;
-  double n = layers.count() * (12 * C * C + 13 * C);
-  if (first) n += (Vp + maxT) * C;
-  if (last) n += 2 * C + (first ? 0 : Vp * C);
-  return n;
-}
-
 MemoryBytes CostModel::memory(LayerRange layers, int b, int slots, Recompute recompute) const {
-  const double C = model_.channels, Vp = model_.padded_vocab_size;
-  const double BT = double(b) * seq_len_, n = layers.count();
-  const bool first = layers.begin == 0, last = layers.end == model_.num_layers;
-  // Stage::activation_footprint in closed form (tests check they agree).
-  const double saved = attention_state_floats(b, model_.num_heads, seq_len_);  // attention's backward state
-  const double layer = BT * (16 * C + 4) + saved;          // one layer's activations
-  const double attention_half = BT * (5 * C + 2) + saved;  // ln1 and its statistics, qkv, saved, atty
-  const double lnf = last ? BT * (C + 2) : 0;           // the final layernorm and its statistics
-  double per_slot = BT * C + n * layer + lnf, shared = 0;  // the input, every layer
-  if (recompute == Recompute::selective) {
-    per_slot -= n * attention_half;
-    shared = attention_half;
-  } else if (recompute == Recompute::full) {
-    per_slot = 2 * BT * C;  // input and output
-    shared = n * layer + lnf;
-  }
-  const double scratch = BT * 10 * C + (last ? BT * Vp + b + 2 : 0) + shared;  // the head: logits, losses, sum
-  const double tokens = (first ? BT * slots : 0) + (last ? BT : 0);  // int32 token ids and targets
-  const double params = 4 * param_floats(layers);
-  return {params, params, 2 * params, 4 * (per_slot * slots + tokens), 4 * scratch};
+  MemoryBytes bytes = stage_memory(model_, layers, b, seq_len_, slots, recompute, planner_attention_path(seq_len_));
+  // Left out, as before the model was shared: 4 (slots + 1) b T C bytes that would move every
+  // predicted memory, and with them plans and their tests (docs/planner.md, "Cost model").
+  bytes.transfers = 0;
+  return bytes;
 }
 
 std::optional<Recompute> CostModel::lightest_recompute(int type, LayerRange layers, int b, int slots,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lib/model/model_config.hpp"
+#include "lib/plan/memory_model.hpp"
 #include "lib/plan/plan.hpp"
 #include "lib/plan/topology.hpp"
 #include "lib/planner/profile.hpp"
@@ -22,16 +23,6 @@ struct ComputeMs {
   double total() const { return forward + backward; }
 };
 
-// One rank's predicted peak memory by what holds it, in bytes.
-struct MemoryBytes {
-  double parameters = 0;   // fp32 weights of the stage
-  double gradients = 0;    // their fp32 gradients
-  double optimizer = 0;    // AdamW's two moments (of this rank's shards only where sharded)
-  double activations = 0;  // what the in-flight micro-batches keep for backward, token ids included
-  double workspace = 0;    // one micro-batch's scratch: the recomputed set, the head's logits
-  double total() const { return parameters + gradients + optimizer + activations + workspace; }
-};
-
 // What the analytic model predicts for a plan.
 struct Estimate {
   double iteration_ms = 0;
@@ -39,7 +30,7 @@ struct Estimate {
   double reduction_ms = 0;           // block reductions not hidden behind backward
   double optimizer_ms = 0;           // slowest rank's AdamW
   std::vector<double> memory_gb;     // per rank: memory[r].total() in GB
-  std::vector<MemoryBytes> memory;   // per rank (zero for an idle one)
+  std::vector<MemoryBytes> memory;   // per rank (zero for an idle one): lib/plan/memory_model.hpp
 };
 
 class CostModel {
@@ -56,11 +47,13 @@ class CostModel {
   ComputeMs compute(int type, LayerRange layers, int b) const { return compute(profiles_[type].at(b), layers); }
   // The same from the profile's entry at that micro-batch size.
   ComputeMs compute(const ProfileEntry& costs, LayerRange layers) const;
-  // Parameters (floats) of a stage holding `layers`: ParamLayout's size, in closed form.
-  double param_floats(LayerRange layers) const;
-  // What one rank needs: 16 bytes per parameter (fp32 weights, gradients, two AdamW moments)
-  // plus `slots` micro-batches of b samples of activations, as `recompute` keeps them, and the
-  // stage's scratch (the recomputed set included). Moments unsharded; estimate() shards them.
+  // Parameters (floats) of a stage holding `layers` (stage_param_floats).
+  double param_floats(LayerRange layers) const { return double(stage_param_floats(model_, layers)); }
+  // What one rank needs (stage_memory, lib/plan/memory_model.hpp, under the CPU backend's
+  // attention rule: attention_memory.hpp): 16 bytes per parameter (fp32 weights, gradients, two
+  // AdamW moments) plus `slots` micro-batches of b samples of activations, as `recompute` keeps
+  // them, and the stage's scratch (the recomputed set included); not the transfer buffers.
+  // Moments unsharded; estimate() shards them.
   MemoryBytes memory(LayerRange layers, int b, int slots, Recompute recompute = Recompute::none) const;
   double memory_bytes(LayerRange layers, int b, int slots, Recompute recompute = Recompute::none) const {
     return memory(layers, b, slots, recompute).total();

@@ -50,34 +50,17 @@ ParallelContext build_parallel_context(const Topology& topology, const Plan& pla
 
   int tag = 0;
   auto create = [&](const std::vector<int>& members) { return ProcessGroup::create(sorted(members), ctx.node_of_rank, tag++); };
-  for (const Node& node : topology.nodes) {
-    std::vector<int> members(node.devices.size());
-    for (size_t d = 0; d < members.size(); d++) members[d] = node.first_rank + static_cast<int>(d);
-    ProcessGroup g = create(members);
-    if (g.is_member()) ctx.node = std::move(g);
-  }
-  for (size_t p = 0; p < plan.pipelines.size(); p++) {
-    std::vector<int> members;
-    for (const PlanStage& s : plan.pipelines[p].stages) members.insert(members.end(), s.ranks.begin(), s.ranks.end());
-    ProcessGroup g = create(members);
-    if (g.is_member()) ctx.pipeline = std::move(g);
-  }
-  for (const PlanPipeline& p : plan.pipelines) {
-    for (const PlanStage& s : p.stages) {
-      ProcessGroup g = create(s.ranks);
-      if (g.is_member()) ctx.stage = std::move(g);
-    }
-  }
   ctx.blocks = derive_grad_blocks(plan, model.num_layers);
   for (const GradBlock& b : ctx.blocks) ctx.block_groups.push_back(create(b.owners));
   ctx.tied = create(tied_embedding_group(plan));
-  // The flat baseline (lib/runtime/grad_sync.hpp) ignores nodes: one plain all-reduce over everyone.
+  // The flat baseline (FlatGradSync, lib/runtime/grad_sync_modes.hpp) ignores nodes: one plain
+  // all-reduce over everyone.
   std::vector<int> training;
   for (const GradBlock& b : ctx.blocks) training.insert(training.end(), b.owners.begin(), b.owners.end());
   std::sort(training.begin(), training.end());
   training.erase(std::unique(training.begin(), training.end()), training.end());
   ctx.flat = ProcessGroup::create(training, std::vector<int>(ctx.node_of_rank.size(), 0), tag++);
-  if (ctx.role.idle()) return ctx;  // in the groups above as a node member only
+  if (ctx.role.idle()) return ctx;  // in none of the groups above
 
   const PlanPipeline& pipe = plan.pipelines[ctx.role.pipeline];
   ctx.full = neighbour_exchanges(pipe, ctx.role.stage, false);

@@ -1,9 +1,9 @@
 // Every rank's place in a job and the communicators it needs, built once from topology + plan:
 // the one place that computes which rank is whose neighbour.
 //
-// Groups are created on every rank in one global order (nodes, pipelines, stages, gradient
-// blocks, tied embedding, all training ranks), each collective over its own members only, so overlapping groups
-// cannot deadlock.
+// Groups are created on every rank in one global order (gradient blocks, tied embedding, all
+// training ranks), each collective over its own members only, so overlapping groups cannot
+// deadlock.
 #pragma once
 
 #include <vector>
@@ -24,9 +24,6 @@ struct ParallelContext {
   int stages = 1;                         // depth of this rank's pipeline
   std::vector<int> node_of_rank;          // from the topology's node list
 
-  ProcessGroup node;                      // ranks of this rank's node
-  ProcessGroup pipeline;                  // ranks of this rank's pipeline
-  ProcessGroup stage;                     // ranks of this rank's stage
   std::vector<GradBlock> blocks;          // every gradient block of the plan
   std::vector<ProcessGroup> block_groups; // per block; this rank is a member of its own blocks
   ProcessGroup tied;                      // first and last stages of every pipeline

@@ -11,7 +11,8 @@
 // Execution: stage work is only enqueued on the backend's stream (kernels/device.hpp). A send
 // or a reduction starts after an event recorded once its data is final; a receive is posted
 // once the backward that frees its buffer has completed; a slot is overwritten once its last
-// send has completed (the schedule's buffer rules, lib/plan/schedule.hpp). Device buffers reach MPI
+// send has completed (the schedule's buffer rules, lib/plan/schedule.hpp, kept by
+// lib/runtime/stage_transfers.hpp). Device buffers reach MPI
 // directly or through pinned mirrors (mpi_topology/wire_buffer.hpp). The host waits for the
 // device only there, and once per step to read the loss and the gradient norm.
 #pragma once
@@ -25,7 +26,6 @@
 #include "lib/io/checkpoint.hpp"
 #include "lib/io/step_trace.hpp"
 #include "lib/io/token_data.hpp"
-#include "lib/model/lr_schedule.hpp"
 #include "lib/model/optimizer.hpp"
 #include "lib/model/stage.hpp"
 #include "lib/plan/schedule.hpp"
@@ -33,7 +33,7 @@
 #include "lib/runtime/late_embedding_rows.hpp"
 #include "lib/runtime/parallel_context.hpp"
 #include "lib/runtime/rank_runtime.hpp"
-#include "mpi_topology/wire_buffer.hpp"
+#include "lib/runtime/stage_transfers.hpp"
 
 namespace eth {
 
@@ -45,33 +45,39 @@ class PipelineRuntime final : public RankRuntime {
 
   StepResult step(int step, SampleStream& train, float lr, StepTrace& trace) override;
 
-  // Bytes of device memory a runtime allocates for `role` (of a pipeline of `stages` stages):
-  // parameters, gradients, both AdamW moments (of its shards only in the plan's sharded blocks
-  // and, with `shard_all` (--shard-optimizer), in every block of several owners), the
-  // activations of its in-flight micro-batches, the stage's scratch and the transfer buffers.
-  // `attention`: what the backend runs at seq_len (Backend::attention_path). For checking a plan
-  // against a device.
-  static size_t device_bytes(const GptConfig& model, const Plan& plan, const RankRole& role, int world_rank,
-                             int seq_len, bool shard_all, kernels::AttentionPath attention);
-
   double evaluate(SampleStream& val, int samples) override;
   void gather_parameters(float* full) override;
   void save_checkpoint(const std::string& path, const CheckpointHeader& header) override;
   CheckpointHeader load_checkpoint(const std::string& path) override;
   void slow_down(double factor) override { slowdown_ = factor; }
-  int collectives_per_step() const override { return sync_.collectives_per_step(); }
+  int collectives_per_step() const override { return sync_->collectives_per_step(); }
   std::string reduction_path() const override;
   const Stage& stage() const { return stage_; }
 
  private:
+  // One action of the schedule each (step() interprets the list); micro-batch i of the step
+  // starts at sample `base` + i * micro_batch of the training stream.
+  void forward(int step, const Action& a, SampleStream& train, uint64_t base);
+  void backward(int step, const Action& a);
+  void reduce_grads(int step);
+  // The optimizer step: the global loss and gradient norm, clipping, AdamW, the sharded blocks'
+  // all-gather.
+  StepResult apply_step(float lr);
+  // This rank's samples of micro-batch i: its share of a full one or of a smaller last one.
+  bool short_micro_batch(int i) const { return pipe_.rows(i) < pipe_.micro_batch; }
+  int my_rows(int i) const { return short_micro_batch(i) ? ctx_.role.last_samples : ctx_.role.samples; }
   // `count` consecutive samples from `first` (this rank's share of a micro-batch).
   void fetch(SampleStream& data, uint64_t first, int count, std::vector<int32_t>& inputs, std::vector<int32_t>& targets);
-  // The last stage counts the loss of its first counted_rows samples only.
-  void forward_only(int micro_batch_tag, const int32_t* inputs, const int32_t* targets, int counted_rows);
-  // Enqueues the wire copy, records `ready` after it, waits for it, and posts the sends.
-  void send_rows(const RowExchange& exchange, WireBuffer& wire, kernels::Event& ready, int tag,
-                 std::vector<MPI_Request>& requests);
-  // Parameters (stage layout size) or a moment (AdamW::moment_size).
+  void poison_block(int block);  // --inject-fault nan: a NaN into the block's gradient
+  // Ends compute k's timing; under --slowdown, first stalls the stream for (factor - 1) times it.
+  void end_compute(int k);
+  double device_compute_ms() const;  // the step's forwards and backwards, as the device timed them
+
+  // Evaluation (pipeline_evaluation.cpp). The last stage counts the loss of its first
+  // counted_rows samples only.
+  void forward_only(int micro_batch, const int32_t* inputs, const int32_t* targets, int counted_rows);
+
+  // State (pipeline_state.cpp). Parameters (stage layout size) or a moment (AdamW::moment_size).
   float* state_buffer(CheckpointGroup group);
   // Checkpoints: the moments of each sharded block gathered to its lowest owner, which writes
   // them; per block of shards_, empty where this rank writes no sharded moments.
@@ -80,24 +86,22 @@ class PipelineRuntime final : public RankRuntime {
   };
   std::vector<GatheredMoments> gather_sharded_moments();
   void take_state(PipelineRuntime& old);        // its parameters, moments and step count
-  void poison_block(int block);  // --inject-fault nan: a NaN into the block's gradient
-  // Ends compute k's timing; under --slowdown, first stalls the stream for (factor - 1) times it.
-  void end_compute(int k);
 
   const GptConfig& model_;
   const Plan& plan_;
   const ParallelContext& ctx_;
   kernels::Backend& backend_;
   const PlanPipeline& pipe_;
-  int T_, C_;
+  int T_;
   int slots_;
   Stage stage_;
   std::vector<BlockShard> shards_;                         // the stage's blocks, sharded or not
   AdamW optimizer_;
   ParamLayout whole_;                                      // the one-stage layout of the model
   LateEmbeddingRows late_rows_;                            // on where the tied embedding is summed early
-  GradSync sync_;
+  std::unique_ptr<GradSync> sync_;
   std::vector<Action> actions_;
+  StageTransfers transfers_;
   std::vector<int> owners_;                                // per tensor of whole_: its lowest owner
   double slowdown_ = 1.0;                                  // --slowdown (lib/runtime/slowdown.hpp)
   // Per forward (micro-batch i) and backward (m + i): timed events around its compute, so that
@@ -105,15 +109,6 @@ class PipelineRuntime final : public RankRuntime {
   std::vector<kernels::Event> compute_start_, compute_end_;
 
   std::vector<int32_t> inputs_, targets_;                  // (B, T) host, this rank's samples
-  kernels::DeviceBuffer<float> dout_;                      // (B, T, C) gradient from the next stage
-  kernels::DeviceBuffer<float> grad_send_;                 // (slots, B, T, C) gradients in flight back
-  // The same buffers as MPI sees them (wire_buffer.hpp), per slot where there are several.
-  std::vector<WireBuffer> input_wires_, output_wires_, grad_send_wires_;
-  WireBuffer dout_wire_;
-  std::vector<kernels::Event> backward_done_;              // per micro-batch
-  std::vector<kernels::Event> output_final_, grad_final_;  // per slot: staged, ready to send
-  std::vector<std::vector<MPI_Request>> activation_sends_; // per slot
-  std::vector<std::vector<MPI_Request>> grad_sends_;       // per slot
 };
 
 }  // namespace eth

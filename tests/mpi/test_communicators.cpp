@@ -101,23 +101,17 @@ TEST(Communicators, MembershipFollowsThePlan) {
   const ParallelContext ctx = build_parallel_context(topo, plan, four_layers());
   const int me = world_rank();
 
-  const int half = world / 2;
-  std::vector<int> node_members(static_cast<size_t>(half));
-  std::iota(node_members.begin(), node_members.end(), me < half ? 0 : half);
-  expect_group(ctx.node, node_members, "node");
-
-  const PlanPipeline& pipe = plan.pipelines[ctx.role.pipeline];
-  std::vector<int> pipe_members;
-  for (const PlanStage& s : pipe.stages) pipe_members.insert(pipe_members.end(), s.ranks.begin(), s.ranks.end());
-  std::sort(pipe_members.begin(), pipe_members.end());
-  expect_group(ctx.pipeline, pipe_members, "pipeline");
-  std::vector<int> stage_members = pipe.stages[ctx.role.stage].ranks;
-  std::sort(stage_members.begin(), stage_members.end());
-  expect_group(ctx.stage, stage_members, "stage");
+  // The plan's place for this rank: a stage of its pipeline that lists it.
+  const std::vector<int>& stage_ranks = plan.pipelines[ctx.role.pipeline].stages[ctx.role.stage].ranks;
+  EXPECT_NE(std::find(stage_ranks.begin(), stage_ranks.end(), me), stage_ranks.end());
+  EXPECT_EQ(ctx.stages, static_cast<int>(plan.pipelines[ctx.role.pipeline].stages.size()));
 
   ASSERT_EQ(ctx.block_groups.size(), ctx.blocks.size());
   for (size_t b = 0; b < ctx.blocks.size(); b++) expect_group(ctx.block_groups[b], ctx.blocks[b].owners, "block");
   expect_group(ctx.tied, tied_embedding_group(plan), "tied embedding");
+  std::vector<int> everyone(static_cast<size_t>(world));  // no rank of these plans is idle
+  std::iota(everyone.begin(), everyone.end(), 0);
+  expect_group(ctx.flat, everyone, "flat");
   if (world == 8) {  // spot checks against the plan written by hand
     ASSERT_EQ(ctx.blocks.size(), 3u);
     EXPECT_EQ(ctx.blocks[0].owners, (std::vector<int>{0, 2, 5, 6}));  // embedding + layer 0
@@ -243,7 +237,8 @@ TEST(TopologyDiscovery, WritesATopologyThatLoads) {
   plan.global_batch = world_size();
   plan.pipelines = {{world_size(), 1, {all_ranks}}};
   const ParallelContext ctx = build_parallel_context(loaded, plan, four_layers());
-  EXPECT_EQ(ctx.stage.size(), world_size());
+  EXPECT_EQ(ctx.flat.size(), world_size());
+  EXPECT_EQ(ctx.stages, 1);
   MPI_Barrier(world_comm());
   if (world_rank() == 0) std::remove(path.c_str());
 }

@@ -1,0 +1,52 @@
+// ETH's one memory model: the device memory of one rank's role in a plan, by what holds it.
+// The runtime's figure (eth_train refuses a plan that does not fit and reports it beside the
+// allocator's peak as planned_bytes) and the planner's (lib/planner/cost_model.hpp, which
+// leaves out the transfer buffers: docs/planner.md says why) both come from here.
+//
+// Pure arithmetic on the model, the plan and the stage's layout: parameters and activations
+// as ParamLayout and Stage::activation_footprint lay them out (tests check that a stage
+// allocates exactly that), fp32 everywhere (the bf16 copies are not counted).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "kernels/attention_path.hpp"
+#include "lib/model/model_config.hpp"
+#include "lib/model/recompute.hpp"
+#include "lib/plan/plan.hpp"
+
+namespace eth {
+
+// One rank's memory by what holds it, in bytes (integers, exact in a double).
+struct MemoryBytes {
+  double parameters = 0;   // fp32 weights of the stage
+  double gradients = 0;    // their fp32 gradients
+  double optimizer = 0;    // AdamW's two moments (of this rank's shards only where sharded)
+  double activations = 0;  // what the in-flight micro-batches keep for backward, token ids included
+  double workspace = 0;    // one micro-batch's scratch: the recomputed set, the head's logits
+  double transfers = 0;    // the gradient received from the next stage, and one per slot in flight back
+  double total() const { return parameters + gradients + optimizer + activations + workspace + transfers; }
+};
+
+// Parameters (floats) of a stage holding `layers`: ParamLayout's size, in closed form.
+size_t stage_param_floats(const GptConfig& model, LayerRange layers);
+
+// A stage holding `layers` on a rank with b samples per micro-batch of T tokens, `slots`
+// micro-batches in flight (activation_slots), activations kept as `recompute` says, attention
+// backward state as `attention` keeps it (Backend::attention_path at T). Moments unsharded.
+MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T, int slots, Recompute recompute,
+                         kernels::AttentionPath attention);
+
+// `role` (not idle) of `world_rank` in `plan` at seq_len: its stage's memory, with the moments
+// of its shards only in the plan's sharded blocks and, with `shard_all` (--shard-optimizer), in
+// every block of several owners.
+MemoryBytes rank_memory(const GptConfig& model, const Plan& plan, const RankRole& role, int world_rank, int seq_len,
+                        bool shard_all, kernels::AttentionPath attention);
+
+// rank_memory's total for each of the `world_size` ranks of `plan`, 0 for an idle one: what
+// eth_train checks against each device and reports as planned_bytes.
+std::vector<size_t> plan_device_bytes(const GptConfig& model, const Plan& plan, int world_size, int seq_len,
+                                      bool shard_all, kernels::AttentionPath attention);
+
+}  // namespace eth
