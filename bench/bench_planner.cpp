@@ -19,7 +19,8 @@
 #include "lib/base/input_error.hpp"
 #include "lib/base/strprintf.hpp"
 #include "lib/planner/local_search.hpp"
-#include "lib/planner/summary.hpp"
+#include "lib/planner/scenario.hpp"
+#include "lib/planner/search.hpp"
 
 namespace fs = std::filesystem;
 using namespace eth::planner;

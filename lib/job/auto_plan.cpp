@@ -9,7 +9,7 @@
 #include "lib/base/strprintf.hpp"
 #include "lib/job/topology_discovery.hpp"
 #include "lib/planner/search.hpp"
-#include "lib/planner/summary.hpp"
+#include "lib/planner/plan_summary.hpp"
 #include "mpi_topology/mpi_session.hpp"
 
 namespace eth::planner {
