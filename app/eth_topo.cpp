@@ -2,7 +2,10 @@
 #include <boost/program_options.hpp>
 
 #include <iostream>
+#include <string>
+#include <vector>
 
+#include "kernels/backend_select.hpp"
 #include "lib/base/command_line.hpp"
 #include "lib/base/input_error.hpp"
 #include "lib/job/topology_discovery.hpp"
@@ -11,6 +14,7 @@
 namespace po = boost::program_options;
 
 int main(int argc, char** argv) {
+  eth::kernels::bind_gpu_before_mpi();
   eth::MpiSession mpi(&argc, &argv);
   std::string output;
   eth::DiscoveryOptions o;
@@ -25,9 +29,11 @@ int main(int argc, char** argv) {
       ("gpu-link-gbs", po::value(&o.intra_node_gpu.bandwidth_gbs)->default_value(o.intra_node_gpu.bandwidth_gbs), "its GB/s");
   try {
     if (!eth::parse_command_line(argc, argv, desc, mpi.rank() == 0)) return 0;
-    const eth::Topology topo = eth::discover_topology(o);
+    std::vector<std::string> rank_devices;
+    const eth::Topology topo = eth::discover_topology(o, &rank_devices);
     if (mpi.rank() == 0) {
       eth::save_topology(topo, output);
+      for (const std::string& line : rank_devices) std::cout << "eth_topo: " << line << '\n';
       std::cout << "eth_topo: " << topo.world_size() << " ranks on " << topo.nodes.size() << " node(s), "
                 << topo.device_types.size() << " device type(s): wrote " << output << '\n';
     }

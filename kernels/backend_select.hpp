@@ -5,7 +5,8 @@
 //                     "cpu-async": the CPU backend in asynchronous mode (kernels/device.hpp)
 //   ETH_CUDA_DEVICES  the GPU of each rank on a host, by its local rank: a comma list with one
 //                     entry per local rank ("0,1,0,1"), or one entry for all ("0": every rank
-//                     on GPU 0, sharing it). Unset: local rank i takes GPU i, one GPU each.
+//                     on GPU 0, sharing it). Unset: the rules of gpu_binding.hpp (the one GPU a
+//                     rank sees, else GPU <local rank>).
 #pragma once
 
 #include <memory>
@@ -25,8 +26,10 @@ struct BackendChoice {
 // for and missing, or fewer GPUs than local ranks that need one of their own.
 BackendChoice select_backend(int local_rank = 0, int local_ranks = 1);
 
-// The GPU of local rank `local_rank` under ETH_CUDA_DEVICES (see above), given `gpus` GPUs.
-// Pure apart from reading the variable; throws std::invalid_argument as select_backend.
-int cuda_device_for(const char* setting, int local_rank, int local_ranks, int gpus);
+// Before MPI_Init, where the launcher says the node-local rank (gpu_binding.hpp): makes the GPU
+// the rank will compute on current, so that MPI and its transports, which may create a CUDA
+// context during MPI_Init, create it there rather than on GPU 0. Does nothing without a GPU or
+// a launcher's variables; a binding error is left for select_backend to report after MPI_Init.
+void bind_gpu_before_mpi();
 
 }  // namespace eth::kernels

@@ -32,6 +32,9 @@ class Device {
   virtual bool host_addressable() const = 0;
   // The CUDA device this computes on, or -1.
   virtual int cuda_device() const { return -1; }
+  // The GPU's UUID ("GPU-..."), or "" off a GPU: what decides which ranks share a GPU, since
+  // device indices differ between ranks that see different GPUs (kernels/gpu_binding.hpp).
+  virtual std::string gpu_uuid() const { return ""; }
   // Device memory free for allocation now, in bytes; 0 when not limited apart from the host's
   // (the CPU backends).
   virtual size_t free_memory_bytes() const { return 0; }

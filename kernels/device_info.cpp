@@ -6,7 +6,7 @@
 #include <string>
 #include <thread>
 
-#include "kernels/backend_select.hpp"
+#include "kernels/gpu_binding.hpp"
 #include "kernels/gpu_peaks.hpp"
 #ifdef ETH_HAVE_CUDA
 #include "kernels/cuda/cuda_probe.hpp"
@@ -64,10 +64,13 @@ DeviceInfo describe_device(int local_rank, int local_ranks) {
   std::string why;
   if (usable_cuda_devices(&why) > 0) {
     // The GPU eth_train gives this rank (backend_select.hpp).
-    CudaDeviceProps props = cuda_device_props(cuda_device_for(std::getenv("ETH_CUDA_DEVICES"), local_rank, local_ranks, usable_cuda_devices(&why)));
+    const int visible = usable_cuda_devices(&why);
+    const CudaDeviceProps props =
+        cuda_device_props(bind_gpu(std::getenv("ETH_CUDA_DEVICES"), local_rank, local_ranks, visible).device);
     DeviceInfo d;
     d.gpu = true;
     d.name = props.name;
+    d.uuid = props.uuid;
     d.memory_gb = props.memory_bytes / 1e9;
     const GpuPeak* peak = find_gpu_peak(props.name);
     if (peak != nullptr) {

@@ -14,7 +14,8 @@ namespace {
 
 class MpiReducer final : public SumReducer {
  public:
-  explicit MpiReducer(kernels::Device& device) : device_(device), direct_(mpi_reads_device_buffers(device)) {}
+  explicit MpiReducer(kernels::Device& device)
+      : device_(device), direct_(mpi_reads_device_buffers(device, MpiTraffic::nonblocking_collective)) {}
 
   int add_slice(const ProcessGroup& group, float* data, size_t n, const std::string& what) override {
     // A slice summed over nobody else needs no mirror.
@@ -64,7 +65,9 @@ class MpiReducer final : public SumReducer {
     }
   }
 
-  std::string path() const override { return mpi_buffer_path(device_); }
+  std::string path() const override {
+    return direct_ ? "MPI on host buffers" : "MPI through pinned host buffers (non-blocking collectives)";
+  }
 
  private:
   enum class State { idle, armed, summing };

@@ -44,9 +44,11 @@ class SumReducer {
 std::unique_ptr<SumReducer> make_mpi_reducer(kernels::Device& device);
 
 // Collective over MPI_COMM_WORLD, once per job: NCCL when every rank of each node (node_of_rank,
-// by world rank, as the topology declares them) computes on a GPU of its own and ETH_NCCL is not
-// 0, else MPI, the same on every rank. `error` (this rank's, for the caller to agree on) when
-// NCCL was chosen but cannot be used here.
+// by world rank, as the topology declares them) computes on a GPU of its own (by UUID,
+// gpu_identity.hpp), else MPI, the same on every rank. ETH_NCCL: unset or "auto" as just said;
+// "0" MPI always; "1" NCCL or an error naming the rank, host and GPU in the way. `error` (this
+// rank's, for the caller to agree on) for a bad ETH_NCCL, NCCL required and impossible, or NCCL
+// chosen but failing here.
 struct ReducerChoice {
   std::unique_ptr<SumReducer> reducer;
   std::string error;

@@ -1,6 +1,10 @@
-// How MPI reaches a device's buffers, decided once per job: directly when they are host memory
-// or Open MPI reports CUDA support at run time, else through a pinned host mirror that copies
-// are staged through on the device's compute stream (Debian's Open MPI is not CUDA-aware).
+// How MPI reaches a device's buffers, decided once per job: directly when they are host memory,
+// or when the MPI is CUDA-aware and the call is one that Open MPI's CUDA support covers; else
+// through a pinned host mirror that copies are staged through on the device's compute stream
+// (Debian's Open MPI is not CUDA-aware).
+//
+//   ETH_MPI_CUDA_AWARE  auto (default): ask the MPI (MPIX_Query_cuda_support); 0: never hand MPI
+//                       device memory; 1: the MPI must be CUDA-aware (an error otherwise).
 #pragma once
 
 #include <cstddef>
@@ -11,10 +15,21 @@
 
 namespace eth {
 
-// True when MPI may be handed `device`'s buffers as they are.
-bool mpi_reads_device_buffers(const kernels::Device& device);
-// One line for the log: which path device buffers take through MPI, and why.
-std::string mpi_buffer_path(const kernels::Device& device);
+// The kinds of MPI call, by what Open MPI's CUDA support covers (its FAQ for v4.x): the send and
+// receive calls, blocking or not, take device pointers; the non-blocking collectives (every
+// gradient sum and all-gather here) and the one-sided calls do not.
+enum class MpiTraffic { point_to_point, nonblocking_collective };
+
+// Whether MPI may be handed device memory at all, under ETH_MPI_CUDA_AWARE. Call after MPI_Init.
+bool mpi_cuda_aware();
+// "" when ETH_MPI_CUDA_AWARE is valid and satisfiable here, else one line saying what was
+// expected (an unknown value, or 1 with an MPI that is not CUDA-aware). Call after MPI_Init.
+std::string mpi_cuda_aware_error();
+
+// True when MPI may be handed `device`'s buffers as they are, for calls of kind `traffic`.
+bool mpi_reads_device_buffers(const kernels::Device& device, MpiTraffic traffic);
+// One line for the log: which path each kind of message takes through MPI, and why.
+std::string mpi_buffer_paths(const kernels::Device& device);
 
 // A device buffer as MPI sees it. Direct: wire() is the buffer itself and staging does nothing.
 // Staged: wire() is a pinned mirror; stage_out() enqueues device -> mirror (record an event

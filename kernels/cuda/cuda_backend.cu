@@ -5,13 +5,15 @@
 
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/cuda_ops.cuh"
+#include "kernels/cuda/cuda_probe.hpp"
 
 namespace eth::kernels {
 namespace {
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend(int device, CudaBackendOptions options) : device_(device), options_(options) {
+  CudaBackend(int device, CudaBackendOptions options)
+      : device_(device), uuid_(cuda_device_props(device).uuid), options_(options) {
     CUDA_CHECK(cudaSetDevice(device_));
     // Non-blocking: no implicit synchronisation with the legacy default stream, so every copy
     // below is explicitly enqueued on stream_.
@@ -36,6 +38,7 @@ class CudaBackend final : public Backend {
   std::string name() const override { return options_.tf32 ? "cuda-tf32" : "cuda"; }
   bool host_addressable() const override { return false; }
   int cuda_device() const override { return device_; }
+  std::string gpu_uuid() const override { return uuid_; }
   void* native_stream() const override { return stream_; }
   size_t free_memory_bytes() const override {
     size_t free = 0, total = 0;
@@ -192,6 +195,7 @@ class CudaBackend final : public Backend {
   }
 
   int device_;
+  std::string uuid_;
   CudaBackendOptions options_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;

@@ -1,5 +1,7 @@
 #include <cuda_runtime.h>
 
+#include <cstdio>
+
 #include "kernels/cuda/cuda_probe.hpp"
 
 namespace eth::kernels {
@@ -22,7 +24,18 @@ CudaDeviceProps cuda_device_props(int device) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return {};
   if (cudaGetDeviceProperties(&prop, device % count) != cudaSuccess) return {};
-  return {prop.name, static_cast<double>(prop.totalGlobalMem)};
+  CudaDeviceProps props{prop.name, static_cast<double>(prop.totalGlobalMem), "", ""};
+  // The UUID's 16 bytes in nvidia-smi's grouping: 4-2-2-2-6.
+  const auto* b = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
+  char uuid[64];
+  std::snprintf(uuid, sizeof(uuid), "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  props.uuid = uuid;
+  char bus[32] = "";
+  if (cudaDeviceGetPCIBusId(bus, sizeof(bus), device % count) == cudaSuccess) props.pci_bus_id = bus;
+  return props;
 }
+
+bool set_cuda_device(int device) { return cudaSetDevice(device) == cudaSuccess; }
 
 }  // namespace eth::kernels

@@ -11,7 +11,12 @@ int usable_cuda_devices(std::string* why);
 struct CudaDeviceProps {
   std::string name;
   double memory_bytes = 0;
+  std::string uuid;        // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi -L prints it
+  std::string pci_bus_id;  // "0000:41:00.0"
 };
 CudaDeviceProps cuda_device_props(int device);
+
+// Makes `device` current for this thread (cudaSetDevice); false if CUDA refused.
+bool set_cuda_device(int device);
 
 }  // namespace eth::kernels

@@ -20,6 +20,7 @@ constexpr int kNameLen = 128;
 struct Report {
   char host[kNameLen];
   char device[kNameLen];
+  char uuid[kNameLen];  // the GPU's UUID, "" on a CPU
   int gpu;
   int local_rank;
   double memory_gb, fp32, tf32, bf16, bandwidth_gbs;
@@ -32,7 +33,7 @@ void copy_name(char* dst, const std::string& src) {
 
 }  // namespace
 
-Topology discover_topology(const DiscoveryOptions& options) {
+Topology discover_topology(const DiscoveryOptions& options, std::vector<std::string>* rank_devices) {
   int rank = 0, size = 1;
   MPI_CHECK(MPI_Comm_rank(world_comm(), &rank));
   MPI_CHECK(MPI_Comm_size(world_comm(), &size));
@@ -56,6 +57,7 @@ Topology discover_topology(const DiscoveryOptions& options) {
   if (const std::string agreed = agreed_error(error); !agreed.empty()) throw InputError(agreed);
   copy_name(mine.host, host);
   copy_name(mine.device, dev.name);
+  copy_name(mine.uuid, dev.uuid);
   mine.gpu = dev.gpu;
   mine.local_rank = local_rank;
   mine.memory_gb = dev.memory_gb;
@@ -74,6 +76,9 @@ Topology discover_topology(const DiscoveryOptions& options) {
   std::map<std::string, int> node_of_host;
   for (int r = 0; r < size; r++) {
     const Report& rep = all[static_cast<size_t>(r)];
+    if (rank_devices != nullptr)
+      rank_devices->push_back(strprintf("rank %d: %s, local rank %d, %s%s%s", r, rep.host, rep.local_rank, rep.device,
+                                        rep.uuid[0] ? " " : "", rep.uuid));
     const std::string type_name = strprintf("%s (%.0f GB)", rep.device, rep.memory_gb);
     if (!type_of.count(type_name)) {
       type_of[type_name] = static_cast<int>(topo.device_types.size());

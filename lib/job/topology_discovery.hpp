@@ -2,6 +2,9 @@
 // them into nodes (in rank order) and device types (by name and memory).
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "lib/plan/topology.hpp"
 
 namespace eth {
@@ -14,6 +17,8 @@ struct DiscoveryOptions {
 
 // Collective over every rank of the job (world_comm()); the result is complete on rank 0 only. A job whose hosts'
 // ranks are not contiguous (round-robin placement) cannot be described and is an InputError.
-Topology discover_topology(const DiscoveryOptions& options);
+// With `rank_devices`, rank 0 also gets one line per rank naming its host and device, and a
+// GPU by its UUID ("rank 3: node1, local rank 1, NVIDIA H200 GPU-6f3c...").
+Topology discover_topology(const DiscoveryOptions& options, std::vector<std::string>* rank_devices = nullptr);
 
 }  // namespace eth

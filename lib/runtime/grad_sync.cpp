@@ -53,7 +53,7 @@ GradSync::GradSync(const ParallelContext& ctx, const ParamLayout& layout, const 
   }
   reached_.assign(slices_.size(), false);
   if (mode != GradSyncMode::flat) {
-    const bool direct = mpi_reads_device_buffers(device);
+    const bool direct = mpi_reads_device_buffers(device, MpiTraffic::nonblocking_collective);  // the all-gathers
     for (const Slice& s : slices_) {
       if (s.shard_counts.empty()) {
         reducer_->add_slice(*s.group, grads + s.offset, s.size, "reduction of " + s.name);

@@ -95,7 +95,7 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
   targets_.resize(BT);
   dout_ = kernels::DeviceBuffer<float>(backend, rows);
   grad_send_ = kernels::DeviceBuffer<float>(backend, rows * slots_);
-  const bool direct = mpi_reads_device_buffers(backend);
+  const bool direct = mpi_reads_device_buffers(backend, MpiTraffic::point_to_point);
   for (int slot = 0; slot < slots_; slot++) {
     if (!ctx.first_stage()) {
       input_wires_.emplace_back(backend, stage_.input_buffer(slot), rows, direct);

@@ -1,14 +1,12 @@
 // The execution model (kernels/device.hpp) on the CPU: the asynchronous mode computes exactly
 // what the synchronous one does when its events are kept, copy_to_device takes its bytes at the
-// call, events behave, and GPUs are chosen by local rank (backend_select.hpp).
+// call, and events behave. Which GPU a rank takes: test_gpu_binding.cpp.
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <stdexcept>
 #include <vector>
 
 #include "kernels/backend.hpp"
-#include "kernels/backend_select.hpp"
 #include "kernels/device_buffer.hpp"
 #include "lib/model/model_config.hpp"
 #include "lib/model/param_layout.hpp"
@@ -107,21 +105,6 @@ TEST(ExecutionModel, AsyncStageEqualsSyncStage) {
   size_t differing = 0;
   for (size_t i = 0; i < a.grads.size(); i++) differing += std::memcmp(&a.grads[i], &b.grads[i], sizeof(float)) != 0;
   EXPECT_EQ(differing, 0u) << "of " << a.grads.size() << " gradients";
-}
-
-TEST(BackendSelect, GpuOfEachLocalRank) {
-  EXPECT_EQ(kernels::cuda_device_for(nullptr, 1, 2, 2), 1);       // one GPU each, by local rank
-  EXPECT_EQ(kernels::cuda_device_for("0", 3, 4, 1), 0);           // all share GPU 0
-  EXPECT_EQ(kernels::cuda_device_for("1,0,1,0", 2, 4, 2), 1);     // one entry per local rank
-  EXPECT_THROW(kernels::cuda_device_for(nullptr, 0, 4, 1), std::invalid_argument);   // too few GPUs
-  EXPECT_THROW(kernels::cuda_device_for("0,1", 0, 4, 2), std::invalid_argument);     // wrong count
-  EXPECT_THROW(kernels::cuda_device_for("2", 0, 1, 2), std::invalid_argument);       // no such GPU
-  EXPECT_THROW(kernels::cuda_device_for("x", 0, 1, 2), std::invalid_argument);
-  try {
-    kernels::cuda_device_for(nullptr, 2, 4, 1);
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("local rank 2 of 4"), std::string::npos) << e.what();
-  }
 }
 
 }  // namespace
