@@ -45,7 +45,7 @@ struct RankTimes {
   std::vector<double> compute_end, last_backward_start;
 };
 
-constexpr double kNever = -1;
+constexpr double kNever = -1;  // an arrival whose send has not been replayed yet
 
 const PlanStage& stage_of(const Plan& plan, const RankRole& role) {
   return plan.pipelines[role.pipeline].stages[role.stage];
