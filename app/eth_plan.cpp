@@ -6,7 +6,7 @@
 
 #include "lib/base/command_line.hpp"
 #include "lib/base/input_error.hpp"
-#include "lib/planner/summary.hpp"
+#include "lib/planner/plan_tool.hpp"
 
 namespace po = boost::program_options;
 

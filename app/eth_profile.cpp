@@ -8,7 +8,7 @@
 #include "kernels/backend_select.hpp"
 #include "lib/base/command_line.hpp"
 #include "lib/base/input_error.hpp"
-#include "lib/planner/summary.hpp"
+#include "lib/planner/profile_tool.hpp"
 #include "mpi_topology/mpi_session.hpp"
 
 namespace po = boost::program_options;

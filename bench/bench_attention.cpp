@@ -10,12 +10,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <iostream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "bench/bench_stamp.hpp"
 #include "kernels/cpu/gpt_ops.hpp"
 #include "lib/base/command_line.hpp"
 #include "lib/base/input_error.hpp"
@@ -87,6 +87,7 @@ json run_one(int B, int T, int C, int NH, int repeats) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const double load_at_start = eth::bench::load_now();
   try {
     int B = 4, C = 768, NH = 12, repeats = 5;
     std::vector<int> seq_lens{64, 128, 256, 512, 1024};
@@ -112,11 +113,7 @@ int main(int argc, char** argv) {
                                      {"omp_max_threads", omp_get_max_threads()}}},
                          {"results", rows}};
     std::cout << result.dump(2) << '\n';
-    if (!json_path.empty()) {
-      std::ofstream out(json_path);
-      if (!out) eth::fail_input(json_path, "file", "a writable path", "a path that cannot be opened");
-      out << result.dump(2) << '\n';
-    }
+    if (!json_path.empty()) eth::bench::write_stamped(json_path, result, load_at_start);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "bench_attention: " << e.what() << '\n';

@@ -10,16 +10,17 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_stamp.hpp"
 #include "lib/base/input_error.hpp"
 #include "lib/base/strprintf.hpp"
 #include "lib/planner/local_search.hpp"
-#include "lib/planner/summary.hpp"
+#include "lib/planner/scenario.hpp"
+#include "lib/planner/search.hpp"
 
 namespace fs = std::filesystem;
 using namespace eth::planner;
@@ -77,6 +78,7 @@ double thread_cpu_ms() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const double load_at_start = eth::bench::load_now();
   std::string dir = "inputs/scenarios", out = "bench/results/planner.json", profiles = "inputs/profiles", only;
   LocalSearchOptions ls;
   ls.iterations = 20000;
@@ -181,8 +183,7 @@ int main(int argc, char** argv) {
       std::cerr << "bench_planner: " << e.what() << '\n';
     }
   }
-  fs::create_directories(fs::path(out).parent_path());
-  std::ofstream(out) << nlohmann::json{{"benchmark", "planner"}, {"scenarios", results}}.dump(2) << '\n';
+  eth::bench::write_stamped(out, {{"benchmark", "planner"}, {"scenarios", results}}, load_at_start);
   std::cout << "wrote " << out << '\n';
   return 0;
 }

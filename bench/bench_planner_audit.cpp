@@ -6,18 +6,16 @@
 #include <boost/program_options.hpp>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_stamp.hpp"
 #include "lib/base/input_error.hpp"
 #include "lib/base/strprintf.hpp"
 #include "lib/planner/exhaustive.hpp"
 #include "lib/planner/search.hpp"
 
-namespace fs = std::filesystem;
 using namespace eth::planner;
 
 namespace {
@@ -29,6 +27,7 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const double load_at_start = eth::bench::load_now();
   int cases = 30, max_devices = 6, max_layers = 8;
   uint64_t seed = 1;
   std::string out = "bench/results/planner_audit.json", catalog_path = "inputs/topologies/gpu-catalog.yaml";
@@ -143,10 +142,8 @@ int main(int argc, char** argv) {
                                   {"exhaustive_total_ms", total_exhaustive_ms}};
   std::cout << eth::strprintf("summary: %d of %d compared cases within 1%%; gap max %.2f%%, mean %.2f%%; exhaustive %.1f s\n",
                               within, compared, max_gap, compared ? sum_gap / compared : 0.0, total_exhaustive_ms / 1e3);
-  fs::create_directories(fs::path(out).parent_path());
-  std::ofstream(out) << nlohmann::json{{"benchmark", "planner_audit"}, {"seed", seed}, {"summary", summary},
-                                       {"cases", results}}.dump(2)
-                     << '\n';
+  eth::bench::write_stamped(out, {{"benchmark", "planner_audit"}, {"seed", seed}, {"summary", summary}, {"cases", results}},
+                            load_at_start);
   std::cout << "wrote " << out << '\n';
   return 0;
 }

@@ -15,13 +15,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "bench/bench_stamp.hpp"
 #include "bench/fixed_attention.hpp"
 #include "bench/timing_backend.hpp"
 #include "kernels/backend.hpp"
@@ -357,16 +357,13 @@ json run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const double load_at_start = eth::bench::load_now();
   try {
     Options o;
     if (!parse_options(argc, argv, o)) return 0;
     const json result = run(o);
     std::cout << result.dump(2) << '\n';
-    if (!o.json_path.empty()) {
-      std::ofstream out(o.json_path);
-      if (!out) eth::fail_input(o.json_path, "file", "a writable path", "a path that cannot be opened");
-      out << result.dump(2) << '\n';
-    }
+    if (!o.json_path.empty()) eth::bench::write_stamped(o.json_path, result, load_at_start);
   } catch (const eth::InputError& e) {
     std::cerr << "bench_train_step: error: " << e.what() << '\n';
     return 1;

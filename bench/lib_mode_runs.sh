@@ -5,6 +5,7 @@
 # (the plans' global batch) after sourcing, writes the plans, then calls evaluate_arms and run_arms;
 # bench/mode_runs.py reads what they leave in $tmp.
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+load_at_start=$(cut -d' ' -f1 /proc/loadavg)  # the result's stamp (bench/stamp.py)
 source scripts/env.sh  # Open MPI as root, as every other benchmark
 
 ROUNDS=${ROUNDS:-3}

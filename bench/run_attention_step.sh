@@ -10,6 +10,7 @@
 #   ROUNDS=5 B=4 bench/run_attention_step.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+load_at_start=$(cut -d' ' -f1 /proc/loadavg)  # the result's stamp (bench/stamp.py)
 
 THREADS=${THREADS:-2}
 LAYERS=${LAYERS:-2}          # GPT-2 124M shapes with fewer layers, so that a step takes seconds
@@ -72,3 +73,4 @@ print(f"step ms median: blocked {s['blocked']['median']:.0f}, materialised {s['m
       f"speed-up {result['speedup_blocked_over_materialised']['median_of_medians']:.2f} (per round {per_round})")
 print("attention ms per step:", result["attention_ms_per_step"])
 PY
+"$PYTHON" bench/stamp.py "$OUT_DIR/attention_step.json" "$load_at_start"

@@ -7,6 +7,7 @@
 #   bash bench/run_faults.sh [BUILD_DIR]
 set -uo pipefail
 cd "$(dirname "$0")/.."
+load_at_start=$(cut -d' ' -f1 /proc/loadavg)  # the result's stamp (bench/stamp.py)
 build=${1:-build} src=$PWD
 source tests/mpi/mpi_test_env.sh
 results=()
@@ -81,4 +82,5 @@ record truncated 57 "the run ends after step 57; then the newest checkpoint is c
 
 mkdir -p bench/results
 printf '%s\n' "${results[@]}" | $py -c 'import json,sys; json.dump({"benchmark": "faults", "runs": [json.loads(l) for l in sys.stdin]}, open("bench/results/faults.json", "w"), indent=2)'
+$py bench/stamp.py bench/results/faults.json "$load_at_start"
 echo "wrote bench/results/faults.json"

@@ -7,6 +7,7 @@
 #   REPEATS=3 STEPS=4 TOPOLOGIES=tests/mpi/plans/cpu-4nodes-8.yaml bench/run_grad_sync.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+load_at_start=$(cut -d' ' -f1 /proc/loadavg)  # the result's stamp (bench/stamp.py)
 
 REPEATS=${REPEATS:-4}        # runs per mode and topology, the modes alternating
 STEPS=${STEPS:-6}            # steps per run; the first is warm-up and discarded
@@ -56,3 +57,4 @@ done
 python3 bench/summarize_grad_sync.py --runs "$runs" --plan "$PLAN" --model "$MODEL" --out "$OUT" \
   --steps "$STEPS" --seq-len "$SEQ_LEN" --vocab "$VOCAB" \
   --train-bin-note "inputs/data/kjv_train.bin remapped by bench/make_small_vocab_shard.py to $VOCAB ids"
+python3 bench/stamp.py "$OUT" "$load_at_start"

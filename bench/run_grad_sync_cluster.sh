@@ -10,6 +10,7 @@
 #   MODEL=inputs/models/demo.yaml PLAN=bench/plans/demo-8-data-parallel.yaml OUT=... bench/run_grad_sync_cluster.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+load_at_start=$(cut -d' ' -f1 /proc/loadavg)  # the result's stamp (bench/stamp.py)
 
 RATES=${RATES:-"1gbit 10gbit"}
 REPEATS=${REPEATS:-3}        # runs per mode and rate, the order of modes rotating
@@ -76,3 +77,4 @@ done
 python3 bench/summarize_grad_sync_cluster.py --runs "$runs" --plan "$PLAN" --model "$MODEL" --out "$OUT" \
   --steps "$STEPS" --seq-len "$SEQ_LEN" --nodes "$NODES" --ranks-per-node "$RANKS_PER_NODE" \
   --command "RATES=\"$RATES\" REPEATS=$REPEATS STEPS=$STEPS MODEL=$MODEL PLAN=$PLAN bench/run_grad_sync_cluster.sh"
+python3 bench/stamp.py "$OUT" "$load_at_start"

@@ -10,6 +10,7 @@
 #   ONLY=16gb bench/run_memory_savers.sh  # the scenarios whose name holds ONLY
 set -euo pipefail
 cd "$(dirname "$0")/.."
+load_at_start=$(cut -d' ' -f1 /proc/loadavg)  # the result's stamp (bench/stamp.py)
 BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-/usr/bin/python3}
 OUT_DIR=${OUT_DIR:-bench/results}
@@ -72,3 +73,4 @@ print(f"\n{'scenario':20} {'eth_plan s: none':>16} {'recompute':>10} {'all':>8}"
 for name, e in result["scenarios"].items():
     print(f"{name:20} {e['none']['seconds']:16.2f} {e['recompute']['seconds']:10.2f} {e['all']['seconds']:8.2f}")
 PY
+"$PYTHON" bench/stamp.py "$OUT_DIR/memory_savers.json" "$load_at_start"

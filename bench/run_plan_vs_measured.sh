@@ -25,6 +25,7 @@
 # Environment: STEPS, RUNS, WARMUP, REPS (profile repetitions, default 5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+load_at_start=$(cut -d' ' -f1 /proc/loadavg)  # the result's stamp (bench/stamp.py)
 BUILD=${1:-build}
 STEPS=${STEPS:-10}
 RUNS=${RUNS:-3}
@@ -104,3 +105,4 @@ EOF
   "best=planner's choice (eth_plan --top 4, #1)" \
   "depth2=1 pipeline of depth 2, 4x4 (inputs/plans/workstation-2cpu-demo-depth2.yaml, --evaluate)" \
   "wide=1 stage of both ranks, 8 split 4:4, x2 (inputs/plans/workstation-2cpu-demo-wide.yaml, --evaluate)" | tee -a "$LOG"
+"$PY" bench/stamp.py bench/results/plan_vs_measured.json "$load_at_start"

@@ -20,6 +20,7 @@
 #   4. compare: bench/compare_plan_runs.py -> bench/results/plan_vs_measured_cluster.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+load_at_start=$(cut -d' ' -f1 /proc/loadavg)  # the result's stamp (bench/stamp.py)
 BUILD=${1:-build}
 RATE=${RATE:-1gbit}
 STEPS=${STEPS:-8}
@@ -86,3 +87,4 @@ python3 bench/compare_plan_runs.py "$WORK" "$RUNS" "$WARMUP" "$SETUP" bench/resu
   "best=planner's choice (eth_plan --top 4, #1)" \
   "span=stages spanning nodes (inputs/plans/cluster-4x2-demo-span.yaml, --evaluate)" \
   "local=every layer block inside a node (inputs/plans/cluster-4x2-demo-local.yaml, --evaluate)" | tee -a "$LOG"
+python3 bench/stamp.py bench/results/plan_vs_measured_cluster.json "$load_at_start"

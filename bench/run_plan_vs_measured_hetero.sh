@@ -33,6 +33,7 @@
 # Environment: STEPS (10), RUNS (3), WARMUP (2), REPS (profile repetitions, 5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+load_at_start=$(cut -d' ' -f1 /proc/loadavg)  # the result's stamp (bench/stamp.py)
 BUILD=${1:-build}
 STEPS=${STEPS:-10}
 RUNS=${RUNS:-3}
@@ -108,3 +109,4 @@ EOF
   "best=planner's choice (eth_plan --top 4, #1)" \
   "idle=rank 0 alone, 8x2, ranks 1-2 idle (inputs/plans/workstation-3cpu-2speeds-idle.yaml, --evaluate)" \
   "mixed=1 mixed stage of ranks 0,1,2, 8 split 4:2:2, x2 (inputs/plans/workstation-3cpu-2speeds-mixed.yaml, --evaluate)" | tee -a "$LOG"
+"$PY" bench/stamp.py bench/results/plan_vs_measured_hetero.json "$load_at_start"

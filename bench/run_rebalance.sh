@@ -25,6 +25,7 @@
 # Environment: STEPS (26), RUNS (3), SLOW_AT (10), EVERY (2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+load_at_start=$(cut -d' ' -f1 /proc/loadavg)  # the result's stamp (bench/stamp.py)
 BUILD=${1:-build}
 STEPS=${STEPS:-26}
 RUNS=${RUNS:-3}
@@ -75,3 +76,4 @@ for r in $(seq 1 "$RUNS"); do
 done
 say "== load after: $(cat /proc/loadavg)"
 "$PY" bench/summarize_rebalance.py "$WORK" "$RUNS" "$STEPS" "$SLOW_AT" "$EVERY" bench/results/rebalance.json | tee -a "$LOG"
+"$PY" bench/stamp.py bench/results/rebalance.json "$load_at_start"

@@ -71,3 +71,4 @@ mode_runs.print_table(
       result["modes"][mode]["step_ms"]["median"], result["modes"][mode]["planner_simulated_ms"])
      for mode in modes for k, rk in enumerate(result["modes"][mode]["ranks"])])
 PY
+"$PYTHON" bench/stamp.py "$OUT_DIR/recompute.json" "$load_at_start"

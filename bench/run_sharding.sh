@@ -92,3 +92,4 @@ mode_runs.print_table(
      for arm in arms for k, rk in enumerate(result["arms"][arm]["ranks"])])
 print("load average before each run:", result["load_average_1_5_15"]["before_each_run"], "end:", result["load_average_1_5_15"]["end"])
 PY
+"$PYTHON" bench/stamp.py "$OUT_DIR/sharding.json" "$load_at_start"

@@ -21,7 +21,7 @@ if [ -z "$reference" ]; then
 fi
 python3 inputs/data/prepare_books.py "$tmp/books"
 echo "Genesis" >"$tmp/one_line.txt"
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+load_at_start=$(cut -d' ' -f1 /proc/loadavg)  # the result's stamp (bench/stamp.py)
 
 nanoseconds() {  # nanoseconds COMMAND...: wall time of one run; its stdout to $tmp/last
   local start
@@ -40,11 +40,9 @@ done
 reference_tokens=$(cat "$tmp/last")
 ours_tokens=$(( ($(stat -c %s "$tmp/kjv.bin") - 1024) / 2 ))
 
-python3 - "$tmp/times" "$ours_tokens" "$reference_tokens" "$load_start" "$(nproc)" "RUNS=$RUNS bench/run_tokenize.sh" <<'PY'
+python3 - "$tmp/times" "$ours_tokens" "$reference_tokens" "$(nproc)" "RUNS=$RUNS bench/run_tokenize.sh" <<'PY'
 import json, statistics, sys
-sys.path.insert(0, "bench")
-from provenance import provenance
-times_file, ours_tokens, reference_tokens, load_start, cores, command = sys.argv[1:]
+times_file, ours_tokens, reference_tokens, cores, command = sys.argv[1:]
 times = {}
 for line in open(times_file):
     arm, nanoseconds = line.split()
@@ -62,11 +60,11 @@ result = {"benchmark": "tokenize", "command": command,
                      "reference": "node bench/tokenize_reference.mjs (npm gpt-3-encoder 1.1.4, per line)"},
           "arms": arms,
           "speedup_all_vs_reference": arms["reference"]["median_s"] / arms["ours_all"]["median_s"],
-          "speedup_one_vs_reference": arms["reference"]["median_s"] / arms["ours_one"]["median_s"],
-          "loadavg_at_start": [float(x) for x in load_start.split()], **provenance()}
+          "speedup_one_vs_reference": arms["reference"]["median_s"] / arms["ours_one"]["median_s"]}
 json.dump(result, open("bench/results/tokenize.json", "w"), indent=2)
 for arm, a in arms.items():
     rate = f"  {a['tokens_per_s'] / 1e6:.3f} M tokens/s" if "tokens_per_s" in a else ""
     print(f"{arm:10s} median {a['median_s']:.3f} s{rate}")
 print(f"speed-up: {result['speedup_all_vs_reference']:.1f}x on all cores, {result['speedup_one_vs_reference']:.1f}x on one")
 PY
+python3 bench/stamp.py bench/results/tokenize.json "$load_at_start"

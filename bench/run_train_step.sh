@@ -7,6 +7,7 @@
 #   ROUNDS=5 LAYERS=4 bench/run_train_step.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+load_at_start=$(cut -d' ' -f1 /proc/loadavg)  # the result's stamp (bench/stamp.py)
 
 THREADS=${THREADS:-2}        # the machine's cores; both sides get the same
 LAYERS=${LAYERS:-2}          # GPT-2 124M shape with fewer layers, so a step takes seconds
@@ -67,3 +68,4 @@ mkdir -p "$(dirname "$OUT")"
   --elapsed-s "$elapsed" --ours-cmd "OMP_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS ${ours_cmd[*]} --profile-steps N (N = 1 in round 1, else 0)" \
   --torch-cmd "OMP_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS ${torch_cmd[*]}" \
   --script-cmd "THREADS=$THREADS LAYERS=$LAYERS B=$B T=$T ROUNDS=$ROUNDS bench/run_train_step.sh"
+"$TORCH_PYTHON" bench/stamp.py "$OUT" "$load_at_start"

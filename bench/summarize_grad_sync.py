@@ -15,7 +15,6 @@ import statistics
 import yaml
 
 from plan_blocks import plan_blocks
-from provenance import provenance
 
 ap = argparse.ArgumentParser()
 for a in ("--runs", "--plan", "--model", "--out", "--train-bin-note"):
@@ -80,7 +79,6 @@ for line in open(args.runs):
 
 out = {
     "benchmark": "gradient synchronisation, block-wise vs per-layer",
-    **provenance(),
     "setup": {"ranks": world, "model": args.model, "model_config": model, "plan": args.plan, "plan_config": plan,
               "steps_per_run": args.steps, "warmup_steps_discarded": 1, "seq_len": args.seq_len,
               "train_data": args.train_bin_note, "threads_per_rank": 1,

@@ -20,7 +20,6 @@ import statistics
 import yaml
 
 from plan_blocks import model_params, plan_blocks
-from provenance import provenance
 
 ap = argparse.ArgumentParser()
 for a in ("--runs", "--plan", "--model", "--out", "--command"):
@@ -101,7 +100,6 @@ for rate in dict.fromkeys(r["rate"] for r in runs):
 
 out = {
     "benchmark": "gradient synchronisation across an emulated cluster: block-wise vs per-layer vs flat",
-    **provenance(),
     "setup": {"nodes": args.nodes, "ranks_per_node": args.ranks_per_node, "model": args.model, "model_config": model,
               "plan": args.plan, "plan_config": plan, "steps_per_run": args.steps, "warmup_steps_discarded": 1,
               "seq_len": args.seq_len, "threads_per_rank": 1, "command": args.command,

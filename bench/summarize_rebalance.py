@@ -4,11 +4,9 @@ repetitions; prints it and writes OUT_JSON.
 
   summarize_rebalance.py WORK RUNS STEPS SLOW_AT EVERY OUT_JSON
 """
-import datetime
 import json
 import re
 import statistics
-import subprocess
 import sys
 
 med = statistics.median
@@ -42,9 +40,7 @@ def main():
     out_path = sys.argv[6]
     t_true, t_slow = predicted(work, "true"), predicted(work, "slow")
     settled = (slow_at + 10, n)  # "within 10 steps of the slowdown"
-    out = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
-           "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
-           "setup": {"machine": "2 cores (AMD Zen3), shared with other jobs", "ranks": 3,
+    out = {"setup": {"machine": "2 cores (AMD Zen3), shared with other jobs", "ranks": 3,
                      "pinning": "rank 0 on core 0 (cpu-full); ranks 1,2 on core 1 (cpu-half)", "model": "demo", "seq_len": 64,
                      "global_batch": 16, "steps": n, "repetitions": runs, "slowdown": f"rank 0 2x from step {slow_at}",
                      "rebalance_every": every, "rebalance_threshold": 0.05,

@@ -6,24 +6,15 @@ with min and max beside it; the speed-up over torch is also given per round (sam
 machine time). Prints the table that docs/results.md quotes. Standard library only.
 """
 import argparse
-import datetime
 import json
 import os
 import platform
 import statistics
-import subprocess
 
 
 def spread(values):
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values),
             "values": values}
-
-
-def sh(*cmd):
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
 
 
 def cpu_model():
@@ -73,13 +64,9 @@ def main():
               "gflops": spread([v for run in ours for v in run["sgemm"][i]["gflops"]["values"]])}
              for i, s in enumerate(ours[0]["sgemm"])]
     ratio = pooled(ours, "ratio_step_over_sgemm")
-    commit = sh("git", "rev-parse", "HEAD")
-    dirty = bool(sh("git", "status", "--porcelain", "--untracked-files=no"))
 
     result = {
         "benchmark": "train_step (single rank, CPU)",
-        "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "git_commit": commit + (" (with uncommitted changes)" if dirty else "") if commit else None,
         "machine": {"cpu_model": cpu_model(), "cores": os.cpu_count(), "kernel": platform.release(),
                     "note": "shared 2-core VM: other users' processes run at the same time (see machine_load_per_run); hence interleaved rounds and medians"},
         "threads": {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),

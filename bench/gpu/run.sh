@@ -22,6 +22,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
+load_at_start=$(cut -d' ' -f1 /proc/loadavg)  # the result's stamp (bench/stamp.py)
 backend=${GPU_BACKEND:-cuda}
 steps=${STEPS:-8}
 out=${OUT:-$root/bench/results/gpu}
@@ -97,6 +98,7 @@ if [ "$backend" = cuda ]; then
     results+=("$tmp/eth_$model.jsonl" "$tmp/torch_$model.jsonl")
   done
   "$PYTHON" bench/gpu/summarize_gpu_step.py --checks "$out/run.log" --out "$out/gpu_step.json" "${results[@]}"
+  "$PYTHON" bench/stamp.py "$out/gpu_step.json" "$load_at_start"
 fi
 
 echo "== $((SECONDS - start)) s in all; ${#failed[@]} part(s) failed${failed[*]:+: ${failed[*]}}"

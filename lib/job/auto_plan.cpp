@@ -7,7 +7,7 @@
 #include "lib/job/agreed.hpp"
 #include "lib/base/strprintf.hpp"
 #include "lib/planner/search.hpp"
-#include "lib/planner/summary.hpp"
+#include "lib/planner/plan_summary.hpp"
 #include "mpi_topology/mpi_session.hpp"
 
 namespace eth::planner {

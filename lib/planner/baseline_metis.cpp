@@ -183,154 +183,228 @@ struct Found {
   std::string label;
 };
 
+// P identical pipelines of n devices each, and what every type order shares among them.
+struct Replicas {
+  int P = 0, n = 0;
+  std::vector<int> samples;  // per pipeline; the first take the remainder
+  std::vector<int> counts;   // micro-batch counts that divide every pipeline's samples
+  // Every S, every multiset of group sizes, with its stage orders (the same for every type order).
+  std::vector<std::pair<std::vector<int>, std::vector<std::vector<int>>>> size_sets;
+  std::map<int, std::vector<double>> rate_prefix;  // b -> sums of the w best rates, w = 0 .. n
+};
+
+// One type order's pipelines: each pipeline's ranks laid out in that order.
+struct TypeOrder {
+  std::vector<std::vector<int>> sequence;  // pipeline k's ranks
+  std::string name;                        // "A100-80GB>T4-16GB"
+  std::vector<double> memory;              // of pipeline 0's devices, in sequence
+  // Each stage's cost by layer count, memoised on what it depends on: its segment of pipeline
+  // 0's devices, its neighbours' segments, the stages after it and the micro-batch.
+  std::unordered_map<std::array<int, 6>, std::vector<double>, SegmentHash> stage_costs;
+};
+
+// device_group_plans' search, one loop per step: replica counts, type orders, group sizes and
+// their stage orders, micro-batch counts. Keeps the kSimulate best plans by the analytic model.
+class GroupSearch {
+ public:
+  GroupSearch(const CostModel& cost, const PlanRequest& request, double below_ms)
+      : cost_(cost), request_(request), below_ms_(below_ms), L_(cost.model().num_layers),
+        max_share_(*std::max_element(request.micro_batches.begin(), request.micro_batches.end())),
+        model_bytes_(16 * cost.param_floats({0, L_})) {
+    const Topology& topo = cost.topology();
+    by_type_.resize(topo.device_types.size());
+    for (int r = 0; r < topo.world_size(); r++) by_type_[topo.ranks[r].device_type].push_back(r);
+    for (size_t t = 0; t < by_type_.size(); t++)
+      if (!by_type_[t].empty()) types_.push_back(static_cast<int>(t));
+  }
+
+  // The greatest common divisor of the types' device counts: every replica count divides it.
+  int most_replicas() const {
+    int g = 0;
+    for (int t : types_) g = std::gcd(g, static_cast<int>(by_type_[t].size()));
+    return g;
+  }
+
+  // Every plan of P identical pipelines, in every type order.
+  void search_replicas(int P) {
+    Replicas rep = replicas(P);
+    std::vector<int> order = types_;  // ascending: next_permutation visits every order
+    do {
+      TypeOrder o = type_order(rep, order);
+      for (const auto& [sizes, shapes] : rep.size_sets) {
+        const std::vector<int> usable = usable_counts(rep, sizes);
+        if (usable.empty()) continue;
+        for (const std::vector<int>& shape : shapes) search_shape(rep, o, shape, usable);
+      }
+    } while (std::next_permutation(order.begin(), order.end()));
+  }
+
+  std::vector<Found>& best() { return best_; }
+
+ private:
+  double threshold() const {
+    return best_.size() < kSimulate ? below_ms_ : std::min(below_ms_, best_.back().analytic_ms);
+  }
+
+  Replicas replicas(int P) const {
+    Replicas rep;
+    rep.P = P;
+    rep.n = cost_.topology().world_size() / P;
+    rep.samples.resize(P);
+    for (int k = 0; k < P; k++) rep.samples[k] = request_.global_batch / P + (k < request_.global_batch % P ? 1 : 0);
+    for (int m = 1; m <= rep.samples.back(); m++)
+      if (std::all_of(rep.samples.begin(), rep.samples.end(), [m](int n) { return n % m == 0; })) rep.counts.push_back(m);
+    for (int S = 1; S <= std::min(rep.n, L_); S++)
+      for (std::vector<int>& sizes : group_size_sets(rep.n, S))
+        if (request_.max_stage_width <= 0 || sizes.back() <= request_.max_stage_width) {
+          std::vector<std::vector<int>> orders = stage_orders(sizes);
+          rep.size_sets.emplace_back(std::move(sizes), std::move(orders));
+        }
+    return rep;
+  }
+
+  // A bound that holds for every order of the types and of the groups: a stage's per-layer
+  // time at micro-batch b is at least b over its ranks' summed best rates (samples per ms of
+  // one layer at any share up to b), so the slowest stage takes at least L b / (the pipeline's
+  // summed rates) and the stages together at least L b / (the widest stage's best rates).
+  const std::vector<double>& rates(Replicas& rep, int b) const {
+    auto [it, fresh] = rep.rate_prefix.try_emplace(b);
+    if (fresh) {
+      std::vector<double> rate;
+      for (int t : types_) {
+        double best_rate = 0;
+        for (int share = 1; share <= b; share++) {
+          const ProfileEntry e = cost_.profile(t).at(share);
+          best_rate = std::max(best_rate, share / (e.layer.forward_ms + e.layer.backward_ms));
+        }
+        rate.insert(rate.end(), by_type_[t].size() / size_t(rep.P), best_rate);
+      }
+      std::sort(rate.begin(), rate.end(), std::greater<>());
+      it->second.assign(1, 0.0);
+      for (double v : rate) it->second.push_back(it->second.back() + v);
+    }
+    return it->second;
+  }
+
+  TypeOrder type_order(const Replicas& rep, const std::vector<int>& order) const {
+    const Topology& topo = cost_.topology();
+    TypeOrder o;
+    o.sequence.resize(rep.P);
+    for (int t : order) {
+      const int c = static_cast<int>(by_type_[t].size()) / rep.P;
+      for (int k = 0; k < rep.P; k++)
+        o.sequence[k].insert(o.sequence[k].end(), by_type_[t].begin() + long(k * c), by_type_[t].begin() + long((k + 1) * c));
+      o.name += (o.name.empty() ? "" : ">") + topo.device_types[t].name;
+    }
+    for (int r : o.sequence[0]) o.memory.push_back(topo.device_of(r).memory_gb * 1e9);
+    return o;
+  }
+
+  // The micro-batch counts for which these group sizes may enter the best few.
+  std::vector<int> usable_counts(Replicas& rep, const std::vector<int>& sizes) const {
+    const int widest = sizes.back(), narrowest = sizes.front();
+    std::vector<int> usable;
+    for (int m : rep.counts) {
+      const int b = rep.samples.front() / m, b_least = rep.samples.back() / m;  // the first pipelines take the remainder
+      if (b_least < widest || b / narrowest > max_share_) continue;
+      const std::vector<double>& pre = rates(rep, b);
+      if ((m - 1) * double(L_) * b / pre[size_t(rep.n)] + double(L_) * b / pre[size_t(widest)] < threshold()) usable.push_back(m);
+    }
+    return usable;
+  }
+
+  // One stage order of the groups, at each usable micro-batch count.
+  void search_shape(const Replicas& rep, TypeOrder& o, const std::vector<int>& shape, const std::vector<int>& usable) {
+    const int S = static_cast<int>(shape.size());
+    double capacity = 0;  // bound: the stages together hold the weights and AdamW state
+    for (int s = 0, at = 0; s < S; at += shape[size_t(s)], s++)
+      capacity += *std::min_element(o.memory.begin() + at, o.memory.begin() + at + shape[size_t(s)]);
+    if (capacity < model_bytes_) return;
+    std::optional<StageRanks> stages;  // pipeline 0's, built when first needed
+    for (int m : usable) {
+      const int b = rep.samples.front() / m;
+      // The DP's slowest stage, exactly, and a bound on the sum of stages: the pipeline's
+      // time under the linear model is bounded before the DP runs.
+      std::vector<const std::vector<double>*> per_stage;
+      for (int s = 0, at = 0; s < S; at += shape[size_t(s)], s++) {
+        const std::array<int, 6> key{at, at + shape[size_t(s)], s > 0 ? at - shape[size_t(s) - 1] : -1,
+                                     s + 1 < S ? at + shape[size_t(s)] + shape[size_t(s) + 1] : -1, S - s, b};
+        auto [it, fresh] = o.stage_costs.try_emplace(key);
+        if (fresh) {
+          if (!stages) stages = cut(o.sequence[0], shape);
+          it->second = stage_cost_by_count(cost_, *stages, s, b);
+        }
+        if (it->second.empty()) break;
+        per_stage.push_back(&it->second);
+      }
+      if (static_cast<int>(per_stage.size()) < S) continue;
+      const std::optional<std::pair<double, double>> bound = partition_bound(per_stage, L_);
+      if (!bound || (m - 1) * bound->first + bound->second >= threshold()) continue;
+      if (!stages) stages = cut(o.sequence[0], shape);
+      const std::optional<Partition> part = partition_layers(cost_, *stages, b);
+      if (!part || (m - 1) * part->max_stage_ms + part->sum_stage_ms >= threshold()) continue;
+      add_plan(rep, o, shape, m, part->layers);
+    }
+  }
+
+  // Pipeline ranks cut into consecutive stages of the shape's sizes.
+  static StageRanks cut(const std::vector<int>& ranks, const std::vector<int>& shape) {
+    StageRanks stages;
+    for (size_t s = 0, at = 0; s < shape.size(); at += size_t(shape[s]), s++)
+      stages.emplace_back(ranks.begin() + long(at), ranks.begin() + long(at) + shape[s]);
+    return stages;
+  }
+
+  // Every pipeline with pipeline 0's layers, kept when all fit and the plan enters the best few.
+  void add_plan(const Replicas& rep, const TypeOrder& o, const std::vector<int>& shape, int m,
+                const std::vector<LayerRange>& layers) {
+    const int S = static_cast<int>(shape.size());
+    Found f;
+    f.plan.global_batch = request_.global_batch;
+    bool fits = true;  // the partition fits pipeline 0's devices; the others' too?
+    for (int k = 0; k < rep.P; k++) {
+      PlanPipeline pipe{rep.samples[k] / m, m, {}};
+      const StageRanks mine = cut(o.sequence[k], shape);
+      for (int s = 0; s < S; s++) pipe.stages.push_back(plan_stage(cost_, mine[s], layers[s], pipe.micro_batch));
+      fits = fits && choose_recompute(cost_, pipe);
+      f.plan.pipelines.push_back(std::move(pipe));
+    }
+    if (!fits) return;
+    f.analytic_ms = cost_.estimate(f.plan).iteration_ms;
+    if (f.analytic_ms >= threshold()) return;
+    std::string groups;
+    for (int s : shape) groups += strprintf("%s%d", groups.empty() ? "" : ",", s);
+    f.label = strprintf("metis P=%d %s groups %s b=%d m=%d", rep.P, o.name.c_str(), groups.c_str(), rep.samples.front() / m, m);
+    f.plan.source = "eth_plan (" + f.label + ")";
+    best_.insert(std::upper_bound(best_.begin(), best_.end(), f.analytic_ms,
+                                  [](double v, const Found& x) { return v < x.analytic_ms; }),
+                 std::move(f));
+    if (best_.size() > kSimulate) best_.pop_back();
+  }
+
+  const CostModel& cost_;
+  const PlanRequest& request_;
+  const double below_ms_;
+  const int L_, max_share_;
+  const double model_bytes_;
+  std::vector<std::vector<int>> by_type_;
+  std::vector<int> types_;
+  std::vector<Found> best_;  // ascending by analytic_ms
+};
+
 }  // namespace
 
 std::vector<Candidate> device_group_plans(const CostModel& cost, const PlanRequest& request, double below_ms,
                                           int max_pipeline_devices) {
-  const Topology& topo = cost.topology();
-  const int L = cost.model().num_layers, N = topo.world_size();
-  std::vector<std::vector<int>> by_type(topo.device_types.size());
-  for (int r = 0; r < N; r++) by_type[topo.ranks[r].device_type].push_back(r);
-  std::vector<int> types;
-  int g = 0;
-  for (size_t t = 0; t < by_type.size(); t++)
-    if (!by_type[t].empty()) {
-      types.push_back(static_cast<int>(t));
-      g = std::gcd(g, static_cast<int>(by_type[t].size()));
-    }
-  const int max_share = *std::max_element(request.micro_batches.begin(), request.micro_batches.end());
-  const double model_bytes = 16 * cost.param_floats({0, L});
-
-  std::vector<Found> best;  // the kSimulate best by the analytic model, ascending
-  auto threshold = [&] { return best.size() < kSimulate ? below_ms : std::min(below_ms, best.back().analytic_ms); };
+  const int N = cost.topology().world_size();
+  GroupSearch search(cost, request, below_ms);
   // Most replicas first: small pipelines are cheap to search and give the bounds a good start.
-  for (int P = g; P >= 1; P--) {
-    if (g % P || P > request.global_batch || (max_pipeline_devices > 0 && N / P > max_pipeline_devices)) continue;
-    std::vector<int> samples(P);
-    for (int k = 0; k < P; k++) samples[k] = request.global_batch / P + (k < request.global_batch % P ? 1 : 0);
-    std::vector<int> counts;  // micro-batch counts that divide every pipeline's samples
-    for (int m = 1; m <= samples.back(); m++)
-      if (std::all_of(samples.begin(), samples.end(), [m](int n) { return n % m == 0; })) counts.push_back(m);
-    const int n = N / P;
-    // Every S, every multiset of group sizes, with its stage orders (the same for every type order).
-    std::vector<std::pair<std::vector<int>, std::vector<std::vector<int>>>> size_sets;
-    for (int S = 1; S <= std::min(n, L); S++)
-      for (std::vector<int>& sizes : group_size_sets(n, S))
-        if (request.max_stage_width <= 0 || sizes.back() <= request.max_stage_width) {
-          std::vector<std::vector<int>> orders = stage_orders(sizes);
-          size_sets.emplace_back(std::move(sizes), std::move(orders));
-        }
-    // A bound that holds for every order of the types and of the groups: a stage's per-layer
-    // time at micro-batch b is at least b over its ranks' summed best rates (samples per ms of
-    // one layer at any share up to b), so the slowest stage takes at least L b / (the pipeline's
-    // summed rates) and the stages together at least L b / (the widest stage's best rates).
-    std::map<int, std::vector<double>> rate_prefix;  // b -> sums of the w best rates, w = 0 .. n
-    auto rates = [&](int b) -> const std::vector<double>& {
-      auto [it, fresh] = rate_prefix.try_emplace(b);
-      if (fresh) {
-        std::vector<double> rate;
-        for (int t : types) {
-          double best_rate = 0;
-          for (int share = 1; share <= b; share++) {
-            const ProfileEntry e = cost.profile(t).at(share);
-            best_rate = std::max(best_rate, share / (e.layer.forward_ms + e.layer.backward_ms));
-          }
-          rate.insert(rate.end(), by_type[t].size() / size_t(P), best_rate);
-        }
-        std::sort(rate.begin(), rate.end(), std::greater<>());
-        it->second.assign(1, 0.0);
-        for (double v : rate) it->second.push_back(it->second.back() + v);
-      }
-      return it->second;
-    };
-    std::vector<int> order = types;  // ascending: next_permutation visits every order
-    do {
-      std::vector<std::vector<int>> sequence(P);  // pipeline k's ranks in this type order
-      std::string order_name;
-      for (int t : order) {
-        const int c = static_cast<int>(by_type[t].size()) / P;
-        for (int k = 0; k < P; k++)
-          sequence[k].insert(sequence[k].end(), by_type[t].begin() + long(k * c), by_type[t].begin() + long((k + 1) * c));
-        order_name += (order_name.empty() ? "" : ">") + topo.device_types[t].name;
-      }
-      std::vector<double> memory;  // of pipeline 0's devices, in sequence
-      for (int r : sequence[0]) memory.push_back(topo.device_of(r).memory_gb * 1e9);
-      // Each stage's cost by layer count, memoised on what it depends on: its segment of pipeline
-      // 0's devices, its neighbours' segments, the stages after it and the micro-batch.
-      std::unordered_map<std::array<int, 6>, std::vector<double>, SegmentHash> stage_costs;
-      std::vector<const std::vector<double>*> per_stage;
-      for (const auto& [sizes, shapes] : size_sets) {
-        const int S = static_cast<int>(sizes.size()), widest = sizes.back(), narrowest = sizes.front();
-        std::vector<int> usable;  // micro-batch counts for which these group sizes may enter the best few
-        for (int m : counts) {
-          const int b = samples.front() / m, b_least = samples.back() / m;  // the first pipelines take the remainder
-          if (b_least < widest || b / narrowest > max_share) continue;
-          const std::vector<double>& pre = rates(b);
-          if ((m - 1) * double(L) * b / pre[size_t(n)] + double(L) * b / pre[size_t(widest)] < threshold()) usable.push_back(m);
-        }
-        if (usable.empty()) continue;
-        for (const std::vector<int>& shape : shapes) {
-          double capacity = 0;  // bound: the stages together hold the weights and AdamW state
-          for (int s = 0, at = 0; s < S; at += shape[size_t(s)], s++)
-            capacity += *std::min_element(memory.begin() + at, memory.begin() + at + shape[size_t(s)]);
-          if (capacity < model_bytes) continue;
-          auto cut = [&](const std::vector<int>& ranks) {
-            StageRanks stages;
-            for (size_t s = 0, at = 0; s < shape.size(); at += size_t(shape[s]), s++)
-              stages.emplace_back(ranks.begin() + long(at), ranks.begin() + long(at) + shape[s]);
-            return stages;
-          };
-          std::optional<StageRanks> stages;  // pipeline 0's, built when first needed
-          for (int m : usable) {
-            const int b = samples.front() / m;
-            // The DP's slowest stage, exactly, and a bound on the sum of stages: the pipeline's
-            // time under the linear model is bounded before the DP runs.
-            per_stage.clear();
-            for (int s = 0, at = 0; s < S; at += shape[size_t(s)], s++) {
-              const std::array<int, 6> key{at, at + shape[size_t(s)], s > 0 ? at - shape[size_t(s) - 1] : -1,
-                                           s + 1 < S ? at + shape[size_t(s)] + shape[size_t(s) + 1] : -1, S - s, b};
-              auto [it, fresh] = stage_costs.try_emplace(key);
-              if (fresh) {
-                if (!stages) stages = cut(sequence[0]);
-                it->second = stage_cost_by_count(cost, *stages, s, b);
-              }
-              if (it->second.empty()) break;
-              per_stage.push_back(&it->second);
-            }
-            if (static_cast<int>(per_stage.size()) < S) continue;
-            const std::optional<std::pair<double, double>> bound = partition_bound(per_stage, L);
-            if (!bound || (m - 1) * bound->first + bound->second >= threshold()) continue;
-            if (!stages) stages = cut(sequence[0]);
-            const std::optional<Partition> part = partition_layers(cost, *stages, b);
-            if (!part || (m - 1) * part->max_stage_ms + part->sum_stage_ms >= threshold()) continue;
-            Found f;
-            f.plan.global_batch = request.global_batch;
-            bool fits = true;  // the partition fits pipeline 0's devices; the others' too?
-            for (int k = 0; k < P; k++) {
-              PlanPipeline pipe{samples[k] / m, m, {}};
-              const StageRanks mine = cut(sequence[k]);
-              for (int s = 0; s < S; s++) pipe.stages.push_back(plan_stage(cost, mine[s], part->layers[s], pipe.micro_batch));
-              fits = fits && choose_recompute(cost, pipe);
-              f.plan.pipelines.push_back(std::move(pipe));
-            }
-            if (!fits) continue;
-            f.analytic_ms = cost.estimate(f.plan).iteration_ms;
-            if (f.analytic_ms >= threshold()) continue;
-            std::string groups;
-            for (int s : shape) groups += strprintf("%s%d", groups.empty() ? "" : ",", s);
-            f.label = strprintf("metis P=%d %s groups %s b=%d m=%d", P, order_name.c_str(), groups.c_str(), b, m);
-            f.plan.source = "eth_plan (" + f.label + ")";
-            best.insert(std::upper_bound(best.begin(), best.end(), f.analytic_ms,
-                                         [](double v, const Found& x) { return v < x.analytic_ms; }),
-                        std::move(f));
-            if (best.size() > kSimulate) best.pop_back();
-          }
-        }
-      }
-    } while (std::next_permutation(order.begin(), order.end()));
-  }
+  const int g = search.most_replicas();
+  for (int P = g; P >= 1; P--)
+    if (g % P == 0 && P <= request.global_batch && (max_pipeline_devices <= 0 || N / P <= max_pipeline_devices))
+      search.search_replicas(P);
   std::vector<Candidate> out;
-  for (Found& f : best) out.push_back(evaluate_plan(cost, std::move(f.plan), f.label));
+  for (Found& f : search.best()) out.push_back(evaluate_plan(cost, std::move(f.plan), f.label));
   std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
     return a.simulation.iteration_ms < b.simulation.iteration_ms;
   });

@@ -178,4 +178,12 @@ std::vector<Profile> load_profile_dir(const std::string& dir) {
   return out;
 }
 
+void check_micro_batches(const std::vector<int>& sizes) {
+  std::string given;
+  for (int b : sizes) given += strprintf("%s%d", given.empty() ? "" : " ", b);
+  for (size_t i = 0; i < sizes.size(); i++)
+    if (sizes[i] < 1 || (i > 0 && sizes[i] <= sizes[i - 1]))
+      fail_input("command line", "--micro-batches", "positive sample counts in ascending order", given);
+}
+
 }  // namespace eth::planner

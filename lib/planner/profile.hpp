@@ -60,4 +60,8 @@ std::vector<Profile> profiles_for(const Topology& topology, const GptConfig& mod
 // Every *.yaml profile in a directory, in file-name order.
 std::vector<Profile> load_profile_dir(const std::string& dir);
 
+// eth_plan's and eth_profile's --micro-batches: positive sizes, strictly ascending (as a
+// profile's entries are); else an InputError naming the option.
+void check_micro_batches(const std::vector<int>& sizes);
+
 }  // namespace eth::planner

@@ -27,7 +27,7 @@ def summary(run):
              f"last step: {last['ms']:.1f} ms, {last['tokens_per_s']:.0f} tokens/s"]
     if run.evals:
         items.append(f"last validation loss: {run.evals[-1]['val_loss']:.4f} (step {run.evals[-1]['step']})")
-    items.append(f"MFU: {run.mfu_percent(last):.1f}%" if "mfu" in last else "MFU: not recorded")
+    items.append(f"MFU at the last step: {run.mfu_percent(last):.2f}% of the ranks' summed peak" if "mfu" in last else "MFU: not recorded")
     items.append(f"time left: {last['eta_s'] / 60:.1f} min" if "eta_s" in last else "time left: not recorded")
     if run.plan_path:
         items.append(f"plan: {html.escape(run.plan_path)}")

@@ -22,9 +22,8 @@ class Run:
     notes: list = field(default_factory=list)       # what is missing, in words
 
     def mfu_percent(self, record):
-        """metrics.jsonl's `mfu` in percent: a fraction unless some step records more than 1."""
-        fraction = max(s.get("mfu", 0) for s in self.steps) <= 1
-        return record["mfu"] * (100 if fraction else 1)
+        """metrics.jsonl's `mfu` (a fraction of the ranks' summed peak, docs/formats.md) in percent."""
+        return record["mfu"] * 100
 
     def tokens_per_step(self):
         """From the first step: tokens_per_s is tokens_per_step / ms * 1e3 (lib/job/trainer.cpp)."""

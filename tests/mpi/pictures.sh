@@ -27,7 +27,7 @@ run finished 4 --topology "$topology" --plan "$plans/idle-rank-4.yaml" --trace "
 set +e
 cp "$work/idle.svg" "$work/finished/plan.svg"
 report "$work/finished" --plan "$plans/idle-rank-4.yaml"
-check_pictures html "$work/finished" "report/timeline.png" "plan.svg" "MFU: not recorded" "validation loss"
+check_pictures html "$work/finished" "report/timeline.png" "plan.svg" "MFU at the last step:" "validation loss"
 check "eth_report of a finished run: every PNG on the page decodes, the plan drawing shown" $? "$(cat "$work/report.log")"
 
 # A plan from the planner (with predicted times and memory) beside the run, as zero-config writes it.

@@ -19,7 +19,7 @@
 #include "lib/planner/local_search.hpp"
 #include "lib/planner/partition.hpp"
 #include "lib/planner/search.hpp"
-#include "lib/planner/summary.hpp"
+#include "lib/planner/scenario.hpp"
 #include "tests/unit/expect_input_error.hpp"
 
 namespace eth::test {
