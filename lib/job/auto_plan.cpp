@@ -18,13 +18,7 @@ const std::vector<int> kMicroBatches = {1, 2, 4, 8};
 
 // Rank 0: the plan for `topology`, printed to `log` and written beside the metrics.
 Plan plan_on_rank0(const TrainOptions& o, const GptConfig& model, const Topology& topology, std::ostream& log) {
-  std::vector<Profile> available;
-  if (std::filesystem::is_directory(o.profiles_dir)) available = load_profile_dir(o.profiles_dir);
-  for (const std::string& f : o.profile_files) available.insert(available.begin(), load_profile(f));
-  std::vector<Profile> profiles = profiles_for(topology, model, o.seq_len, available, kMicroBatches);
-  for (const Profile& p : profiles)
-    log << strprintf("profile %-14s %s (%s)\n", p.device_type.c_str(), p.estimate ? "ESTIMATE" : "measured", p.source.c_str());
-  const CostModel cost(topology, model, o.seq_len, std::move(profiles));
+  const CostModel cost = job_cost_model(o, model, topology, &log);
   const PlanRequest request{o.global_batch, kMicroBatches, 1, 0};
   const Candidate best = search_hpp(cost, request, "--batch " + std::to_string(o.global_batch)).front();
   print_summary(log, cost, best);
@@ -38,6 +32,18 @@ Plan plan_on_rank0(const TrainOptions& o, const GptConfig& model, const Topology
 }
 
 }  // namespace
+
+CostModel job_cost_model(const TrainOptions& o, const GptConfig& model, const Topology& topology, std::ostream* log) {
+  std::vector<Profile> available;
+  if (std::filesystem::is_directory(o.profiles_dir)) available = load_profile_dir(o.profiles_dir);
+  for (const std::string& f : o.profile_files) available.insert(available.begin(), load_profile(f));
+  std::vector<Profile> profiles = profiles_for(topology, model, o.seq_len, available, kMicroBatches);
+  if (log != nullptr)
+    for (const Profile& p : profiles)
+      *log << strprintf("profile %-14s %s (%s)\n", p.device_type.c_str(), p.estimate ? "ESTIMATE" : "measured",
+                        p.source.c_str());
+  return CostModel(topology, model, o.seq_len, std::move(profiles));
+}
 
 Plan plan_this_job(const TrainOptions& options, const GptConfig& model, const Topology& topology, std::ostream& log) {
   int rank = 0;

@@ -10,6 +10,7 @@
 #include "lib/model/model_config.hpp"
 #include "lib/plan/plan.hpp"
 #include "lib/plan/topology.hpp"
+#include "lib/planner/cost_model.hpp"
 
 namespace eth::planner {
 
@@ -19,5 +20,11 @@ namespace eth::planner {
 // OUTPUT_DIR/plan.yaml; every rank returns the same plan. A mistake (no plan fits, an
 // unreadable profile) is an AgreedError on every rank.
 Plan plan_this_job(const TrainOptions& options, const GptConfig& model, const Topology& topology, std::ostream& log);
+
+// The cost model of a job: the profiles of --profiles and --profile for the topology's device
+// types, roofline estimates for the rest (named on `log` when given). Keeps a reference to
+// `topology`. Throws InputError for an unreadable profile.
+CostModel job_cost_model(const TrainOptions& options, const GptConfig& model, const Topology& topology,
+                         std::ostream* log);
 
 }  // namespace eth::planner

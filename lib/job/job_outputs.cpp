@@ -9,10 +9,23 @@
 #include "lib/base/strprintf.hpp"
 #include "lib/io/checkpoint_files.hpp"
 #include "lib/job/agreed.hpp"
+#include "lib/job/auto_plan.hpp"
+#include "lib/job/job.hpp"
 #include "lib/model/param_layout.hpp"
+#include "lib/planner/plan_drawing.hpp"
 #include "mpi_topology/watchdog.hpp"
 
 namespace eth {
+
+void draw_plan(const Job& job, int rank, std::ostream& log) {
+  const std::string path = job.options.output_dir + "/plan.svg";
+  agreed([&] {
+    if (rank != 0) return;
+    const planner::CostModel cost = planner::job_cost_model(job.options, job.model, job.topology, nullptr);
+    planner::write_plan_drawing(cost, job.plan, path);
+  });
+  if (rank == 0) log << "plan drawn: " << path << " (stages and the simulated step; docs/usage.md)\n";
+}
 
 void save_checkpoint(RankRuntime& runtime, const std::string& output_dir, int keep, const CheckpointHeader& header,
                      int rank, std::ostream& log) {

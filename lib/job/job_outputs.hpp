@@ -1,4 +1,5 @@
-// What a job writes besides metrics.jsonl: checkpoints, the final parameters, the Chrome trace.
+// What a job writes besides metrics.jsonl: the plan as a picture, checkpoints, the final
+// parameters, the Chrome trace.
 #pragma once
 
 #include <ostream>
@@ -11,6 +12,13 @@
 #include "lib/runtime/rank_runtime.hpp"
 
 namespace eth {
+
+struct Job;
+
+// Collective: rank 0 draws the job's plan and its simulated step (lib/planner/plan_drawing.hpp)
+// into OUTPUT_DIR/plan.svg and names it on `log`; an unreadable profile or an unwritable file is
+// an AgreedError on every rank.
+void draw_plan(const Job& job, int rank, std::ostream& log);
 
 // Collective: OUTPUT_DIR/checkpoints/step_N.h5, visible only once complete (checkpoint_files.hpp);
 // the newest `keep` are kept (0: all). Rank 0 names it on `log`.

@@ -257,6 +257,9 @@ double train(Job& job, kernels::Backend& backend, std::ostream& log) {
   if (rank == 0) {
     metrics.emplace(o.output_dir + "/metrics.jsonl", job.resume.step);
     print_settings(job, *running->runtime, backend, log);
+  }
+  draw_plan(job, rank, log);
+  if (rank == 0) {
     if (job.resume.step > 0)
       log << strprintf("resumed from %s after step %d%s\n", o.resume_path.c_str(), job.resume.step,
                        job.split_resumed ? strprintf(", with its batch split (pipeline samples %s)", split_text(job.plan).c_str()).c_str() : "");

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Plans as pictures and run reports (docs/usage.md), made from short real runs of the tiny model
 # and checked for content by check_pictures.py:
-#   - eth_plan --evaluate --draw of a plan with an idle rank: the SVG parses and names every rank;
+#   - eth_plan --evaluate --draw of a plan with an idle rank, and the plan.svg eth_train writes
+#     beside its metrics: each SVG parses and names every rank;
 #   - eth_report of a finished 4-rank run with a trace and validation: every PNG is on the page
 #     and decodes;
 #   - eth_report of a run cut short (no trace, a half-written last metrics line, a plan from
@@ -25,7 +26,8 @@ set -e
 run finished 4 --topology "$topology" --plan "$plans/idle-rank-4.yaml" --trace "$work/finished/trace.json" \
   --val-data "$work/data.bin" --eval-every 3
 set +e
-cp "$work/idle.svg" "$work/finished/plan.svg"
+check_pictures svg "$work/finished/plan.svg" 4
+check "eth_train draws the plan it runs: OUTPUT_DIR/plan.svg parses and names ranks 0-3" $? ""
 report "$work/finished" --plan "$plans/idle-rank-4.yaml"
 check_pictures html "$work/finished" "report/timeline.png" "plan.svg" "MFU at the last step:" "validation loss"
 check "eth_report of a finished run: every PNG on the page decodes, the plan drawing shown" $? "$(cat "$work/report.log")"
