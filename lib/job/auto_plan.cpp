@@ -4,10 +4,10 @@
 
 #include <filesystem>
 
-#include "lib/job/agreed.hpp"
 #include "lib/base/strprintf.hpp"
-#include "lib/planner/search.hpp"
+#include "lib/job/agreed.hpp"
 #include "lib/planner/plan_summary.hpp"
+#include "lib/planner/search.hpp"
 #include "mpi_topology/mpi_session.hpp"
 
 namespace eth::planner {

@@ -9,6 +9,7 @@
 #include "lib/job/model_flops.hpp"
 #include "lib/model/param_layout.hpp"
 #include "lib/runtime/rebalance.hpp"
+#include "mpi_topology/wire_buffer.hpp"
 
 namespace eth {
 namespace {
@@ -56,6 +57,7 @@ void print_settings(const Job& job, const RankRuntime& runtime, const kernels::B
       {"ranks", strprintf("%d (%zu idle) on %zu node(s)", job.world_size, job.plan.idle.size(), job.topology.nodes.size())},
       {"devices", devices_text(job.topology)},
       {"backend", backend.name()},
+      {"MPI buffers", mpi_buffer_paths(backend)},
       {"precision", "fp32 (parameters, activations, gradients, AdamW moments)"},
       {"peak", strprintf("%.3f TFLOP/s fp32, all ranks; %.3g GFLOP per token", peak_flops(job.topology) * 1e-12,
                          training_flops_per_token(m, o.seq_len) * 1e-9)},

@@ -18,8 +18,8 @@
 #include "lib/plan/schedule.hpp"
 #include "lib/planner/local_search.hpp"
 #include "lib/planner/partition.hpp"
-#include "lib/planner/search.hpp"
 #include "lib/planner/scenario.hpp"
+#include "lib/planner/search.hpp"
 #include "tests/unit/expect_input_error.hpp"
 
 namespace eth::test {
