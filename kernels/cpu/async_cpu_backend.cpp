@@ -51,6 +51,7 @@ class AsyncCpuBackend final : public Backend {
   void* allocate_pinned(size_t bytes) override { return cpu_->allocate_pinned(bytes); }
   size_t peak_allocated_bytes() const override { return cpu_->peak_allocated_bytes(); }
   size_t allocated_bytes() const override { return cpu_->allocated_bytes(); }
+  size_t free_memory_bytes() const override { return cpu_->free_memory_bytes(); }
   void release_pinned(void* ptr) override {
     synchronize();
     cpu_->release_pinned(ptr);

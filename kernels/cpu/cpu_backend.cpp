@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <stdexcept>
+#include <string>
 #include <algorithm>
 #include <mutex>
 #include <thread>
@@ -19,6 +21,12 @@ double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// ETH_CPU_DEVICE_MEMORY: bytes (testing: a device-memory limit for the CPU backend), 0 if unset.
+size_t memory_limit() {
+  const char* text = std::getenv("ETH_CPU_DEVICE_MEMORY");
+  return text == nullptr ? 0 : static_cast<size_t>(std::strtoull(text, nullptr, 10));
+}
+
 class CpuBackend final : public Backend {
  public:
   std::string name() const override { return "cpu"; }
@@ -26,9 +34,15 @@ class CpuBackend final : public Backend {
 
   // Each operation has run when its call returns: every event is always done.
   // Device memory is counted (the bytes asked for, as a GPU allocator's would be), pinned is not.
+  // With ETH_CPU_DEVICE_MEMORY (testing), the backend behaves as a device of that many bytes: it
+  // reports what is left as free and refuses an allocation past it, as cudaMalloc would.
   void* allocate(size_t bytes) override {
-    void* p = aligned(bytes);
     std::lock_guard<std::mutex> lock(counted_mutex_);
+    if (limit_ > 0 && held_ + bytes > limit_)
+      throw std::runtime_error("out of device memory: " + std::to_string(bytes) + " bytes asked for, " +
+                               std::to_string(limit_ - held_) + " of ETH_CPU_DEVICE_MEMORY=" + std::to_string(limit_) +
+                               " free");
+    void* p = aligned(bytes);
     counted_[p] = bytes;
     held_ += bytes;
     peak_ = std::max(peak_, held_);
@@ -53,6 +67,10 @@ class CpuBackend final : public Backend {
   size_t allocated_bytes() const override {
     std::lock_guard<std::mutex> lock(counted_mutex_);
     return held_;
+  }
+  size_t free_memory_bytes() const override {
+    std::lock_guard<std::mutex> lock(counted_mutex_);
+    return limit_ == 0 ? 0 : std::max<size_t>(1, limit_ - held_);  // 0 would mean "not limited"
   }
   void copy_to_device(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void copy_to_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
@@ -142,6 +160,7 @@ class CpuBackend final : public Backend {
   mutable std::mutex counted_mutex_;  // buffers may be made and freed on any thread
   std::unordered_map<void*, size_t> counted_;  // device allocations and their sizes
   size_t held_ = 0, peak_ = 0;
+  const size_t limit_ = memory_limit();  // 0: none
 };
 
 }  // namespace

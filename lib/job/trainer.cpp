@@ -37,13 +37,15 @@ struct Running {
 };
 
 // Collective: communicators, the memory check and the runtime of `plan`, its state initialised
-// from `seed` or taken over from `previous` (re-balancing).
+// from `seed` or taken from `carried` (re-balancing, which also hands over the communicators it
+// `kept`: the plan's stages, hence its groups, are the same).
 std::unique_ptr<Running> start(const Job& job, Plan plan, kernels::Backend& backend, uint64_t seed,
-                               Running* previous = nullptr) {
+                               const StageState* carried = nullptr, std::optional<ParallelContext> kept = std::nullopt) {
   const TrainOptions& o = job.options;
   auto running = std::make_unique<Running>();
   running->plan = std::move(plan);
-  running->ctx = build_parallel_context(job.topology, running->plan, job.model);
+  running->ctx = kept ? with_batch_split(std::move(*kept), running->plan)
+                      : build_parallel_context(job.topology, running->plan, job.model);
   const ParallelContext& ctx = running->ctx;
   // A plan that does not fit this rank's device, as the topology describes it or as the backend
   // finds it: one line naming rank and device.
@@ -76,7 +78,7 @@ std::unique_ptr<Running> start(const Job& job, Plan plan, kernels::Backend& back
       throw InputError(strprintf("rank %d on %.*s: %s", ctx.world_rank, host_length, host, reducer.error.c_str()));
   });
   running->runtime = make_rank_runtime(job.model, running->plan, ctx, o.seq_len, o.grad_sync, o.adamw, backend,
-                                       std::move(reducer.reducer), seed, previous ? previous->runtime.get() : nullptr);
+                                       std::move(reducer.reducer), seed, carried);
   return running;
 }
 
@@ -180,8 +182,10 @@ struct Training {
   }
 
   // After step `step`: rank 0 decides whether the split changes (lib/runtime/rebalance.hpp) and
-  // every rank receives its decision; on a change, every rank starts the new split's runtime,
-  // moves its parameters and optimizer state into it (its layers are the same) and drops the old.
+  // every rank receives its decision; on a change, every rank copies its parameters and optimizer
+  // state to the host, frees the old runtime, and starts the new split's runtime from that state
+  // (its layers are the same) with the same communicators: a switch never holds two runtimes'
+  // device memory at once, so a rank using most of its device can still switch.
   void rebalance(int step) {
     std::optional<RebalanceDecision> decision;
     if (rank == 0) decision = rebalancer.decide(running->plan, step);
@@ -189,7 +193,10 @@ struct Training {
     if (text.empty()) return;
     const double t0 = trace.now_ms();
     Plan next = plan_from_yaml(text, strprintf("%s, re-balanced after step %d", job.plan.source.c_str(), step + 1));
-    std::unique_ptr<Running> old = std::exchange(running, start(job, std::move(next), backend, seed, running.get()));
+    std::unique_ptr<Running> old = std::move(running);
+    const StageState state = old->runtime->release_state();
+    old->runtime.reset();
+    running = start(job, std::move(next), backend, seed, &state, std::move(old->ctx));
     if (!decision) return;
     const double rebuild_ms = trace.now_ms() - t0;
     log << strprintf("step %5d | re-balanced: pipeline samples %s -> %s | predicted %.1f -> %.1f ms (%.1f%% faster) | "

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <utility>
 
 #include "mpi_topology/mpi_session.hpp"
 
@@ -60,8 +61,13 @@ ParallelContext build_parallel_context(const Topology& topology, const Plan& pla
   std::sort(training.begin(), training.end());
   training.erase(std::unique(training.begin(), training.end()), training.end());
   ctx.flat = ProcessGroup::create(training, std::vector<int>(ctx.node_of_rank.size(), 0), tag++);
-  if (ctx.role.idle()) return ctx;  // in none of the groups above
+  return with_batch_split(std::move(ctx), plan);
+}
 
+ParallelContext with_batch_split(ParallelContext ctx, const Plan& plan) {
+  ctx.role = rank_roles(plan, ctx.world_size)[ctx.world_rank];
+  ctx.full = ctx.last = {};
+  if (ctx.role.idle()) return ctx;  // no neighbours
   const PlanPipeline& pipe = plan.pipelines[ctx.role.pipeline];
   ctx.full = neighbour_exchanges(pipe, ctx.role.stage, false);
   if (pipe.short_last()) ctx.last = neighbour_exchanges(pipe, ctx.role.stage, true);

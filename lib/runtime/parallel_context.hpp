@@ -46,4 +46,9 @@ struct ParallelContext {
 // (validate_plan) and a topology of the job's ranks: eth_train's load_job checks both, once.
 ParallelContext build_parallel_context(const Topology& topology, const Plan& plan, const GptConfig& model);
 
+// The same job under `plan`, a plan of the same stages with another batch split (re-balancing):
+// the communicators are kept (the groups follow the stages alone), the role's samples and the
+// row exchanges follow the new split. Not collective.
+ParallelContext with_batch_split(ParallelContext ctx, const Plan& plan);
+
 }  // namespace eth

@@ -30,7 +30,7 @@ const char* phase_of(ActionKind kind) {
 
 PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const ParallelContext& ctx, int seq_len,
                                  GradSyncMode sync, const AdamWConfig& adamw, kernels::Backend& backend,
-                                 std::unique_ptr<SumReducer> reducer, uint64_t seed, PipelineRuntime* previous)
+                                 std::unique_ptr<SumReducer> reducer, uint64_t seed, const StageState* carried)
     : model_(model),
       plan_(plan),
       ctx_(ctx),
@@ -54,8 +54,8 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
       actions_(one_f_one_b(pipe_, ctx.role.stage)),
       transfers_(ctx, pipe_, actions_, stage_, slots_, backend, seq_len),
       owners_(tensor_owners(model, plan, ctx.world_size)) {
-  if (previous) {
-    take_state(*previous);
+  if (carried) {
+    take_state(*carried);
   } else {
     std::vector<float> host(stage_.layout().size());
     init_gpt2_parameters(model, stage_.layout(), seed, host.data());

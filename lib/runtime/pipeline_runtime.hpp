@@ -41,7 +41,7 @@ class PipelineRuntime final : public RankRuntime {
  public:
   PipelineRuntime(const GptConfig& model, const Plan& plan, const ParallelContext& ctx, int seq_len,
                   GradSyncMode sync, const AdamWConfig& adamw, kernels::Backend& backend,
-                  std::unique_ptr<SumReducer> reducer, uint64_t seed, PipelineRuntime* previous = nullptr);
+                  std::unique_ptr<SumReducer> reducer, uint64_t seed, const StageState* carried = nullptr);
 
   StepResult step(int step, SampleStream& train, float lr, StepTrace& trace) override;
 
@@ -49,6 +49,7 @@ class PipelineRuntime final : public RankRuntime {
   void gather_parameters(float* full) override;
   void save_checkpoint(const std::string& path, const CheckpointHeader& header) override;
   CheckpointHeader load_checkpoint(const std::string& path) override;
+  StageState release_state() override;
   void slow_down(double factor) override { slowdown_ = factor; }
   int collectives_per_step() const override { return sync_->collectives_per_step(); }
   std::string reduction_path() const override;
@@ -85,7 +86,7 @@ class PipelineRuntime final : public RankRuntime {
     std::vector<float> m, v;
   };
   std::vector<GatheredMoments> gather_sharded_moments();
-  void take_state(PipelineRuntime& old);        // its parameters, moments and step count
+  void take_state(const StageState& state);    // parameters, moments and step count from the host
 
   const GptConfig& model_;
   const Plan& plan_;

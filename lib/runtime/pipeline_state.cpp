@@ -96,14 +96,26 @@ void PipelineRuntime::save_checkpoint(const std::string& path, const CheckpointH
   writer.finish();
 }
 
-void PipelineRuntime::take_state(PipelineRuntime& from) {
+StageState PipelineRuntime::release_state() {
+  StageState state;
+  state.params.resize(stage_.layout().size());
+  state.first_moments.resize(optimizer_.moment_size());
+  state.second_moments.resize(optimizer_.moment_size());
+  backend_.copy_to_host(state.params.data(), stage_.params(), state.params.size() * sizeof(float));
+  backend_.copy_to_host(state.first_moments.data(), optimizer_.first_moments(), state.first_moments.size() * sizeof(float));
+  backend_.copy_to_host(state.second_moments.data(), optimizer_.second_moments(), state.second_moments.size() * sizeof(float));
+  state.steps_taken = optimizer_.steps_taken();
+  return state;
+}
+
+void PipelineRuntime::take_state(const StageState& state) {
   // Re-balancing keeps the stages, hence the blocks and shards.
-  assert(from.stage_.layout().size() == stage_.layout().size() && from.optimizer_.moment_size() == optimizer_.moment_size());
-  backend_.copy(stage_.params(), from.stage_.params(), stage_.layout().size() * sizeof(float));
-  for (CheckpointGroup g : {CheckpointGroup::adam_m, CheckpointGroup::adam_v})
-    backend_.copy(state_buffer(g), from.state_buffer(g), optimizer_.moment_size() * sizeof(float));
-  optimizer_.set_steps_taken(from.optimizer_.steps_taken());
-  backend_.synchronize();  // the copies have read the old buffers before they are freed
+  assert(state.params.size() == stage_.layout().size() && state.first_moments.size() == optimizer_.moment_size());
+  backend_.copy_to_device(stage_.params(), state.params.data(), state.params.size() * sizeof(float));
+  backend_.copy_to_device(optimizer_.first_moments(), state.first_moments.data(), state.first_moments.size() * sizeof(float));
+  backend_.copy_to_device(optimizer_.second_moments(), state.second_moments.data(),
+                          state.second_moments.size() * sizeof(float));
+  optimizer_.set_steps_taken(state.steps_taken);
 }
 
 CheckpointHeader PipelineRuntime::load_checkpoint(const std::string& path) {

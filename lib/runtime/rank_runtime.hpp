@@ -32,6 +32,16 @@ struct StepResult {
 inline constexpr const char* kStepSums = "the step's sum of loss and gradient norm";
 inline constexpr const char* kValidationSum = "the sum of the validation loss";
 
+// A stage's training state on the host, handed from one runtime to the next of the same stages
+// (re-balancing changes only the batch split): the old runtime is freed before the new one
+// allocates, so a switch never holds two runtimes' device memory at once.
+struct StageState {
+  std::vector<float> params;          // (stage layout size)
+  std::vector<float> first_moments;   // (AdamW::moment_size) each
+  std::vector<float> second_moments;
+  int steps_taken = 0;
+};
+
 class RankRuntime {
  public:
   virtual ~RankRuntime() = default;
@@ -50,6 +60,10 @@ class RankRuntime {
   // This rank's state from a checkpoint of any plan; returns its header. InputError when the
   // file is not a checkpoint of this model.
   virtual CheckpointHeader load_checkpoint(const std::string& path) = 0;
+
+  // Copies this rank's parameters and AdamW state to the host, for the next runtime of the same
+  // stages (an idle rank has none: an empty state).
+  virtual StageState release_state() { return {}; }
 
   // Compute `factor` times slower from the next step on (the test switch of lib/runtime/slowdown.hpp);
   // a rank without compute ignores it.
