@@ -1,6 +1,5 @@
 #include "lib/plan/memory_model.hpp"
 
-#include "lib/model/stage.hpp"
 #include "lib/plan/optimizer_shards.hpp"
 #include "lib/plan/schedule.hpp"
 
@@ -18,8 +17,12 @@ size_t stage_param_floats(const GptConfig& model, LayerRange layers) {
 
 MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T, int slots, Recompute recompute,
                          kernels::AttentionPath attention) {
+  return stage_memory(model, layers, b, T, slots, Stage::activation_footprint(model, layers, b, T, attention, recompute));
+}
+
+MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T, int slots,
+                         const Stage::ActivationFootprint& acts) {
   const double params = 4.0 * double(stage_param_floats(model, layers));
-  const Stage::ActivationFootprint acts = Stage::activation_footprint(model, layers, b, T, attention, recompute);
   const double BT = double(b) * T;
   const bool first = layers.begin == 0, last = layers.end == model.num_layers;
   const double tokens = (first ? BT * slots : 0) + (last ? BT : 0);  // int32 token ids (per slot) and targets

@@ -13,6 +13,7 @@
 
 #include "kernels/attention_path.hpp"
 #include "lib/model/model_config.hpp"
+#include "lib/model/stage.hpp"
 #include "lib/model/recompute.hpp"
 #include "lib/plan/plan.hpp"
 
@@ -37,6 +38,11 @@ size_t stage_param_floats(const GptConfig& model, LayerRange layers);
 // backward state as `attention` keeps it (Backend::attention_path at T). Moments unsharded.
 MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T, int slots, Recompute recompute,
                          kernels::AttentionPath attention);
+// The same from the stage's activation footprint already in hand (Stage::activation_footprint of
+// these layers, b, T, attention path and recomputation): for a caller that asks about the same
+// stage shapes many times (the planner's cost model keeps the footprints it has computed).
+MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T, int slots,
+                         const Stage::ActivationFootprint& acts);
 
 // `role` (not idle) of `world_rank` in `plan` at seq_len: its stage's memory, with the moments
 // of its shards only in the plan's sharded blocks and, with `shard_all` (--shard-optimizer), in

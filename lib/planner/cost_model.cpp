@@ -27,11 +27,25 @@ ComputeMs CostModel::compute(const ProfileEntry& e, LayerRange layers) const {
 }
 
 MemoryBytes CostModel::memory(LayerRange layers, int b, int slots, Recompute recompute) const {
-  MemoryBytes bytes = stage_memory(model_, layers, b, seq_len_, slots, recompute, planner_attention_path(seq_len_));
+  MemoryBytes bytes = stage_memory(model_, layers, b, seq_len_, slots, footprint(layers, b, recompute));
   // Left out, as before the model was shared: 4 (slots + 1) b T C bytes that would move every
   // predicted memory, and with them plans and their tests (docs/planner.md, "Cost model").
   bytes.transfers = 0;
   return bytes;
+}
+
+const Stage::ActivationFootprint& CostModel::footprint(LayerRange layers, int b, Recompute recompute) const {
+  // The footprint depends on the layer count, whether the stage ends the model, b and the
+  // recomputation (at this model's T and attention path); the searches ask for few such shapes
+  // millions of times, and computing one took a third of the planning time.
+  const size_t shape = (static_cast<size_t>(layers.count()) * 2 + (layers.end == model_.num_layers)) * 3 +
+                       static_cast<size_t>(recompute);
+  if (footprints_.size() <= shape) footprints_.resize(shape + 1);
+  std::vector<std::optional<Stage::ActivationFootprint>>& by_b = footprints_[shape];
+  if (by_b.size() <= static_cast<size_t>(b)) by_b.resize(static_cast<size_t>(b) + 1);
+  std::optional<Stage::ActivationFootprint>& f = by_b[static_cast<size_t>(b)];
+  if (!f) f = Stage::activation_footprint(model_, layers, b, seq_len_, planner_attention_path(seq_len_), recompute);
+  return *f;
 }
 
 std::optional<Recompute> CostModel::lightest_recompute(int type, LayerRange layers, int b, int slots,

@@ -105,6 +105,8 @@ class CostModel {
   Estimate estimate(const Plan& plan) const;
 
  private:
+  const Stage::ActivationFootprint& footprint(LayerRange layers, int b, Recompute recompute) const;
+
   const Topology& topology_;
   GptConfig model_;
   int seq_len_;
@@ -112,6 +114,9 @@ class CostModel {
   bool shard_optimizer_ = false;
   bool allow_recompute_ = true;
   bool allow_sharding_ = true;
+  // Stage::activation_footprint by stage shape (footprint(): layer count, ends the model,
+  // recomputation), then by samples per micro-batch. The planner is single-threaded.
+  mutable std::vector<std::vector<std::optional<Stage::ActivationFootprint>>> footprints_;
 };
 
 // A rank's compute per micro-batch in stage s of a pipeline (its split share of the samples),
