@@ -5,8 +5,10 @@
 # the host, frees the old runtime, and only then builds the new one (lib/job/trainer.cpp,
 # Training::rebalance), so the re-balanced run completes; a switch that built the new runtime
 # beside the old would need 1.4x the limit and fail on its first allocation past it. The run
-# must re-balance at least once, keep every rank's allocator peak within the limit, and end
-# with the same parameters as the run without a limit (the limit changes no number).
+# must re-balance at least once, keep every rank's allocator peak within the limit, and train
+# like the run without a limit: losses, gradient norms and parameters within compare_runs.py's
+# 1e-5 (not bit for bit: the two runs may re-balance after different steps, since measured times
+# decide, and another split sums the same per-sample gradients in another order).
 #   rebalance_memory.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$2
@@ -41,5 +43,5 @@ if max(peaks) > limit:
 print(f"{len(events)} re-balance(s) under a limit of {limit} bytes; one runtime uses {use:.0%} of it; "
       f"the highest allocator peak over the run is {max(peaks) / limit:.0%} of it")
 PY
-cmp "$work/unlimited.bin" "$work/limited.bin"
-echo "the limited run's final parameters are bit-identical to the unlimited run's"
+echo "the limited run against the unlimited one:"
+$py "$src/tests/mpi/compare_runs.py" "$model" "$work/unlimited" "$work/unlimited.bin" "$work/limited" "$work/limited.bin"
