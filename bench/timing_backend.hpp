@@ -47,6 +47,7 @@ class TimingBackend : public kernels::Backend {
   void* create_timed_event() override { return inner_.create_timed_event(); }
   double elapsed_ms(void* start, void* end) override { return inner_.elapsed_ms(start, end); }
   void stall(double ms) override { inner_.stall(ms); }
+  void enqueue_host_function(std::function<void()> fn) override { inner_.enqueue_host_function(std::move(fn)); }
 
   void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
                        int T, int C) override;

@@ -4,7 +4,9 @@
 //     when MPI cannot read device memory; started once the slice's data is final on the device.
 //   - NCCL (CUDA builds, each rank of a node on its own GPU): the node-local reduce and
 //     broadcast on NCCL communicators and streams of their own, ordered after the compute
-//     stream by events; across nodes MPI among node leaders on a pinned mirror.
+//     stream by events; across nodes MPI among node leaders on a pinned mirror. The same logic
+//     runs on an emulation of NCCL over the CPU backend (stream_collectives.hpp), which is how
+//     CI covers it.
 //
 // Slices are registered once, in the same global order on every rank (a deadlock-free order
 // for NCCL's in-order streams), and each step started in that order.
@@ -46,17 +48,21 @@ std::unique_ptr<SumReducer> make_mpi_reducer(kernels::Device& device);
 // Collective over MPI_COMM_WORLD, once per job: NCCL when every rank of each node (node_of_rank,
 // by world rank, as the topology declares them) computes on a GPU of its own (by UUID,
 // gpu_identity.hpp), else MPI, the same on every rank. ETH_NCCL: unset or "auto" as just said;
-// "0" MPI always; "1" NCCL or an error naming the rank, host and GPU in the way. `error` (this
-// rank's, for the caller to agree on) for a bad ETH_NCCL, NCCL required and impossible, or NCCL
-// chosen but failing here.
+// "0" MPI always; "1" NCCL or an error naming the rank, host and GPU in the way; "emulated" the
+// NCCL path on its CPU emulation (every rank as if on a GPU of its own; a CPU backend, and MPI
+// with MPI_THREAD_MULTIPLE, which MpiSession asks for then). `error` (this rank's, for the
+// caller to agree on) for a bad ETH_NCCL, NCCL required and impossible, or NCCL chosen but
+// failing here.
 struct ReducerChoice {
   std::unique_ptr<SumReducer> reducer;
   std::string error;
 };
 ReducerChoice choose_sum_reducer(kernels::Device& device, const std::vector<int>& node_of_rank);
+// ETH_NCCL=emulated: read before MPI_Init, which must then provide MPI_THREAD_MULTIPLE.
+bool nccl_emulation_requested();
 
-// NCCL for the node-local phases. Returns "" and sets *reducer, or returns why NCCL cannot be
-// used here (no CUDA device, libnccl.so.2 not loadable, a CPU-only build).
-std::string make_nccl_reducer(kernels::Device& device, std::unique_ptr<SumReducer>* reducer);
+// The NCCL path (stream_reducer.cpp) on `streams`: NCCL's, or their emulation.
+class StreamCollectives;
+std::unique_ptr<SumReducer> make_stream_reducer(kernels::Device& device, std::unique_ptr<StreamCollectives> streams);
 
 }  // namespace eth

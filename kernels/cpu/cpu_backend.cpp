@@ -91,6 +91,7 @@ class CpuBackend final : public Backend {
   void wait_event(void*) override {}
   double elapsed_ms(void* start, void* end) override { return *static_cast<double*>(end) - *static_cast<double*>(start); }
   void stall(double ms) override { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); }
+  void enqueue_host_function(std::function<void()> fn) override { fn(); }
 
   void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
                        int B, int T, int C) override {

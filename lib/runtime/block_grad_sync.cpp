@@ -42,6 +42,13 @@ void BlockGradSync::finish() {
   next_start_ = 0;
 }
 
+void BlockGradSync::finish_in_reverse_order() {
+  for (size_t i = slices_.size(); i-- > next_start_;) reducer_->start(static_cast<int>(i));
+  reducer_->finish();
+  reached_.assign(slices_.size(), false);
+  next_start_ = 0;
+}
+
 void BlockGradSync::gather_params() {
   if (param_slices_.empty()) return;
   for (ParamSlice& p : param_slices_) p.wire.stage_out();

@@ -26,6 +26,7 @@ class BlockGradSync final : public GradSync {
                 float* params);
   void unit_done(int unit) override;
   void finish() override;
+  void finish_in_reverse_order() override;
   void gather_params() override;
 
  private:

@@ -155,16 +155,17 @@ void PipelineRuntime::backward(int step, const Action& a) {
   // where the tied embedding is summed early, a first stage keeps its embedding rows out of dwte
   // (lib/runtime/late_embedding_rows.hpp).
   const int i = a.micro_batch, m = pipe_.micro_batches;
-  const bool final_backward = i == m - 1;
+  // A rank armed to start its sums in reverse order (fault_injection.hpp) starts none early.
+  const bool final_backward = i == m - 1, early_sums = final_backward && !fault_reverse_sums(step);
   fault_point(FaultPhase::backward, step);
   // An injected NaN lands before the last backward adds to the block and starts its sum.
   if (const int block = fault_nan_block(step); final_backward && block >= 0) poison_block(block);
   compute_start_[m + i].record();
-  if (final_backward) sync_->unit_done(kLastBackwardBegins);
+  if (early_sums) sync_->unit_done(kLastBackwardBegins);
   KeptEmbeddingRows keep;
   if (final_backward && ctx_.first_stage() && late_rows_.on()) keep = {late_rows_.rows(), late_rows_.ids()};
   stage_.backward(i % slots_, transfers_.grad_from_next(), [&](int unit) {
-    if (final_backward) sync_->unit_done(unit);
+    if (early_sums) sync_->unit_done(unit);
   }, keep);
   transfers_.backward_enqueued(i);
   end_compute(m + i);
@@ -172,7 +173,10 @@ void PipelineRuntime::backward(int step, const Action& a) {
 
 void PipelineRuntime::reduce_grads(int step) {
   fault_point(FaultPhase::reduction, step);
-  sync_->finish();
+  if (fault_reverse_sums(step))
+    sync_->finish_in_reverse_order();
+  else
+    sync_->finish();
   if (late_rows_.on())
     late_rows_.add_gathered(stage_.grads() + stage_.layout().head_wte(),
                             ctx_.first_stage() ? my_rows(pipe_.micro_batches - 1) * T_ : 0);
