@@ -131,6 +131,26 @@ class EmulatedStreams final : public StreamCollectives {
       });
     });
   }
+  // A group's operations become one operation of the stream: every send and receive posted,
+  // then waited for together. Sends are synchronous (MPI_Issend), so that a send holds its
+  // stream until the peer's receive has started, as NCCL's does, instead of completing early
+  // into MPI's buffers.
+  void group_start() override { grouping_ = true; }
+  void group_end() override {
+    grouping_ = false;
+    if (group_.empty()) return;
+    const Stream stream = group_.front().stream;
+    for (const PointToPoint& op : group_)
+      if (op.stream != stream) throw std::logic_error("emulated NCCL: a group spans streams");
+    queue(stream).enqueue([ops = std::move(group_)] { run_point_to_point(ops); });
+    group_.clear();
+  }
+  void send(const float* data, size_t n, int peer, Communicator* c, Stream stream) override {
+    point_to_point({const_cast<float*>(data), n, peer, c, stream, true});
+  }
+  void recv(float* data, size_t n, int peer, Communicator* c, Stream stream) override {
+    point_to_point({data, n, peer, c, stream, false});
+  }
   void copy(void* dst, const void* src, size_t bytes, Stream stream) override {
     if (stream == kCompute) return device_.copy(dst, src, bytes);
     queue(stream).enqueue([=] { std::memcpy(dst, src, bytes); });
@@ -151,6 +171,32 @@ class EmulatedStreams final : public StreamCollectives {
   size_t communicator_bytes() const override { return 0; }  // MPI's buffers are host memory
 
  private:
+  struct PointToPoint {
+    float* data;
+    size_t n;
+    int peer;
+    Communicator* comm;
+    Stream stream;
+    bool send;
+  };
+  void point_to_point(const PointToPoint& op) {
+    if (grouping_) return group_.push_back(op);
+    queue(op.stream).enqueue([op] { run_point_to_point({op}); });
+  }
+  static void run_point_to_point(const std::vector<PointToPoint>& ops) {
+    std::vector<MPI_Request> requests;
+    for (const PointToPoint& op : ops) {
+      for_each_mpi_chunk(op.n, [&](size_t first, int count) {
+        requests.push_back(MPI_REQUEST_NULL);
+        if (op.send)
+          check(MPI_Issend(op.data + first, count, MPI_FLOAT, op.peer, 0, op.comm->comm, &requests.back()), "MPI_Issend");
+        else
+          check(MPI_Irecv(op.data + first, count, MPI_FLOAT, op.peer, 0, op.comm->comm, &requests.back()), "MPI_Irecv");
+      });
+    }
+    check(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  }
+
   kernels::WorkQueue& queue(Stream stream) {
     if (stream <= kCompute || stream >= static_cast<Stream>(queues_.size()))
       throw std::logic_error("emulated NCCL: not a stream of its own");
@@ -161,6 +207,8 @@ class EmulatedStreams final : public StreamCollectives {
   std::vector<std::unique_ptr<kernels::WorkQueue>> queues_;  // [kCompute] empty
   std::vector<std::unique_ptr<Communicator>> comms_;
   std::vector<std::unique_ptr<Event>> events_;
+  bool grouping_ = false;
+  std::vector<PointToPoint> group_;  // between group_start() and group_end()
 };
 
 }  // namespace

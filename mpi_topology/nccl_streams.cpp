@@ -37,6 +37,10 @@ struct Nccl {
   decltype(&ncclAllReduce) all_reduce = nullptr;
   decltype(&ncclReduce) reduce = nullptr;
   decltype(&ncclBroadcast) broadcast = nullptr;
+  decltype(&ncclSend) send = nullptr;
+  decltype(&ncclRecv) recv = nullptr;
+  decltype(&ncclGroupStart) group_start = nullptr;
+  decltype(&ncclGroupEnd) group_end = nullptr;
   decltype(&ncclGetErrorString) error_string = nullptr;
 
   // "" when loaded, else why not.
@@ -50,7 +54,9 @@ struct Nccl {
     if (!find(get_unique_id, "ncclGetUniqueId") || !find(comm_init_rank, "ncclCommInitRank") ||
         !find(comm_destroy, "ncclCommDestroy") || !find(comm_abort, "ncclCommAbort") ||
         !find(get_async_error, "ncclCommGetAsyncError") || !find(all_reduce, "ncclAllReduce") ||
-        !find(reduce, "ncclReduce") || !find(broadcast, "ncclBroadcast") || !find(error_string, "ncclGetErrorString"))
+        !find(reduce, "ncclReduce") || !find(broadcast, "ncclBroadcast") || !find(send, "ncclSend") ||
+        !find(recv, "ncclRecv") || !find(group_start, "ncclGroupStart") || !find(group_end, "ncclGroupEnd") ||
+        !find(error_string, "ncclGetErrorString"))
       return "libnccl.so.2 lacks an entry point ETH needs";
     return "";
   }
@@ -141,6 +147,14 @@ class NcclStreams final : public StreamCollectives {
   }
   void broadcast(float* data, size_t n, int root, Communicator* c, Stream s) override {
     NCCL_CHECK(nccl().broadcast(data, data, n, ncclFloat, root, c->comm, stream(s)));
+  }
+  void group_start() override { NCCL_CHECK(nccl().group_start()); }
+  void group_end() override { NCCL_CHECK(nccl().group_end()); }
+  void send(const float* data, size_t n, int peer, Communicator* c, Stream s) override {
+    NCCL_CHECK(nccl().send(data, n, ncclFloat, peer, c->comm, stream(s)));
+  }
+  void recv(float* data, size_t n, int peer, Communicator* c, Stream s) override {
+    NCCL_CHECK(nccl().recv(data, n, ncclFloat, peer, c->comm, stream(s)));
   }
   void copy(void* dst, const void* src, size_t bytes, Stream s) override {
     CUDA_RT_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream(s)));

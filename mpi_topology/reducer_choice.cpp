@@ -40,9 +40,9 @@ bool nccl_emulation_requested() {
   return setting != nullptr && std::string(setting) == "emulated";
 }
 
-ReducerChoice choose_sum_reducer(kernels::Device& device, const std::vector<int>& node_of_rank) {
+CommChoice choose_comm_paths(kernels::Device& device, const std::vector<int>& node_of_rank, bool sharded) {
   const char* setting = std::getenv("ETH_NCCL");
-  ReducerChoice choice;
+  CommChoice choice;
   int wish = nccl_wish(setting);
   if (wish == kUnknown) {
     choice.error = std::string("ETH_NCCL: expected auto, 0, 1 or emulated, got '") + setting + "'";
@@ -56,7 +56,8 @@ ReducerChoice choose_sum_reducer(kernels::Device& device, const std::vector<int>
       if (choice.error.empty()) choice.error = obstacle;
       choice.reducer = make_mpi_reducer(device);
     } else {
-      choice.reducer = make_stream_reducer(device, make_emulated_streams(device));
+      choice.reducer = sharded ? make_mpi_reducer(device) : make_stream_reducer(device, make_emulated_streams(device));
+      choice.transfer_streams = make_emulated_streams(device);
     }
     return choice;
   }
@@ -70,7 +71,8 @@ ReducerChoice choose_sum_reducer(kernels::Device& device, const std::vector<int>
   std::unique_ptr<StreamCollectives> streams;
   const std::string why_not = make_nccl_streams(device, &streams);
   if (why_not.empty()) {
-    choice.reducer = make_stream_reducer(device, std::move(streams));
+    choice.reducer = sharded ? make_mpi_reducer(device) : make_stream_reducer(device, std::move(streams));
+    make_nccl_streams(device, &choice.transfer_streams);
   } else if (choice.error.empty()) {
     choice.error = "GPU " + device.gpu_uuid() +
                    ": expected NCCL for the reductions inside a node (ETH_NCCL=0 reduces through MPI instead): " + why_not;

@@ -64,6 +64,26 @@ std::vector<int> RowExchange::receivers_from(int world_rank) const {
   return ranks;
 }
 
+std::vector<RowMessage> RowExchange::sends_of(int world_rank, size_t row_elems) const {
+  const int me = index_of(from_ranks_, world_rank);
+  std::vector<RowMessage> messages;
+  for (const RowTransfer& t : transfers_)
+    if (t.from == me)
+      messages.push_back({to_ranks_[t.to], static_cast<size_t>(t.row_begin - from_offsets_[me]) * row_elems,
+                          static_cast<size_t>(t.rows) * row_elems});
+  return messages;
+}
+
+std::vector<RowMessage> RowExchange::receives_of(int world_rank, size_t row_elems) const {
+  const int me = index_of(to_ranks_, world_rank);
+  std::vector<RowMessage> messages;
+  for (const RowTransfer& t : transfers_)
+    if (t.to == me)
+      messages.push_back({from_ranks_[t.from], static_cast<size_t>(t.row_begin - to_offsets_[me]) * row_elems,
+                          static_cast<size_t>(t.rows) * row_elems});
+  return messages;
+}
+
 void RowExchange::post_sends(int world_rank, const float* rows, size_t row_elems, int tag, MPI_Comm comm,
                              std::vector<MPI_Request>& requests) const {
   const int me = index_of(from_ranks_, world_rank);

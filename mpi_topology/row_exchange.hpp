@@ -22,6 +22,14 @@ struct RowTransfer {
 // The overlaps, in row order. Pure: testable without MPI.
 std::vector<RowTransfer> plan_row_transfers(const std::vector<int>& from_rows, const std::vector<int>& to_rows);
 
+// One message of an exchange as one of its ends sees it: the other end, and where the rows lie
+// in this end's buffer.
+struct RowMessage {
+  int peer = 0;       // world rank
+  size_t offset = 0;  // first element in this rank's rows
+  size_t count = 0;   // elements
+};
+
 class RowExchange {
  public:
   RowExchange() = default;
@@ -35,7 +43,13 @@ class RowExchange {
   void post_recvs(int world_rank, float* rows, size_t row_elems, int tag, MPI_Comm comm,
                   std::vector<MPI_Request>& requests) const;
 
+  // This rank's messages, as a sender or as a receiver, in row order, of rows of `row_elems`.
+  std::vector<RowMessage> sends_of(int world_rank, size_t row_elems) const;
+  std::vector<RowMessage> receives_of(int world_rank, size_t row_elems) const;
+
   const std::vector<RowTransfer>& transfers() const { return transfers_; }
+  const std::vector<int>& senders() const { return from_ranks_; }
+  const std::vector<int>& receivers() const { return to_ranks_; }
   // The ranks `world_rank` receives from (as a receiver) or sends to (as a sender), in row order.
   std::vector<int> senders_to(int world_rank) const;
   std::vector<int> receivers_from(int world_rank) const;

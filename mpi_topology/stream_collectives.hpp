@@ -47,6 +47,15 @@ class StreamCollectives {
   virtual void all_reduce(float* data, size_t n, Communicator* comm, Stream stream) = 0;
   virtual void reduce(float* data, size_t n, int root, Communicator* comm, Stream stream) = 0;  // sum to root
   virtual void broadcast(float* data, size_t n, int root, Communicator* comm, Stream stream) = 0;
+  // Point to point: a send is matched by the peer's receive on the same communicator, in issue
+  // order, and holds its stream until the peer's receive runs (as NCCL's do). Sends and
+  // receives issued between group_start() and group_end() run together (ncclGroupStart/End),
+  // so that exchanges with several peers cannot deadlock on their order. `peer`: its rank in
+  // the communicator.
+  virtual void group_start() = 0;
+  virtual void group_end() = 0;
+  virtual void send(const float* data, size_t n, int peer, Communicator* comm, Stream stream) = 0;
+  virtual void recv(float* data, size_t n, int peer, Communicator* comm, Stream stream) = 0;
   // Host and device memory, either direction, issued on `stream` (pinned host memory only).
   virtual void copy(void* dst, const void* src, size_t bytes, Stream stream) = 0;
 

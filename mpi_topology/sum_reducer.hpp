@@ -19,6 +19,7 @@
 
 #include "kernels/device.hpp"
 #include "mpi_topology/process_group.hpp"
+#include "mpi_topology/stream_collectives.hpp"
 
 namespace eth {
 
@@ -53,16 +54,19 @@ std::unique_ptr<SumReducer> make_mpi_reducer(kernels::Device& device);
 // with MPI_THREAD_MULTIPLE, which MpiSession asks for then). `error` (this rank's, for the
 // caller to agree on) for a bad ETH_NCCL, NCCL required and impossible, or NCCL chosen but
 // failing here.
-struct ReducerChoice {
+// The stage-to-stage transfers follow the same choice: on the NCCL path they get streams of
+// their own (lib/runtime/stage_transfers.hpp), even where `sharded` (sums to the shards' owners,
+// which the MPI reducer alone does) gives the sums to MPI.
+struct CommChoice {
   std::unique_ptr<SumReducer> reducer;
+  std::unique_ptr<StreamCollectives> transfer_streams;  // null: stage transfers through MPI
   std::string error;
 };
-ReducerChoice choose_sum_reducer(kernels::Device& device, const std::vector<int>& node_of_rank);
+CommChoice choose_comm_paths(kernels::Device& device, const std::vector<int>& node_of_rank, bool sharded);
 // ETH_NCCL=emulated: read before MPI_Init, which must then provide MPI_THREAD_MULTIPLE.
 bool nccl_emulation_requested();
 
 // The NCCL path (stream_reducer.cpp) on `streams`: NCCL's, or their emulation.
-class StreamCollectives;
 std::unique_ptr<SumReducer> make_stream_reducer(kernels::Device& device, std::unique_ptr<StreamCollectives> streams);
 
 }  // namespace eth

@@ -71,14 +71,13 @@ std::unique_ptr<Running> start(const Job& job, Plan plan, kernels::Backend& back
   });
   // Sharded optimizer state needs sums to the shards' owners, which only the MPI reducer does
   // (the same choice on every rank: --shard-optimizer and the plan are job-wide).
-  ReducerChoice reducer = job.sharded_optimizer() ? ReducerChoice{make_mpi_reducer(backend), ""}
-                                                  : choose_sum_reducer(backend, ctx.node_of_rank);
+  CommChoice comm = choose_comm_paths(backend, ctx.node_of_rank, job.sharded_optimizer());
   agreed([&] {
-    if (!reducer.error.empty())
-      throw InputError(strprintf("rank %d on %.*s: %s", ctx.world_rank, host_length, host, reducer.error.c_str()));
+    if (!comm.error.empty())
+      throw InputError(strprintf("rank %d on %.*s: %s", ctx.world_rank, host_length, host, comm.error.c_str()));
   });
   running->runtime = make_rank_runtime(job.model, running->plan, ctx, o.seq_len, o.grad_sync, o.adamw, backend,
-                                       std::move(reducer.reducer), seed, carried);
+                                       std::move(comm), seed, carried);
   return running;
 }
 

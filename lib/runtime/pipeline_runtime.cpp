@@ -30,7 +30,7 @@ const char* phase_of(ActionKind kind) {
 
 PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const ParallelContext& ctx, int seq_len,
                                  GradSyncMode sync, const AdamWConfig& adamw, kernels::Backend& backend,
-                                 std::unique_ptr<SumReducer> reducer, uint64_t seed, const StageState* carried)
+                                 CommChoice comm, uint64_t seed, const StageState* carried)
     : model_(model),
       plan_(plan),
       ctx_(ctx),
@@ -49,10 +49,10 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
                                          ctx.first_stage() ? ctx.role.samples * seq_len : 0,
                                          tied_rows_kept_late(plan, seq_len))
                      : LateEmbeddingRows()),
-      sync_(make_grad_sync(sync, ctx, stage_.layout(), whole_, std::move(reducer), backend, stage_.grads(),
+      sync_(make_grad_sync(sync, ctx, stage_.layout(), whole_, std::move(comm.reducer), backend, stage_.grads(),
                            late_rows_.on(), shards_, stage_.params())),
       actions_(one_f_one_b(pipe_, ctx.role.stage)),
-      transfers_(ctx, pipe_, actions_, stage_, slots_, backend, seq_len),
+      transfers_(ctx, pipe_, actions_, stage_, slots_, backend, seq_len, std::move(comm.transfer_streams)),
       owners_(tensor_owners(model, plan, ctx.world_size)) {
   if (carried) {
     take_state(*carried);
@@ -214,7 +214,7 @@ std::string PipelineRuntime::reduction_path() const {
   if (sharded > 0)
     path += strprintf("; AdamW moments sharded in %ld block(s), %zu of the stage's %zu floats kept", sharded,
                       optimizer_.moment_size(), stage_.layout().size());
-  return path;
+  return path + "; stage transfers: " + transfers_.path();
 }
 
 void PipelineRuntime::end_compute(int k) {
