@@ -4,7 +4,7 @@
 #include <cassert>
 #include <numeric>
 
-#include "mpi_topology/mpi_session.hpp"
+#include "mpi_topology/mpi_counts.hpp"
 
 namespace eth {
 namespace {
@@ -70,9 +70,7 @@ void RowExchange::post_sends(int world_rank, const float* rows, size_t row_elems
   for (const RowTransfer& t : transfers_) {
     if (t.from != me) continue;
     const float* first = rows + static_cast<size_t>(t.row_begin - from_offsets_[me]) * row_elems;
-    requests.emplace_back();
-    MPI_CHECK(MPI_Isend(first, static_cast<int>(t.rows * row_elems), MPI_FLOAT, to_ranks_[t.to], tag, comm,
-                        &requests.back()));
+    large_isend(first, static_cast<size_t>(t.rows) * row_elems, MPI_FLOAT, to_ranks_[t.to], tag, comm, requests);
   }
 }
 
@@ -82,9 +80,7 @@ void RowExchange::post_recvs(int world_rank, float* rows, size_t row_elems, int 
   for (const RowTransfer& t : transfers_) {
     if (t.to != me) continue;
     float* first = rows + static_cast<size_t>(t.row_begin - to_offsets_[me]) * row_elems;
-    requests.emplace_back();
-    MPI_CHECK(MPI_Irecv(first, static_cast<int>(t.rows * row_elems), MPI_FLOAT, from_ranks_[t.from], tag, comm,
-                        &requests.back()));
+    large_irecv(first, static_cast<size_t>(t.rows) * row_elems, MPI_FLOAT, from_ranks_[t.from], tag, comm, requests);
   }
 }
 
