@@ -3,6 +3,7 @@
 // MPI call on a duplicate of the members' communicator, made on that thread. A collective thus
 // holds its stream until every member's stream has reached it, and streams, events and the
 // order of operations behave as CUDA's and NCCL's do; only the bytes move through MPI.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -106,29 +107,26 @@ class EmulatedStreams final : public StreamCollectives {
     return queue(e->stream).completed(e->count);
   }
 
+  // Each a blocking call on the stream's thread: the pieces posted (mpi_counts.hpp), then waited for.
   void all_reduce(float* data, size_t n, Communicator* c, Stream stream) override {
     queue(stream).enqueue([=] {
-      for_each_mpi_chunk(n, [&](size_t first, int count) {
-        check(MPI_Allreduce(MPI_IN_PLACE, data + first, count, MPI_FLOAT, MPI_SUM, c->comm), "MPI_Allreduce");
-      });
+      std::vector<MPI_Request> requests;
+      large_iallreduce(data, n, MPI_FLOAT, MPI_SUM, c->comm, requests);
+      wait_all(requests);
     });
   }
   void reduce(float* data, size_t n, int root, Communicator* c, Stream stream) override {
     queue(stream).enqueue([=] {
-      int rank = 0;
-      check(MPI_Comm_rank(c->comm, &rank), "MPI_Comm_rank");
-      for_each_mpi_chunk(n, [&](size_t first, int count) {
-        float* chunk = data + first;
-        check(MPI_Reduce(rank == root ? MPI_IN_PLACE : chunk, chunk, count, MPI_FLOAT, MPI_SUM, root, c->comm),
-              "MPI_Reduce");
-      });
+      std::vector<MPI_Request> requests;
+      large_ireduce(data, n, MPI_FLOAT, MPI_SUM, root, c->comm, requests);
+      wait_all(requests);
     });
   }
   void broadcast(float* data, size_t n, int root, Communicator* c, Stream stream) override {
     queue(stream).enqueue([=] {
-      for_each_mpi_chunk(n, [&](size_t first, int count) {
-        check(MPI_Bcast(data + first, count, MPI_FLOAT, root, c->comm), "MPI_Bcast");
-      });
+      std::vector<MPI_Request> requests;
+      large_ibcast(data, n, MPI_FLOAT, root, c->comm, requests);
+      wait_all(requests);
     });
   }
   // A group's operations become one operation of the stream: every send and receive posted,
@@ -186,14 +184,18 @@ class EmulatedStreams final : public StreamCollectives {
   static void run_point_to_point(const std::vector<PointToPoint>& ops) {
     std::vector<MPI_Request> requests;
     for (const PointToPoint& op : ops) {
-      for_each_mpi_chunk(op.n, [&](size_t first, int count) {
+      for (size_t first = 0; first < op.n; first += mpi_count_limit()) {  // in pieces, as mpi_counts.hpp does
+        const int count = static_cast<int>(std::min(mpi_count_limit(), op.n - first));
         requests.push_back(MPI_REQUEST_NULL);
         if (op.send)
           check(MPI_Issend(op.data + first, count, MPI_FLOAT, op.peer, 0, op.comm->comm, &requests.back()), "MPI_Issend");
         else
           check(MPI_Irecv(op.data + first, count, MPI_FLOAT, op.peer, 0, op.comm->comm, &requests.back()), "MPI_Irecv");
-      });
+      }
     }
+    wait_all(requests);
+  }
+  static void wait_all(std::vector<MPI_Request>& requests) {
     check(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
   }
 

@@ -1,8 +1,9 @@
 // m:n redistribution of a micro-batch between two groups of ranks that split its rows (samples)
 // differently: sender i holds rows [from_offset_i, from_offset_i + from_rows_i), receiver j
 // wants rows [to_offset_j, to_offset_j + to_rows_j), both in order, the same total. Every
-// overlap of a sender's and a receiver's range is one message. Rows are contiguous in both
-// buffers ((rows, row_elems), row-major), so each message is one contiguous slice.
+// overlap of a sender's and a receiver's range is one message (in pieces past MPI's int count,
+// mpi_counts.hpp). Rows are contiguous in both buffers ((rows, row_elems), row-major), so each
+// message is one contiguous slice.
 #pragma once
 
 #include <mpi.h>

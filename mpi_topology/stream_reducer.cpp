@@ -90,11 +90,7 @@ class StreamReducer final : public SumReducer {
   void poll() override {
     for (Slice& s : slices_) {
       if (s.state == State::staging && streams_->done(s.staged)) {
-        for_each_mpi_chunk(s.n, [&](size_t first, int count) {
-          s.requests.push_back(MPI_REQUEST_NULL);
-          MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, s.mirror.data() + first, count, MPI_FLOAT, MPI_SUM,
-                                   s.group->leader_comm(), &s.requests.back()));
-        });
+        large_iallreduce(s.mirror.data(), s.n, MPI_FLOAT, MPI_SUM, s.group->leader_comm(), s.requests);
         s.state = State::summing;
       }
       if (s.state == State::summing) {

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "mpi_topology/host_messages.hpp"
+#include "mpi_topology/mpi_counts.hpp"
 #include "mpi_topology/mpi_session.hpp"
 
 namespace eth {
@@ -123,9 +124,7 @@ void StageTransfers::post_receives(const RowExchange& exchange, WireBuffer& wire
   bool grouped = false;
   for (const RowMessage& m : exchange.receives_of(ctx_.world_rank, row_)) {
     if (!lane.link.carries(m.peer)) {
-      pending.requests.emplace_back();
-      MPI_CHECK(MPI_Irecv(wire.wire() + m.offset, static_cast<int>(m.count), MPI_FLOAT, m.peer, tag, world_comm(),
-                          &pending.requests.back()));
+      large_irecv(wire.wire() + m.offset, m.count, MPI_FLOAT, m.peer, tag, world_comm(), pending.requests);
       continue;
     }
     if (!grouped) streams_->group_start();
@@ -238,10 +237,8 @@ void StageTransfers::send_rows(const RowExchange& exchange, WireBuffer& wire, ke
   }
   watched_wait([&] { return streams_->done(rows_ready); }, {"copy of rows to send", {}});
   for (const RowMessage& m : messages) {
-    if (lane.link.carries(m.peer)) continue;
-    pending.requests.emplace_back();
-    MPI_CHECK(MPI_Isend(wire.wire() + m.offset, static_cast<int>(m.count), MPI_FLOAT, m.peer, tag, world_comm(),
-                        &pending.requests.back()));
+    if (!lane.link.carries(m.peer))
+      large_isend(wire.wire() + m.offset, m.count, MPI_FLOAT, m.peer, tag, world_comm(), pending.requests);
   }
 }
 
