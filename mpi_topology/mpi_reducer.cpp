@@ -25,10 +25,10 @@ class MpiReducer final : public SumReducer {
     return static_cast<int>(slices_.size()) - 1;
   }
 
-  int add_owner_slice(const ProcessGroup& group, float* data, const std::vector<int>& counts,
+  int add_owner_slice(const ProcessGroup& group, float* data, const std::vector<size_t>& counts,
                       const std::string& what) override {
     const int index = add_slice(group, data, std::accumulate(counts.begin(), counts.end(), size_t{0}), what);
-    slices_.back().owner_counts.assign(counts.begin(), counts.end());
+    slices_.back().owner_counts = counts;
     return index;
   }
 

@@ -58,7 +58,7 @@ class StreamReducer final : public SumReducer {
   }
 
   // The trainer gives jobs with sharded optimizer state the MPI reducer (docs/design.md).
-  int add_owner_slice(const ProcessGroup&, float*, const std::vector<int>&, const std::string&) override {
+  int add_owner_slice(const ProcessGroup&, float*, const std::vector<size_t>&, const std::string&) override {
     throw std::logic_error("the NCCL path sums whole slices only; sharded optimizer state takes the MPI reducer");
   }
 

@@ -33,7 +33,7 @@ class SumReducer {
   // The same for a slice cut into one shard per member (counts[i] floats for member i, in
   // member order; shard_collectives.hpp): each member receives its own shard's sum only.
   // Sharded optimizer state; the MPI reducer only.
-  virtual int add_owner_slice(const ProcessGroup& group, float* data, const std::vector<int>& counts,
+  virtual int add_owner_slice(const ProcessGroup& group, float* data, const std::vector<size_t>& counts,
                               const std::string& what) = 0;
   // The work producing the slice has been enqueued on the compute stream: start its sum once
   // that work completes. In registration order.
