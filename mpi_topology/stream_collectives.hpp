@@ -15,6 +15,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -65,10 +66,22 @@ class StreamCollectives {
   // Aborts every communicator, so that nothing stays blocked on a peer that will not come; the
   // job ends after it. Any thread.
   virtual void abort() = 0;
-  // Device memory the communicators hold beside the job's buffers, in bytes (NCCL's own
-  // buffers); counted against the device's memory.
+  // Device memory the communicators made so far took at set-up, measured, in bytes (NCCL's own
+  // buffers; 0 for the emulation, whose buffers are MPI's, in host memory).
   virtual size_t communicator_bytes() const = 0;
+  // What one communicator is expected to take, before any is made: the memory check counts it.
+  virtual size_t communicator_bytes_estimate() const = 0;
 };
+
+// What one NCCL communicator takes from the device: NCCL_BUFFSIZE (4 MiB unless set) per channel,
+// peer and direction, a ring's two peers, send and receive, on up to 16 channels (NVLink
+// machines open that many). An upper estimate until bench/gpu/run.sh measures
+// communicator_bytes() on the GPUs we run on.
+inline size_t nccl_communicator_bytes_estimate() {
+  const char* set = std::getenv("NCCL_BUFFSIZE");
+  const long long bytes = set != nullptr ? std::atoll(set) : 0;
+  return (bytes > 0 ? static_cast<size_t>(bytes) : size_t{4} << 20) * 2 * 2 * 16;
+}
 
 // NCCL on `device`'s CUDA device. Returns "" and sets *out, or why NCCL cannot run here (no CUDA
 // device, libnccl.so.2 not loadable, a CPU-only build).

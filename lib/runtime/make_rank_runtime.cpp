@@ -14,4 +14,14 @@ std::unique_ptr<RankRuntime> make_rank_runtime(const GptConfig& model, const Pla
                                            carried);
 }
 
+int stream_communicators(const ParallelContext& ctx) {
+  if (ctx.role.idle()) return 0;
+  int groups = 0;
+  for (const ProcessGroup& g : ctx.block_groups) groups += g.is_member() && g.size() > 1;
+  groups += ctx.tied.is_member() && ctx.tied.size() > 1;
+  groups += ctx.flat.is_member() && ctx.flat.size() > 1;
+  const int lanes = 2 * !ctx.first_stage() + 2 * !ctx.last_stage();
+  return 2 * groups + lanes;
+}
+
 }  // namespace eth

@@ -20,4 +20,9 @@ std::unique_ptr<RankRuntime> make_rank_runtime(const GptConfig& model, const Pla
                                                kernels::Backend& backend, CommChoice comm, uint64_t seed,
                                                const StageState* carried = nullptr);
 
+// How many communicators of its own this rank's runtime makes on the NCCL path, at most: two per
+// gradient group of several members it belongs to (reduces, broadcasts), one per direction and
+// kind of stage transfer. For the memory check: each holds device buffers (NCCL's).
+int stream_communicators(const ParallelContext& ctx);
+
 }  // namespace eth
