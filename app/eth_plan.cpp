@@ -3,6 +3,7 @@
 #include <boost/program_options.hpp>
 
 #include <iostream>
+#include <stdexcept>
 
 #include "lib/base/command_line.hpp"
 #include "lib/base/input_error.hpp"
@@ -12,6 +13,7 @@ namespace po = boost::program_options;
 
 int main(int argc, char** argv) {
   eth::planner::PlanToolOptions o;
+  std::string precision = "auto";
   po::options_description desc("eth_plan options");
   desc.add_options()
       ("help,h", "print this help")
@@ -34,9 +36,17 @@ int main(int argc, char** argv) {
       ("draw", po::value(&o.draw), "also draw the chosen (or evaluated) plan and its simulated step as an SVG here")
       ("top", po::value(&o.top)->default_value(o.top), "print the K best plans (the best is written)")
       ("max-stage-width", po::value(&o.max_stage_width)->default_value(0),
-       "ranks per stage at most (0: no limit; 1: one rank per stage)");
+       "ranks per stage at most (0: no limit; 1: one rank per stage)")
+      ("precision", po::value(&precision)->default_value(precision),
+       "what the job trains in, as eth_train --precision: the GEMMs' rate each device is priced at, and the "
+       "profiles taken (docs/planner.md)");
   try {
     if (!eth::parse_command_line(argc, argv, desc)) return 0;
+    try {
+      o.precision = eth::kernels::parse_precision(precision);
+    } catch (const std::invalid_argument& e) {
+      throw eth::InputError(std::string("--precision: value: ") + e.what());
+    }
     eth::planner::run_plan_tool(o, std::cout);
   } catch (const eth::InputError& e) {
     std::cerr << "eth_plan: error: " << e.what() << '\n';

@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 
 #include <iostream>
+#include <stdexcept>
 
 #include "kernels/backend_select.hpp"
 #include "lib/base/command_line.hpp"
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   eth::kernels::bind_gpu_before_mpi();  // the GPU eth_train would use, current before MPI_Init
   eth::MpiSession mpi(&argc, &argv);
   eth::planner::ProfileToolOptions o;
+  std::string precision = "auto";
   po::options_description desc("eth_profile options");
   desc.add_options()
       ("help,h", "print this help")
@@ -27,9 +29,16 @@ int main(int argc, char** argv) {
       ("repetitions", po::value(&o.repetitions)->default_value(o.repetitions), "timed runs per measurement, back to back")
       ("out", po::value(&o.out), "profile file (default OUT_DIR/<device>-<model>-T<seq>.yaml)")
       ("out-dir", po::value(&o.out_dir)->default_value(o.out_dir), "where profiles are written")
-      ("estimate-topology", po::value(&o.estimate_topology), "write roofline estimates for this topology's device types");
+      ("estimate-topology", po::value(&o.estimate_topology), "write roofline estimates for this topology's device types")
+      ("precision", po::value(&precision)->default_value(precision),
+       "auto (bf16 on GPUs, fp32 on the CPU), fp32, tf32 or bf16: what it measures at, as eth_train --precision");
   try {
     if (!eth::parse_command_line(argc, argv, desc, mpi.rank() == 0)) return 0;
+    try {
+      o.precision = eth::kernels::parse_precision(precision);
+    } catch (const std::invalid_argument& e) {
+      throw eth::InputError(std::string("--precision: value: ") + e.what());
+    }
     mpi.share_cores_among_local_ranks();
     o.local_rank = mpi.local_rank();
     o.local_ranks = mpi.local_ranks();

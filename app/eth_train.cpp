@@ -41,7 +41,7 @@ constexpr const char* kEnvironmentHelp = R"(Environment (the same on every rank)
 
 // Returns false when the program should exit without training (--help).
 bool parse_options(int argc, char** argv, eth::TrainOptions& o, bool print_help) {
-  std::string grad_sync = "block", fault;
+  std::string grad_sync = "block", fault, precision = "auto";
   std::vector<std::string> slowdowns;
   po::options_description job("Job");
   job.add_options()
@@ -68,7 +68,10 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o, bool print_help)
       ("warmup", po::value(&o.lr.warmup_steps)->default_value(o.lr.warmup_steps), "linear warm-up steps")
       ("weight-decay", po::value(&o.adamw.weight_decay)->default_value(o.adamw.weight_decay, "0.1"), "AdamW weight decay (matrices only)")
       ("grad-clip", po::value(&o.adamw.max_grad_norm)->default_value(o.adamw.max_grad_norm), "global gradient-norm clip, <= 0 disables")
-      ("seed", po::value(&o.seed)->default_value(o.seed), "seed of parameters and data order");
+      ("seed", po::value(&o.seed)->default_value(o.seed), "seed of parameters and data order")
+      ("precision", po::value(&precision)->default_value(precision),
+       "auto (bf16 on GPUs, fp32 on the CPU), fp32, tf32 (GPUs from A100 on) or bf16: fp32 master weights, "
+       "bf16 parameter copies and activations (docs/design.md)");
   po::options_description parallelism("Parallelism");
   parallelism.add_options()
       ("grad-sync", po::value(&grad_sync)->default_value(grad_sync), "block (block-wise), per-layer or flat (the baselines)")
@@ -110,6 +113,11 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o, bool print_help)
     o.grad_sync = grad_sync == "block"       ? eth::GradSyncMode::block
                   : grad_sync == "per-layer" ? eth::GradSyncMode::per_layer
                                              : eth::GradSyncMode::flat;
+    try {
+      o.precision = eth::kernels::parse_precision(precision);
+    } catch (const std::invalid_argument& e) {
+      throw eth::InputError(std::string("--precision: value: ") + e.what());
+    }
     if (!fault.empty()) o.fault = eth::parse_fault(fault);
     for (const std::string& text : slowdowns) o.slowdowns.push_back(eth::parse_slowdown(text));
   } catch (const eth::InputError& e) {
@@ -131,7 +139,7 @@ int main(int argc, char** argv) {
     eth::kernels::BackendChoice choice;
     std::string error;
     try {
-      choice = eth::kernels::select_backend(mpi.local_rank(), mpi.local_ranks());
+      choice = eth::kernels::select_backend(mpi.local_rank(), mpi.local_ranks(), options.precision);
       if (const std::string aware = eth::mpi_cuda_aware_error(); !aware.empty())
         throw std::invalid_argument("device " + choice.backend->name() + ": " + aware);
     } catch (const std::invalid_argument& e) {

@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "kernels/backend.hpp"
+#include "kernels/forwarding_backend.hpp"
 
 namespace eth::bench {
 
@@ -16,38 +16,24 @@ struct OpTotal {
   long calls = 0;
 };
 
-class TimingBackend : public kernels::Backend {
+class TimingBackend : public kernels::ForwardingBackend {
  public:
-  explicit TimingBackend(kernels::Backend& inner) : inner_(inner) {}
+  explicit TimingBackend(kernels::Backend& inner) : ForwardingBackend(inner) {}
 
   const std::map<std::string, OpTotal>& totals() const { return totals_; }
   void reset() { totals_.clear(); }
 
   std::string name() const override { return inner_.name() + "+timing"; }
 
-  // Memory and ordering pass through untimed, except the copies; the inner backend must be
-  // synchronous (the CPU one) for wall times per operation to mean anything.
-  bool host_addressable() const override { return inner_.host_addressable(); }
-  void* allocate(size_t bytes) override { return inner_.allocate(bytes); }
-  void release(void* ptr) override { inner_.release(ptr); }
-  void* allocate_pinned(size_t bytes) override { return inner_.allocate_pinned(bytes); }
-  void release_pinned(void* ptr) override { inner_.release_pinned(ptr); }
+  // Memory, ordering and precision pass through untimed (kernels/forwarding_backend.hpp), except
+  // the copies; the inner backend must be synchronous (the CPU one) for wall times per operation
+  // to mean anything.
   void copy_to_device(void* dst, const void* src, size_t bytes) override;
   void copy_to_host(void* dst, const void* src, size_t bytes) override;
   void copy_to_device_async(void* dst, const void* src, size_t bytes) override;
   void copy_to_host_async(void* dst, const void* src, size_t bytes) override;
   void copy(void* dst, const void* src, size_t bytes) override;
   void fill_zero(float* x, size_t n) override;
-  void synchronize() override { inner_.synchronize(); }
-  void* create_event() override { return inner_.create_event(); }
-  void destroy_event(void* event) override { inner_.destroy_event(event); }
-  void record_event(void* event) override { inner_.record_event(event); }
-  bool event_done(void* event) override { return inner_.event_done(event); }
-  void wait_event(void* event) override { inner_.wait_event(event); }
-  void* create_timed_event() override { return inner_.create_timed_event(); }
-  double elapsed_ms(void* start, void* end) override { return inner_.elapsed_ms(start, end); }
-  void stall(double ms) override { inner_.stall(ms); }
-  void enqueue_host_function(std::function<void()> fn) override { inner_.enqueue_host_function(std::move(fn)); }
 
   void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
                        int T, int C) override;
@@ -62,7 +48,6 @@ class TimingBackend : public kernels::Backend {
                       int OC) override;
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                        const float* weight, int N, int C, int OC) override;
-  kernels::AttentionPath attention_path(int T) const override { return inner_.attention_path(T); }
   void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C, int NH) override;
   void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* saved,
                           int B, int T, int C, int NH) override;
@@ -93,7 +78,6 @@ class TimingBackend : public kernels::Backend {
   }
 
  private:
-  kernels::Backend& inner_;
   std::map<std::string, OpTotal> totals_;
 };
 

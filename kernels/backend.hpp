@@ -12,7 +12,8 @@
 //   - Every operation is enqueued on the compute stream (kernels/device.hpp: the execution
 //     model, memory and events); only sum_of_squares waits for its result.
 //   - All buffers are float32 (one double accumulator excepted) and live where the backend
-//     computes (host memory for the CPU).
+//     computes (host memory for the CPU). A bf16 job keeps them so: its bf16 values are fp32
+//     numbers that bf16 represents exactly (kernels/bf16_rounding_backend.hpp).
 //   - Parameter gradients ACCUMULATE (+=); they are zeroed once per optimizer step.
 //   - Activation gradients are OVERWRITTEN (=), except layernorm_backward's dinp, which
 //     accumulates so that the residual stream's gradient needs no separate add.
@@ -25,6 +26,7 @@
 
 #include "kernels/attention_path.hpp"
 #include "kernels/device.hpp"
+#include "kernels/precision.hpp"
 
 namespace eth::kernels {
 
@@ -40,6 +42,15 @@ struct AdamWParams {
 
 class Backend : public Device {
  public:
+  // ---- precision -------------------------------------------------------------------------
+  // What this backend computes in (never automatic), and the path that delivers it, one phrase
+  // for the start-up table: "fp32", "bf16 (CPU twin: fp32 compute, ...)".
+  virtual Precision precision() const = 0;
+  virtual std::string precision_path() const = 0;
+  // out = inp rounded to the nearest bf16 value, ties to even, held in fp32 (n); out may be inp.
+  // NaN stays NaN, infinities stay, finite values past bf16's largest become infinite.
+  virtual void round_to_bf16(float* out, const float* inp, size_t n) = 0;
+
   // ---- GPT-2 forward and backward --------------------------------------------------------
   virtual void encoder_forward(float* out,           // (B, T, C)
                                const int32_t* tokens,  // (B, T)

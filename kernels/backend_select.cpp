@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "kernels/bf16_rounding_backend.hpp"
 #include "kernels/gpu_binding.hpp"
 #ifdef ETH_HAVE_CUDA
 #include "kernels/cuda/cuda_backend.hpp"
@@ -15,6 +16,15 @@ namespace {
 std::string env_or_empty(const char* name) {
   const char* value = std::getenv(name);
   return value == nullptr ? "" : value;
+}
+
+// The CPU backends have fp32 arithmetic only: bf16 is their rounding twin, TF32 does not exist.
+BackendChoice on_cpu(std::unique_ptr<Backend> cpu, const std::string& note, Precision precision) {
+  if (precision == Precision::tf32)
+    throw std::invalid_argument("--precision tf32: expected a GPU with TF32 tensor cores (compute capability 8.0 or "
+                                "later), got the CPU backend (" + cpu->name() + "): use fp32 or bf16");
+  if (precision == Precision::bf16) return {make_bf16_rounding_backend(std::move(cpu)), note};
+  return {std::move(cpu), note};
 }
 
 }  // namespace
@@ -36,11 +46,12 @@ void bind_gpu_before_mpi() {
 #endif
 }
 
-BackendChoice select_backend(int local_rank, int local_ranks) {
+BackendChoice select_backend(int local_rank, int local_ranks, Precision precision) {
   const std::string wanted = env_or_empty("ETH_BACKEND");
-  if (wanted == "cpu") return {make_cpu_backend(), "running on the CPU backend (ETH_BACKEND=cpu)"};
+  if (wanted == "cpu") return on_cpu(make_cpu_backend(), "running on the CPU backend (ETH_BACKEND=cpu)", precision);
   if (wanted == "cpu-async")
-    return {make_async_cpu_backend(), "running on the CPU backend in asynchronous mode (ETH_BACKEND=cpu-async)"};
+    return on_cpu(make_async_cpu_backend(), "running on the CPU backend in asynchronous mode (ETH_BACKEND=cpu-async)",
+                  precision);
   if (!wanted.empty() && wanted != "auto" && wanted != "cuda")
     throw std::invalid_argument("ETH_BACKEND: expected auto, cuda, cpu or cpu-async, got '" + wanted + "'");
 #ifdef ETH_HAVE_CUDA
@@ -48,19 +59,27 @@ BackendChoice select_backend(int local_rank, int local_ranks) {
   const int gpus = usable_cuda_devices(&why);
   if (gpus == 0) {
     if (wanted == "cuda") throw std::invalid_argument("ETH_BACKEND=cuda: expected a usable GPU, found none (" + why + ")");
-    return {make_cpu_backend(), "no usable GPU (" + why + "): running on the CPU backend"};
+    return on_cpu(make_cpu_backend(), "no usable GPU (" + why + "): running on the CPU backend", precision);
   }
   const GpuBinding gpu = bind_gpu(std::getenv("ETH_CUDA_DEVICES"), local_rank, local_ranks, gpus);
   const CudaDeviceProps props = cuda_device_props(gpu.device);
-  return {make_cuda_backend(gpu.device), "running on the CUDA backend: local rank " + std::to_string(local_rank) +
-                                             " on " + props.name + " " + props.uuid + " (PCI " + props.pci_bus_id +
-                                             "), device " + std::to_string(gpu.device) + " of " + std::to_string(gpus) +
-                                             " it sees: " + gpu.how};
+  if (precision == Precision::tf32 && props.compute_capability < 80)
+    throw std::invalid_argument("--precision tf32: expected a GPU with TF32 tensor cores (compute capability 8.0 or "
+                                "later), got " + props.name + " (" + std::to_string(props.compute_capability / 10) + "." +
+                                std::to_string(props.compute_capability % 10) + "): use fp32 or bf16");
+  // No bf16 kernels yet: bf16 (and automatic, which is bf16 on a GPU) is the fp32 backend with
+  // rounding at the storage points, the path that GPUs without bf16 units take in any case.
+  std::unique_ptr<Backend> cuda = make_cuda_backend(gpu.device, {.tf32 = precision == Precision::tf32});
+  if (precision == Precision::automatic || precision == Precision::bf16)
+    cuda = make_bf16_rounding_backend(std::move(cuda));
+  return {std::move(cuda), "running on the CUDA backend: local rank " + std::to_string(local_rank) + " on " + props.name +
+                               " " + props.uuid + " (PCI " + props.pci_bus_id + "), device " + std::to_string(gpu.device) +
+                               " of " + std::to_string(gpus) + " it sees: " + gpu.how};
 #else
   (void)local_rank;
   (void)local_ranks;
   if (wanted == "cuda") throw std::invalid_argument("ETH_BACKEND=cuda: expected a build with CUDA, got a CPU-only build");
-  return {make_cpu_backend(), "built without CUDA: running on the CPU backend"};
+  return on_cpu(make_cpu_backend(), "built without CUDA: running on the CPU backend", precision);
 #endif
 }
 

@@ -1,4 +1,6 @@
-// Chooses the backend a process computes with, once, at start-up.
+// Chooses the backend a process computes with, once, at start-up, and the precision it computes
+// in (kernels/precision.hpp): automatic is bf16 on a GPU, fp32 on the CPU; bf16 wraps the fp32
+// backend in the rounding one (kernels/bf16_rounding_backend.hpp); tf32 needs a GPU that has it.
 //
 //   ETH_BACKEND       unset or "auto": the CUDA backend when a GPU is usable, else the CPU one;
 //                     "cuda": the CUDA backend, an error without a GPU; "cpu": the CPU backend;
@@ -13,6 +15,7 @@
 #include <string>
 
 #include "kernels/backend.hpp"
+#include "kernels/precision.hpp"
 
 namespace eth::kernels {
 
@@ -23,8 +26,9 @@ struct BackendChoice {
 
 // For the rank that is `local_rank` of `local_ranks` ranks of its job on this host. Throws
 // std::invalid_argument, with one line saying what was expected, for a bad setting, a GPU asked
-// for and missing, or fewer GPUs than local ranks that need one of their own.
-BackendChoice select_backend(int local_rank = 0, int local_ranks = 1);
+// for and missing, fewer GPUs than local ranks that need one of their own, or a precision the
+// device does not have (tf32 on the CPU or before Ampere).
+BackendChoice select_backend(int local_rank = 0, int local_ranks = 1, Precision precision = Precision::automatic);
 
 // Before MPI_Init, where the launcher says the node-local rank (gpu_binding.hpp): makes the GPU
 // the rank will compute on current, so that MPI and its transports, which may create a CUDA

@@ -97,6 +97,13 @@ class AsyncCpuBackend final : public Backend {
   }
   void enqueue_host_function(std::function<void()> fn) override { enqueue(std::move(fn)); }
 
+  // ---- precision -----------------------------------------------------------------------
+  Precision precision() const override { return cpu_->precision(); }
+  std::string precision_path() const override { return cpu_->precision_path(); }
+  void round_to_bf16(float* out, const float* inp, size_t n) override {
+    enqueue([=, this] { cpu_->round_to_bf16(out, inp, n); });
+  }
+
   // ---- GPT-2 forward and backward --------------------------------------------------------
   void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
                        int C) override {

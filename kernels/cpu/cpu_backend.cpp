@@ -12,6 +12,7 @@
 
 #include "kernels/backend.hpp"
 #include "kernels/cpu/attention.hpp"
+#include "kernels/cpu/bf16.hpp"
 #include "kernels/cpu/gpt_ops.hpp"
 
 namespace eth::kernels {
@@ -92,6 +93,10 @@ class CpuBackend final : public Backend {
   double elapsed_ms(void* start, void* end) override { return *static_cast<double*>(end) - *static_cast<double*>(start); }
   void stall(double ms) override { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); }
   void enqueue_host_function(std::function<void()> fn) override { fn(); }
+
+  Precision precision() const override { return Precision::fp32; }
+  std::string precision_path() const override { return "fp32"; }
+  void round_to_bf16(float* out, const float* inp, size_t n) override { cpu::round_to_bf16(out, inp, n); }
 
   void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
                        int B, int T, int C) override {

@@ -133,6 +133,13 @@ class CudaBackend final : public Backend {
         held));
   }
 
+  // ---- precision -----------------------------------------------------------------------
+  Precision precision() const override { return options_.tf32 ? Precision::tf32 : Precision::fp32; }
+  std::string precision_path() const override {
+    return options_.tf32 ? "tf32 (cuBLAS GEMMs on TF32 tensor cores, fp32 elsewhere)" : "fp32 (cuBLAS TF32 math off)";
+  }
+  void round_to_bf16(float* out, const float* inp, size_t n) override { cuda::round_to_bf16(stream_, out, inp, n); }
+
   // ---- GPT-2 forward and backward --------------------------------------------------------
   void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
                        int B, int T, int C) override {

@@ -43,6 +43,7 @@ void attention_backward(cudaStream_t stream, float* dqkv, const float* dout, con
 void gelu_forward(cudaStream_t stream, float* out, const float* inp, size_t n);
 void gelu_backward(cudaStream_t stream, float* dinp, const float* inp, const float* dout, size_t n);
 void residual_forward(cudaStream_t stream, float* out, const float* a, const float* b, size_t n);
+void round_to_bf16(cudaStream_t stream, float* out, const float* inp, size_t n);
 
 // crossentropy.cu
 void crossentropy_forward_backward(cudaStream_t stream, Scratch& scratch, float* sample_losses,

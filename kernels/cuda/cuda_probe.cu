@@ -24,7 +24,7 @@ CudaDeviceProps cuda_device_props(int device) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return {};
   if (cudaGetDeviceProperties(&prop, device % count) != cudaSuccess) return {};
-  CudaDeviceProps props{prop.name, static_cast<double>(prop.totalGlobalMem), "", ""};
+  CudaDeviceProps props{prop.name, static_cast<double>(prop.totalGlobalMem), "", "", prop.major * 10 + prop.minor};
   // The UUID's 16 bytes in nvidia-smi's grouping: 4-2-2-2-6.
   const auto* b = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
   char uuid[64];

@@ -13,6 +13,7 @@ struct CudaDeviceProps {
   double memory_bytes = 0;
   std::string uuid;        // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi -L prints it
   std::string pci_bus_id;  // "0000:41:00.0"
+  int compute_capability = 0;  // major * 10 + minor: 80 for an A100, 70 for a V100
 };
 CudaDeviceProps cuda_device_props(int device);
 

@@ -36,12 +36,15 @@ Plan plan_on_rank0(const TrainOptions& o, const GptConfig& model, const Topology
 CostModel job_cost_model(const TrainOptions& o, const GptConfig& model, const Topology& topology, std::ostream* log) {
   std::vector<Profile> available;
   if (std::filesystem::is_directory(o.profiles_dir)) available = load_profile_dir(o.profiles_dir);
-  for (const std::string& f : o.profile_files) available.insert(available.begin(), load_profile(f));
-  std::vector<Profile> profiles = profiles_for(topology, model, o.seq_len, available, kMicroBatches);
+  for (const std::string& f : o.profile_files) {
+    available.insert(available.begin(), load_profile(f));
+    check_profile_precision(available.front(), topology, o.precision);
+  }
+  std::vector<Profile> profiles = profiles_for(topology, model, o.seq_len, available, kMicroBatches, o.precision);
   if (log != nullptr)
     for (const Profile& p : profiles)
-      *log << strprintf("profile %-14s %s (%s)\n", p.device_type.c_str(), p.estimate ? "ESTIMATE" : "measured",
-                        p.source.c_str());
+      *log << strprintf("profile %-14s %s %s (%s)\n", p.device_type.c_str(), p.estimate ? "ESTIMATE" : "measured",
+                        p.precision.c_str(), p.source.c_str());
   return CostModel(topology, model, o.seq_len, std::move(profiles));
 }
 

@@ -58,7 +58,7 @@ void print_settings(const Job& job, const RankRuntime& runtime, const kernels::B
       {"devices", devices_text(job.topology)},
       {"backend", backend.name()},
       {"MPI buffers", mpi_buffer_paths(backend)},
-      {"precision", "fp32 (parameters, activations, gradients, AdamW moments)"},
+      {"precision", backend.precision_path()},
       {"peak", strprintf("%.3f TFLOP/s fp32, all ranks; %.3g GFLOP per token", peak_flops(job.topology) * 1e-12,
                          training_flops_per_token(m, o.seq_len) * 1e-9)},
       {"batch", strprintf("%d samples x %d tokens = %d tokens per step", job.plan.global_batch, o.seq_len,

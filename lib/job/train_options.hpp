@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/precision.hpp"
 #include "lib/model/lr_schedule.hpp"
 #include "lib/model/optimizer.hpp"
 #include "lib/runtime/fault_injection.hpp"
@@ -35,6 +36,7 @@ struct TrainOptions {
   LrSchedule lr;                         // total_steps is taken from `steps`
   AdamWConfig adamw;
   uint64_t seed = 1337;                  // parameters and data order
+  kernels::Precision precision = kernels::Precision::automatic;  // resolved per rank by select_backend
   // Parallelism.
   GradSyncMode grad_sync = GradSyncMode::block;
   RebalanceOptions rebalance;            // online re-balancing of the batch split (lib/runtime/rebalance.hpp)

@@ -46,10 +46,14 @@ std::vector<Profile> plan_profiles(const PlanToolOptions& o, const PlanInputs& i
                                    const GptConfig& model, std::ostream& out) {
   std::vector<Profile> available;
   if (!o.profiles_dir.empty() && fs::is_directory(o.profiles_dir)) available = load_profile_dir(o.profiles_dir);
-  for (const std::string& f : o.profile_files) available.insert(available.begin(), load_profile(f));
-  std::vector<Profile> profiles = profiles_for(topo, model, in.seq_len, available, in.micro_batches);
+  for (const std::string& f : o.profile_files) {
+    available.insert(available.begin(), load_profile(f));
+    check_profile_precision(available.front(), topo, o.precision);
+  }
+  std::vector<Profile> profiles = profiles_for(topo, model, in.seq_len, available, in.micro_batches, o.precision);
   for (const Profile& p : profiles)
-    out << strprintf("profile %-14s %s (%s)\n", p.device_type.c_str(), p.estimate ? "ESTIMATE" : "measured", p.source.c_str());
+    out << strprintf("profile %-14s %s %s (%s)\n", p.device_type.c_str(), p.estimate ? "ESTIMATE" : "measured",
+                     p.precision.c_str(), p.source.c_str());
   return profiles;
 }
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/precision.hpp"
+
 namespace eth::planner {
 
 struct PlanToolOptions {
@@ -23,6 +25,7 @@ struct PlanToolOptions {
   int top = 1;
   int max_stage_width = 0;              // 0: no limit; 1: one rank per stage
   std::string draw;                     // set: the chosen plan's SVG drawing (plan_drawing.hpp) here
+  kernels::Precision precision = kernels::Precision::automatic;  // what the job trains in: the GEMMs' rate
 };
 // Plans (or evaluates) and prints the summary; writes the chosen plan to options.out.
 void run_plan_tool(const PlanToolOptions& options, std::ostream& out);

@@ -13,7 +13,7 @@
 namespace eth::planner {
 namespace {
 
-constexpr double kMatmulEfficiency = 0.5;   // of the dense peak, for fp32 GEMMs (TF32 where present)
+constexpr double kMatmulEfficiency = 0.5;   // of the dense peak the GEMMs run at (gemm_peak_tflops)
 constexpr double kMemoryEfficiency = 0.7;   // of the memory bandwidth, for the other kernels
 constexpr const char* kKinds[] = {"embedding", "layer", "head"};
 
@@ -68,6 +68,13 @@ Profile load_profile(const std::string& path) {
   const std::string m = method.as_string();
   if (m != "measured" && m != "roofline-estimate") method.fail("'measured' or 'roofline-estimate'", method.text());
   p.estimate = m == "roofline-estimate";
+  // Profiles from before --precision existed were measured at fp32 (nothing turned TF32 on).
+  if (root.has("precision")) {
+    const yaml::Field precision = root.child("precision");
+    p.precision = precision.as_string();
+    if (p.precision != "fp32" && p.precision != "tf32" && p.precision != "bf16")
+      precision.fail("fp32, tf32 or bf16", p.precision);
+  }
   p.optimizer_ms_per_mparam = root.child("optimizer_ms_per_mparam").as_double(0);
   const yaml::Field entries = root.child("entries");
   if (entries.size() == 0) entries.fail("at least one micro-batch entry", "an empty list");
@@ -91,6 +98,7 @@ void save_profile(const Profile& p, const std::string& path) {
   out << YAML::Key << "model" << YAML::Value << p.model;
   out << YAML::Key << "seq_len" << YAML::Value << p.seq_len;
   out << YAML::Key << "method" << YAML::Value << (p.estimate ? "roofline-estimate" : "measured");
+  out << YAML::Key << "precision" << YAML::Value << p.precision;
   out << YAML::Key << "optimizer_ms_per_mparam" << YAML::Value << p.optimizer_ms_per_mparam;
   out << YAML::Key << "entries" << YAML::Value << YAML::BeginSeq;
   for (const ProfileEntry& e : p.entries) {
@@ -112,9 +120,32 @@ void save_profile(const Profile& p, const std::string& path) {
        << out.c_str() << '\n';
 }
 
+double gemm_peak_tflops(const DeviceType& type, kernels::Precision precision) {
+  if (precision == kernels::Precision::tf32 && type.peak_tflops_tf32 > 0) return type.peak_tflops_tf32;
+  return type.peak_tflops_fp32;
+}
+
+std::string profile_precision(const DeviceType& type, kernels::Precision precision) {
+  if (precision != kernels::Precision::automatic) return kernels::precision_name(precision);
+  return type.peak_tflops_bf16 > 0 ? "bf16" : "fp32";
+}
+
+void check_profile_precision(const Profile& profile, const Topology& topology, kernels::Precision precision) {
+  for (const DeviceType& type : topology.device_types) {
+    if (type.name != profile.device_type) continue;
+    const std::string wanted = profile_precision(type, precision);
+    if (profile.precision != wanted)
+      fail_input(profile.source, "precision",
+                 "a profile at the job's precision (" + wanted + " for " + type.name + ", --precision " +
+                     kernels::precision_name(precision) + ")",
+                 profile.precision);
+  }
+}
+
 Profile roofline_profile(const DeviceType& type, const GptConfig& model, int T,
-                         const std::vector<int>& micro_batches, const std::string& where) {
-  const double rate_tflops = type.peak_tflops_tf32 > 0 ? type.peak_tflops_tf32 : type.peak_tflops_fp32;
+                         const std::vector<int>& micro_batches, const std::string& where,
+                         kernels::Precision precision) {
+  const double rate_tflops = gemm_peak_tflops(type, precision);
   if (!(rate_tflops > 0) || !(type.memory_bandwidth_gbs > 0))
     fail_input(where, "device_types." + type.name + ".peak_tflops",
                "positive peak rates and memory bandwidth for a device type without a profile", "none");
@@ -130,6 +161,7 @@ Profile roofline_profile(const DeviceType& type, const GptConfig& model, int T,
   p.model = model.name;
   p.seq_len = T;
   p.estimate = true;
+  p.precision = profile_precision(type, precision);
   p.optimizer_ms_per_mparam = ms(0, 36e6);  // zero g; norm reads g; AdamW reads p, g, m, v, writes p, m, v
   for (int b : micro_batches) {
     const double BT = double(b) * T;
@@ -155,13 +187,17 @@ Profile roofline_profile(const DeviceType& type, const GptConfig& model, int T,
 }
 
 std::vector<Profile> profiles_for(const Topology& topology, const GptConfig& model, int seq_len,
-                                  const std::vector<Profile>& available, const std::vector<int>& micro_batches) {
+                                  const std::vector<Profile>& available, const std::vector<int>& micro_batches,
+                                  kernels::Precision precision) {
   std::vector<Profile> out;
   for (const DeviceType& type : topology.device_types) {
     auto it = std::find_if(available.begin(), available.end(), [&](const Profile& p) {
-      return p.device_type == type.name && p.model == model.name && p.seq_len == seq_len;
+      return p.device_type == type.name && p.model == model.name && p.seq_len == seq_len &&
+             p.precision == profile_precision(type, precision);
     });
-    out.push_back(it != available.end() ? *it : roofline_profile(type, model, seq_len, micro_batches, topology.source));
+    out.push_back(it != available.end()
+                      ? *it
+                      : roofline_profile(type, model, seq_len, micro_batches, topology.source, precision));
   }
   return out;
 }

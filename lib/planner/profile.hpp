@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/precision.hpp"
 #include "lib/model/model_config.hpp"
 #include "lib/plan/topology.hpp"
 
@@ -34,6 +35,7 @@ struct Profile {
   std::string model;            // the model's name
   int seq_len = 0;
   bool estimate = false;        // true: roofline, not measured
+  std::string precision = "fp32";  // what it was measured (or priced) at: fp32, tf32 or bf16
   double optimizer_ms_per_mparam = 0;  // per step, per 10^6 parameters: zero gradients, norm, AdamW
   std::vector<ProfileEntry> entries;   // ascending micro_batch
 
@@ -45,17 +47,37 @@ struct Profile {
 Profile load_profile(const std::string& path);
 void save_profile(const Profile& profile, const std::string& path);
 
-// Roofline estimate for `type`: matmul FLOPs at a fixed fraction of the best dense peak the
-// fp32 kernels can use (TF32 where the device has it), other traffic at a fraction of memory
-// bandwidth. Fails (InputError naming `where`) when the type has no positive peak rates.
+// The dense peak the GEMMs of `type` run at in `precision`, as the backends deliver it today:
+// fp32 on CUDA cores; tf32 on tensor cores where the device has them (fp32 where it does not:
+// eth_train refuses tf32 there); bf16 through the fp32 kernels with rounding at the bf16 storage
+// points (kernels/bf16_rounding_backend.hpp), on every device, until tensor-core bf16 kernels
+// land (issue 24), so at the fp32 rate; automatic as bf16 (GPUs) or fp32 (CPUs), the same rate.
+double gemm_peak_tflops(const DeviceType& type, kernels::Precision precision);
+// What the planner's tests, benchmarks and documented figures (docs/results.md) price GPUs at:
+// TF32, at which the search was tuned; a job's own plans are priced at its --precision.
+inline constexpr kernels::Precision kFiguresPrecision = kernels::Precision::tf32;
+// The precision a profile of `type` has for a job at `precision`: automatic is bf16 on a device
+// type with bf16 units (a GPU's), else fp32.
+std::string profile_precision(const DeviceType& type, kernels::Precision precision);
+// A profile given by name (--profile) of another precision than the job's: an InputError naming
+// the profile file, its precision and the job's. Types the topology does not have are not checked.
+void check_profile_precision(const Profile& profile, const Topology& topology, kernels::Precision precision);
+
+// Roofline estimate for `type` at `precision`: matmul FLOPs at a fixed fraction of
+// gemm_peak_tflops, other traffic at a fraction of memory bandwidth. Fails (InputError naming
+// `where`) when the type has no positive peak rates.
 Profile roofline_profile(const DeviceType& type, const GptConfig& model, int seq_len,
-                         const std::vector<int>& micro_batches, const std::string& where);
+                         const std::vector<int>& micro_batches, const std::string& where,
+                         kernels::Precision precision = kernels::Precision::automatic);
 
 // The profile of each device type of `topology` (indexed like topology.device_types): the
 // given profiles matching the model and sequence length, else a roofline estimate.
+// A given profile is taken only at the job's precision (profile_precision), as only at its model
+// and sequence length.
 std::vector<Profile> profiles_for(const Topology& topology, const GptConfig& model, int seq_len,
                                   const std::vector<Profile>& available,
-                                  const std::vector<int>& micro_batches);
+                                  const std::vector<int>& micro_batches,
+                                  kernels::Precision precision = kernels::Precision::automatic);
 
 // Every *.yaml profile in a directory, in file-name order.
 std::vector<Profile> load_profile_dir(const std::string& dir);

@@ -29,7 +29,7 @@ void run_profile_tool(const ProfileToolOptions& o, MPI_Comm ranks, std::ostream&
     if (rank != 0) return;
     for (const DeviceType& t : topo.device_types) {
       const std::string path = (fs::path(o.out_dir) / name(t.name)).string();
-      save_profile(roofline_profile(t, model, o.seq_len, o.micro_batches, topo.source), path);
+      save_profile(roofline_profile(t, model, o.seq_len, o.micro_batches, topo.source, o.precision), path);
       out << "wrote " << path << " (roofline estimate)\n";
     }
     return;
@@ -38,14 +38,19 @@ void run_profile_tool(const ProfileToolOptions& o, MPI_Comm ranks, std::ostream&
   kernels::BackendChoice choice;
   std::string error;
   try {
-    choice = kernels::select_backend(o.local_rank, o.local_ranks);
+    choice = kernels::select_backend(o.local_rank, o.local_ranks, o.precision);
   } catch (const std::invalid_argument& e) {
     error = strprintf("rank %d: %s", rank, e.what());
   }
   if (const std::string agreed = agreed_error(error); !agreed.empty()) throw InputError(agreed);
   if (rank == 0) out << choice.note << '\n';
   kernels::Backend* backend = choice.backend.get();
-  const Profile p = measure_profile(*backend, model, o.device_type, {o.micro_batches, o.seq_len, o.repetitions}, ranks);
+  // What it measures at: automatic is bf16 on a GPU and fp32 on the CPU (select_backend).
+  const kernels::Precision at = o.precision != kernels::Precision::automatic ? o.precision
+                                : backend->cuda_device() >= 0                ? kernels::Precision::bf16
+                                                                             : kernels::Precision::fp32;
+  Profile p = measure_profile(*backend, model, o.device_type, {o.micro_batches, o.seq_len, o.repetitions}, ranks);
+  p.precision = kernels::precision_name(at);
   if (rank != 0) return;
   const std::string path = o.out.empty() ? (fs::path(o.out_dir) / name(o.device_type)).string() : o.out;
   save_profile(p, path);

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/precision.hpp"
+
 namespace eth::planner {
 
 struct ProfileToolOptions {
@@ -20,6 +22,7 @@ struct ProfileToolOptions {
   std::string estimate_topology;        // set: write roofline estimates for its device types
   std::string out_dir = "inputs/profiles";
   int local_rank = 0, local_ranks = 1;  // this rank among the job's ranks on its host: its GPU
+  kernels::Precision precision = kernels::Precision::automatic;  // measured at, as eth_train would run
 };
 // Every rank of `ranks` measures in lockstep (measure.hpp); rank 0 writes the profile and `out`.
 void run_profile_tool(const ProfileToolOptions& options, MPI_Comm ranks, std::ostream& out);

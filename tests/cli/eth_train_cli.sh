@@ -122,6 +122,12 @@ on_two_ranks=(env OMP_NUM_THREADS=1 timeout 120 mpirun -np 2 "$build/app/eth_tra
   --train-data "$work/ok.bin" --seq-len 16 --steps 1 --output-dir "$work/bad")
 expect_one_error eth_train "an unknown backend: one line from 2 ranks" "rank 0 on" "ETH_BACKEND" \
   "expected auto, cuda, cpu or cpu-async, got 'gpu'" -- env ETH_BACKEND=gpu "${on_two_ranks[@]}"
+# --precision: an unknown value, and TF32 on the CPU backend (which has none): one line from 2 ranks.
+expect_one_error eth_train "an unknown precision: one line from 2 ranks" \
+  "--precision: value: expected auto, fp32, tf32 or bf16, got fp16" -- "${on_two_ranks[@]}" --precision fp16
+expect_one_error eth_train "TF32 on the CPU backend: one line from 2 ranks" "rank 0 on" \
+  "--precision tf32: expected a GPU with TF32 tensor cores" "got the CPU backend (cpu)" -- \
+  env ETH_BACKEND=cpu "${on_two_ranks[@]}" --precision tf32
 if ! nvidia-smi -L >/dev/null 2>&1; then
   expect_one_error eth_train "the CUDA backend asked for without a GPU: one line from 2 ranks" "rank 0 on" \
     "ETH_BACKEND=cuda: expected a" -- env ETH_BACKEND=cuda "${on_two_ranks[@]}"

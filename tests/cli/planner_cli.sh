@@ -54,6 +54,13 @@ expect_one_error eth_plan "plan: unknown baseline" "--baseline" "layer-balanced"
   plan --topology "$topology" --model "$model" --batch 8 --seq-len 16 --baseline fastest
 expect_one_error eth_plan "plan: unknown memory savers" "--memory-savers" "'all', 'recompute' or 'none'" -- \
   plan --topology "$topology" --model "$model" --batch 8 --seq-len 16 --memory-savers most
+expect_one_error eth_plan "plan: an unknown precision" "--precision" "expected auto, fp32, tf32 or bf16, got fp16" -- \
+  plan --topology "$topology" --model "$model" --batch 8 --seq-len 16 --precision fp16
+# A profile measured at fp32 (cpu-rank, the demo model's) given for a bf16 job: refused, naming both.
+expect_one_error eth_plan "plan: a profile of another precision" "cpu-rank-demo-T64.yaml" "precision" \
+  "(bf16 for cpu-rank, --precision bf16)" "got fp32" -- \
+  plan --topology "$topology" --model "$src/inputs/models/demo.yaml" --batch 8 --seq-len 64 --precision bf16 \
+  --profile "$src/inputs/profiles/cpu-rank-demo-T64.yaml"
 # 16 GB cards and a 7.3B model: without recomputation nothing fits, and the error names the rank
 # and its excess; with it (the default) a plan whose stages recompute, with each rank's memory.
 cards="$src/inputs/scenarios/16gb-cards.yaml"

@@ -9,7 +9,7 @@ Checks max relative loss difference, max relative grad_norm difference (the glob
 clipping; the worst step is printed) and ||run - ref|| / ||ref|| over all parameters but the key
 biases against the tolerance (default 1e-5, for fp32: the two runs add the same per-sample
 gradients in different orders, so they differ by float rounding only, ~1e-7 per step, amplified a
-little by AdamW). The key biases (the middle C of each layer's qkv_b) are left out, and printed
+little by AdamW; bf16 runs pass a larger bound, tests/mpi/CMakeLists.txt says which and why). The key biases (the middle C of each layer's qkv_b) are left out, and printed
 with the worst tensor, because their true gradient is exactly zero (softmax ignores a shift shared
 by all keys): in fp32 it is pure rounding noise, which AdamW's normalisation turns into updates of
 order lr, so any two summation orders, even two one-rank runs with different micro-batches, move

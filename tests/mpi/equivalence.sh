@@ -6,7 +6,9 @@
 #   equivalence.sh BUILD_DIR SOURCE_DIR RANKS TOPOLOGY PLAN [ETH_TRAIN_OPTIONS...]
 # (the options go to the plan's run only, e.g. --grad-sync flat). MODEL (default
 # inputs/models/tiny-4l.yaml) names another model, LR (default 1e-2) another learning rate,
-# SEQ_LEN (default 16) another sequence length, EXPECT a line the plan's log must hold.
+# SEQ_LEN (default 16) another sequence length, EXPECT a line the plan's log must hold,
+# PRECISION (default fp32) every run's --precision and TOLERANCE (default 1e-5) compare_runs.py's
+# bound (bf16's, and why: tests/mpi/CMakeLists.txt).
 set -euo pipefail
 build=$1 src=$2 ranks=$3 topology=$4 plan=$5
 shift 5
@@ -27,6 +29,7 @@ if [ -n "${EXPECT:-}" ] && ! grep -q -- "$EXPECT" "$work/plan.log"; then
   exit 1
 fi
 echo "control: one rank, micro-batch $half instead of $batch"
-$py "$src/tests/mpi/compare_runs.py" "$model" "$work/reference" "$work/reference.bin" "$work/control" "$work/control.bin"
+tolerance=${TOLERANCE:-1e-5}
+$py "$src/tests/mpi/compare_runs.py" "$model" "$work/reference" "$work/reference.bin" "$work/control" "$work/control.bin" "$tolerance"
 echo "plan $(basename "$plan") on $ranks ranks $*:"
-$py "$src/tests/mpi/compare_runs.py" "$model" "$work/reference" "$work/reference.bin" "$work/plan" "$work/plan.bin"
+$py "$src/tests/mpi/compare_runs.py" "$model" "$work/reference" "$work/reference.bin" "$work/plan" "$work/plan.bin" "$tolerance"

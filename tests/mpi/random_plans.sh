@@ -15,6 +15,8 @@
 #     parameters and data, so every plan must fail: a check that the test can fail.
 #   RANDOM_PLANS_LR (default 1e-3), RANDOM_PLANS_BUDGET_S (default 840: gives up, failing, after),
 #   RANDOM_PLANS_KEEP (a directory to keep the scratch files in).
+#   PRECISION (default fp32): every run's --precision; TOLERANCE (default 1e-5): compare_runs.py's
+#     bound (bf16's, and why: tests/mpi/CMakeLists.txt).
 #
 # Why lr 1e-3: AdamW's first step moves a parameter by lr * g / (|g| + 1e-8), so the rare element
 # whose true gradient is within ~1e-8 of zero turns the gradient's float-rounding noise into an
@@ -38,7 +40,8 @@ source "$src/tests/mpi/mpi_test_env.sh"
 [ -z "${RANDOM_PLANS_KEEP:-}" ] || trap 'rm -rf "$RANDOM_PLANS_KEEP"; cp -r "$work" "$RANDOM_PLANS_KEEP"; rm -rf "$work"' EXIT
 model="$src/inputs/models/tiny-4l.yaml"
 write_tiny_shard "$work/data.bin" 7
-common=(--model "$model" --train-data "$work/data.bin" --seq-len 16 --steps 3 --lr "$lr" --warmup 1)
+common=(--model "$model" --train-data "$work/data.bin" --seq-len 16 --steps 3 --lr "$lr" --warmup 1
+        --precision "${PRECISION:-fp32}")
 $py "$src/tests/mpi/random_plans.py" "$work/plans" "$count" "$seed"
 start=$SECONDS
 
@@ -54,7 +57,8 @@ launch() {
 
 # compare REF RUN: compare_runs.py of two launched runs into $work/RUN.cmp; returns its status.
 compare() {
-  $py "$src/tests/mpi/compare_runs.py" "$model" "$work/$1" "$work/$1.bin" "$work/$2" "$work/$2.bin" > "$work/$2.cmp" 2>&1
+  $py "$src/tests/mpi/compare_runs.py" "$model" "$work/$1" "$work/$1.bin" "$work/$2" "$work/$2.bin" "${TOLERANCE:-1e-5}" \
+    > "$work/$2.cmp" 2>&1
 }
 
 # diffs FILE: the loss, grad norm and parameter relative differences of a comparison, tab-separated

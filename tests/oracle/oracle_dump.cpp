@@ -2,7 +2,10 @@
 // ETH_BACKEND=cuda on a GPU machine), computed exactly as lib/job/trainer.cpp computes them, with every
 // tensor that torch_oracle.py checks written out.
 //
-//   oracle_dump OUT_DIR MODEL_YAML
+//   oracle_dump OUT_DIR MODEL_YAML [SEQ_LEN ATTENTION [PRECISION]]
+//
+// PRECISION (default fp32, on a GPU too): fp32 or bf16, the backend's precision (--precision);
+// torch_oracle.py then emulates bf16's rounding points in float64.
 //
 // OUT_DIR/manifest.json describes the run (model, batch, AdamW settings, per-step loss, gradient
 // norm and clip factor), the parameter layout (every tensor's name, shape, offset, size and
@@ -88,7 +91,8 @@ json file_entry(const std::string& path, const char* dtype, std::vector<size_t> 
 
 // `attention`: "" or the kernel the backend must run at T ("blocked", "materialised"), so that
 // a test names the path it covers and fails when the backend's choice moves away from it.
-void dump(const fs::path& dir, const std::string& model_path, int T, const std::string& attention) {
+void dump(const fs::path& dir, const std::string& model_path, int T, const std::string& attention,
+          eth::kernels::Precision precision) {
   const eth::GptConfig model = eth::load_model_config(model_path);
   const int B = kMicroBatch, V = model.vocab_size, Vp = model.padded_vocab_size;
   if (T > model.max_seq_len)
@@ -97,8 +101,8 @@ void dump(const fs::path& dir, const std::string& model_path, int T, const std::
 
   // The CPU backend, or the CUDA one with ETH_BACKEND=cuda on a GPU machine: the oracle then
   // checks the device kernels against float64 PyTorch too.
-  eth::kernels::BackendChoice choice = eth::kernels::select_backend();
-  std::cout << choice.note << '\n';
+  eth::kernels::BackendChoice choice = eth::kernels::select_backend(0, 1, precision);
+  std::cout << choice.note << "; precision " << choice.backend->precision_path() << '\n';
   std::unique_ptr<eth::kernels::Backend> backend = std::move(choice.backend);
   const bool blocked = backend->attention_path(T) == eth::kernels::AttentionPath::blocked;
   std::cout << "attention at T = " << T << ": " << (blocked ? "blocked" : "materialised") << '\n';
@@ -189,6 +193,7 @@ void dump(const fs::path& dir, const std::string& model_path, int T, const std::
       {"model", {{"name", model.name}, {"vocab_size", V}, {"padded_vocab_size", Vp},
                  {"max_seq_len", model.max_seq_len}, {"num_layers", model.num_layers},
                  {"num_heads", model.num_heads}, {"channels", model.channels}}},
+      {"precision", eth::kernels::precision_name(backend->precision())},
       {"micro_batch", B},
       {"seq_len", T},
       {"micro_batches", kMicroBatches},
@@ -210,12 +215,15 @@ void dump(const fs::path& dir, const std::string& model_path, int T, const std::
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3 && argc != 5) {
-    std::cerr << "usage: oracle_dump OUT_DIR MODEL_YAML [SEQ_LEN ATTENTION]\n";
+  if (argc != 3 && argc != 5 && argc != 6) {
+    std::cerr << "usage: oracle_dump OUT_DIR MODEL_YAML [SEQ_LEN ATTENTION [PRECISION]]\n";
     return 2;
   }
   try {
-    dump(argv[1], argv[2], argc == 5 ? std::stoi(argv[3]) : kSeqLen, argc == 5 ? argv[4] : "");
+    const eth::kernels::Precision precision = eth::kernels::parse_precision(argc == 6 ? argv[5] : "fp32");
+    if (precision != eth::kernels::Precision::fp32 && precision != eth::kernels::Precision::bf16)
+      eth::fail_input("command line", "PRECISION", "fp32 or bf16", argv[5]);
+    dump(argv[1], argv[2], argc >= 5 ? std::stoi(argv[3]) : kSeqLen, argc >= 5 ? argv[4] : "", precision);
   } catch (const std::exception& e) {
     std::cerr << "oracle_dump: error: " << e.what() << '\n';
     return 1;

@@ -1,9 +1,9 @@
 #!/bin/sh
 # The oracle_torch test: dump a CPU training run, then check it against PyTorch.
-#   run_oracle.sh ORACLE_DUMP MODEL_YAML OUT_DIR [SEQ_LEN ATTENTION]
+#   run_oracle.sh ORACLE_DUMP MODEL_YAML OUT_DIR [SEQ_LEN ATTENTION [PRECISION]]
 set -eu
-if [ $# -ne 3 ] && [ $# -ne 5 ]; then
-  echo "usage: run_oracle.sh ORACLE_DUMP MODEL_YAML OUT_DIR [SEQ_LEN ATTENTION]" >&2
+if [ $# -ne 3 ] && [ $# -ne 5 ] && [ $# -ne 6 ]; then
+  echo "usage: run_oracle.sh ORACLE_DUMP MODEL_YAML OUT_DIR [SEQ_LEN ATTENTION [PRECISION]]" >&2
   exit 2
 fi
 # Debian's interpreter, where python3-torch installs, not whichever python3 is first on PATH;

@@ -17,6 +17,7 @@
 #include "lib/planner/exhaustive.hpp"
 #include "lib/planner/search.hpp"
 
+
 namespace eth::test {
 namespace {
 
@@ -193,7 +194,7 @@ Topology tiny_cluster(std::mt19937& rng, int devices, bool distinct) {
 }
 
 CostModel roofline_cost(const Topology& topo, const GptConfig& model, int T) {
-  return CostModel(topo, model, T, profiles_for(topo, model, T, {}, {1, 2, 4}));
+  return CostModel(topo, model, T, profiles_for(topo, model, T, {}, {1, 2, 4}, kFiguresPrecision));
 }
 
 // The enumerator's optimum equals the brute force's on tiny clusters (recomputation chosen per
@@ -280,7 +281,7 @@ TEST(PlannerAudit, SearchAgainstExhaustiveOnRandomSmallClusters) {
   double worst = 0;
   for (uint64_t seed = 1; seed <= 30; seed++) {
     const AuditCase c = random_audit_case(seed, catalog, shape);
-    CostModel cost(c.topology, c.model, c.seq_len, profiles_for(c.topology, c.model, c.seq_len, {}, {1, 2, 4, 8}));
+    CostModel cost(c.topology, c.model, c.seq_len, profiles_for(c.topology, c.model, c.seq_len, {}, {1, 2, 4, 8}, kFiguresPrecision));
     cost.set_allow_sharding(false);  // the enumeration's space: every plan keeps whole moments
     const ExhaustiveResult ex = exhaustive_best(cost, c.request);
     std::optional<Candidate> hpp;

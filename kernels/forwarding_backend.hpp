@@ -1,0 +1,113 @@
+// A Backend that passes every call to another one: the base of decorators that change a few
+// operations and leave the rest (kernels/bf16_rounding_backend.cpp, bench/timing_backend.hpp).
+// Does not own the inner backend.
+#pragma once
+
+#include "kernels/backend.hpp"
+
+namespace eth::kernels {
+
+class ForwardingBackend : public Backend {
+ public:
+  explicit ForwardingBackend(Backend& inner) : inner_(inner) {}
+
+  std::string name() const override { return inner_.name(); }
+  bool host_addressable() const override { return inner_.host_addressable(); }
+  int cuda_device() const override { return inner_.cuda_device(); }
+  std::string gpu_uuid() const override { return inner_.gpu_uuid(); }
+  size_t free_memory_bytes() const override { return inner_.free_memory_bytes(); }
+  void* native_stream() const override { return inner_.native_stream(); }
+
+  // ---- memory --------------------------------------------------------------------------
+  void* allocate(size_t bytes) override { return inner_.allocate(bytes); }
+  void release(void* ptr) override { inner_.release(ptr); }
+  void* allocate_pinned(size_t bytes) override { return inner_.allocate_pinned(bytes); }
+  void release_pinned(void* ptr) override { inner_.release_pinned(ptr); }
+  size_t peak_allocated_bytes() const override { return inner_.peak_allocated_bytes(); }
+  size_t allocated_bytes() const override { return inner_.allocated_bytes(); }
+  void copy_to_device(void* dst, const void* src, size_t bytes) override { inner_.copy_to_device(dst, src, bytes); }
+  void copy_to_host(void* dst, const void* src, size_t bytes) override { inner_.copy_to_host(dst, src, bytes); }
+  void copy_to_device_async(void* dst, const void* src, size_t bytes) override {
+    inner_.copy_to_device_async(dst, src, bytes);
+  }
+  void copy_to_host_async(void* dst, const void* src, size_t bytes) override {
+    inner_.copy_to_host_async(dst, src, bytes);
+  }
+  void copy(void* dst, const void* src, size_t bytes) override { inner_.copy(dst, src, bytes); }
+  void fill_zero(float* x, size_t n) override { inner_.fill_zero(x, n); }
+
+  // ---- ordering ------------------------------------------------------------------------
+  void synchronize() override { inner_.synchronize(); }
+  void* create_event() override { return inner_.create_event(); }
+  void destroy_event(void* event) override { inner_.destroy_event(event); }
+  void record_event(void* event) override { inner_.record_event(event); }
+  bool event_done(void* event) override { return inner_.event_done(event); }
+  void wait_event(void* event) override { inner_.wait_event(event); }
+  void* create_timed_event() override { return inner_.create_timed_event(); }
+  double elapsed_ms(void* start, void* end) override { return inner_.elapsed_ms(start, end); }
+  void stall(double ms) override { inner_.stall(ms); }
+  void enqueue_host_function(std::function<void()> fn) override { inner_.enqueue_host_function(std::move(fn)); }
+
+  // ---- precision -----------------------------------------------------------------------
+  Precision precision() const override { return inner_.precision(); }
+  std::string precision_path() const override { return inner_.precision_path(); }
+  void round_to_bf16(float* out, const float* inp, size_t n) override { inner_.round_to_bf16(out, inp, n); }
+
+  // ---- GPT-2 forward and backward --------------------------------------------------------
+  void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+                       int C) override {
+    inner_.encoder_forward(out, tokens, wte, wpe, B, T, C);
+  }
+  void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T,
+                        int C) override {
+    inner_.encoder_backward(dwte, dwpe, dout, tokens, B, T, C);
+  }
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                         const float* bias, int N, int C) override {
+    inner_.layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+  }
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                          const float* weight, const float* mean, const float* rstd, int N, int C) override {
+    inner_.layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  }
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+                      int OC) override {
+    inner_.matmul_forward(out, inp, weight, bias, N, C, OC);
+  }
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                       const float* weight, int N, int C, int OC) override {
+    inner_.matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+  }
+  AttentionPath attention_path(int T) const override { return inner_.attention_path(T); }
+  void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C, int NH) override {
+    inner_.attention_forward(out, saved, qkv, B, T, C, NH);
+  }
+  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* saved,
+                          int B, int T, int C, int NH) override {
+    inner_.attention_backward(dqkv, dout, qkv, out, saved, B, T, C, NH);
+  }
+  void gelu_forward(float* out, const float* inp, size_t n) override { inner_.gelu_forward(out, inp, n); }
+  void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {
+    inner_.gelu_backward(dinp, inp, dout, n);
+  }
+  void residual_forward(float* out, const float* a, const float* b, size_t n) override {
+    inner_.residual_forward(out, a, b, n);
+  }
+  void crossentropy_forward_backward(float* sample_losses, float* logits, const int32_t* targets, int B, int T,
+                                     int V, int Vp, float dlogits_scale) override {
+    inner_.crossentropy_forward_backward(sample_losses, logits, targets, B, T, V, Vp, dlogits_scale);
+  }
+  void accumulate_sum(double* total, const float* x, size_t n) override { inner_.accumulate_sum(total, x, n); }
+
+  // ---- optimizer -------------------------------------------------------------------------
+  double sum_of_squares(const float* x, size_t n) override { return inner_.sum_of_squares(x, n); }
+  void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
+                    const AdamWParams& hp) override {
+    inner_.adamw_update(params, grads, m, v, n, hp);
+  }
+
+ protected:
+  Backend& inner_;
+};
+
+}  // namespace eth::kernels
