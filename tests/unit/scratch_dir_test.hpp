@@ -3,6 +3,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -13,9 +14,11 @@ namespace eth::test {
 class ScratchDirTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // The process id too: two builds' suites running at once (a sanitized one beside a plain
+    // one) must not share, and remove, each other's files.
     dir_ = std::filesystem::temp_directory_path() /
            ("eth_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
