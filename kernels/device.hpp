@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -80,6 +81,12 @@ class Device {
   // Keeps the stream busy for `ms`, as `ms` of work would: the --slowdown test switch
   // (lib/runtime/slowdown.hpp), which must slow what the device does, not only the host.
   virtual void stall(double ms) = 0;
+
+  // Runs `fn` on the host once the stream reaches it, and holds the stream until it returns
+  // (cudaLaunchHostFunc): how another queue's completion is made a point of this stream, where
+  // no device event can express it (the emulated NCCL streams, mpi_topology/emulated_streams.cpp).
+  // `fn` must not call this device.
+  virtual void enqueue_host_function(std::function<void()> fn) = 0;
 };
 
 // A point in a device's compute stream. A fresh event counts as done; record() moves it to the

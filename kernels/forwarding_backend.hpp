@@ -3,6 +3,9 @@
 // Does not own the inner backend.
 #pragma once
 
+#include <functional>
+#include <utility>
+
 #include "kernels/backend.hpp"
 
 namespace eth::kernels {
@@ -46,6 +49,7 @@ class ForwardingBackend : public Backend {
   void* create_timed_event() override { return inner_.create_timed_event(); }
   double elapsed_ms(void* start, void* end) override { return inner_.elapsed_ms(start, end); }
   void stall(double ms) override { inner_.stall(ms); }
+  void enqueue_host_function(std::function<void()> fn) override { inner_.enqueue_host_function(std::move(fn)); }
 
   // ---- precision -----------------------------------------------------------------------
   Precision precision() const override { return inner_.precision(); }

@@ -2,6 +2,7 @@
 // an event after the work that makes it final (and the copy to the mirror), and the
 // hierarchical non-blocking sum (or, for a sharded slice, the sums to the shards' owners),
 // started by poll() once the event is done.
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -24,11 +25,9 @@ class MpiReducer final : public SumReducer {
     return static_cast<int>(slices_.size()) - 1;
   }
 
-  int add_owner_slice(const ProcessGroup& group, float* data, const std::vector<int>& counts,
+  int add_owner_slice(const ProcessGroup& group, float* data, const std::vector<size_t>& counts,
                       const std::string& what) override {
-    size_t n = 0;
-    for (int c : counts) n += static_cast<size_t>(c);
-    const int index = add_slice(group, data, n, what);
+    const int index = add_slice(group, data, std::accumulate(counts.begin(), counts.end(), size_t{0}), what);
     slices_.back().owner_counts = counts;
     return index;
   }
@@ -77,7 +76,7 @@ class MpiReducer final : public SumReducer {
     kernels::Event final;  // the slice (and its mirror) is final
     State state;
     PendingReduce pending;
-    std::vector<int> owner_counts;  // a sharded slice: its shards' sizes; empty: summed for all
+    std::vector<size_t> owner_counts;  // a sharded slice: its shards' sizes; empty: summed for all
     PendingShards to_owners;
     std::string what;  // for the watchdog
   };

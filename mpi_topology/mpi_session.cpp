@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "mpi_topology/sum_reducer.hpp"
 #include "mpi_topology/watchdog.hpp"
 
 namespace eth {
@@ -33,7 +34,11 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   //   node-local sum of two ranks in 0.1-1.7 s; the binomial tree (2) took 10-25 ms.
   setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", /*overwrite=*/0);
   setenv("OMPI_MCA_coll_libnbc_ireduce_algorithm", "2", /*overwrite=*/0);
-  MPI_CHECK(MPI_Init(argc, argv));
+  // The emulated NCCL streams make MPI calls from threads of their own (stream_collectives.hpp);
+  // everything else calls MPI from the main thread only.
+  int provided = 0;
+  const bool threads = nccl_emulation_requested();
+  MPI_CHECK(MPI_Init_thread(argc, argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided));
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
   MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
   const HostPlace place = host_place();

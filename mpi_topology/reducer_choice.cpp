@@ -4,34 +4,63 @@
 
 #include "mpi_topology/gpu_identity.hpp"
 #include "mpi_topology/mpi_session.hpp"
+#include "mpi_topology/stream_collectives.hpp"
 #include "mpi_topology/sum_reducer.hpp"
 
 namespace eth {
 namespace {
 
 // ETH_NCCL, ordered so that the job takes the least any rank allows.
-enum NcclWish : int { kNever = 0, kWherePossible = 1, kRequired = 2, kUnknown = 3 };
+enum NcclWish : int { kNever = 0, kWherePossible = 1, kRequired = 2, kEmulated = 3, kUnknown = 4 };
 
 NcclWish nccl_wish(const char* setting) {
   const std::string s = setting == nullptr ? "" : setting;
   if (s.empty() || s == "auto") return kWherePossible;
   if (s == "0") return kNever;
   if (s == "1") return kRequired;
+  if (s == "emulated") return kEmulated;
   return kUnknown;
+}
+
+// Why the emulation cannot run here, or "".
+std::string emulation_obstacle(const kernels::Device& device) {
+  if (!device.host_addressable())
+    return "ETH_NCCL=emulated: expected a CPU backend (ETH_BACKEND=cpu-async), got " + device.name();
+  int threads = MPI_THREAD_SINGLE;
+  MPI_CHECK(MPI_Query_thread(&threads));
+  if (threads != MPI_THREAD_MULTIPLE)
+    return "ETH_NCCL=emulated: expected an MPI with MPI_THREAD_MULTIPLE, this one provides less";
+  return "";
 }
 
 }  // namespace
 
-ReducerChoice choose_sum_reducer(kernels::Device& device, const std::vector<int>& node_of_rank) {
+bool nccl_emulation_requested() {
   const char* setting = std::getenv("ETH_NCCL");
-  ReducerChoice choice;
+  return setting != nullptr && std::string(setting) == "emulated";
+}
+
+CommChoice choose_comm_paths(kernels::Device& device, const std::vector<int>& node_of_rank, bool sharded) {
+  const char* setting = std::getenv("ETH_NCCL");
+  CommChoice choice;
   int wish = nccl_wish(setting);
   if (wish == kUnknown) {
-    choice.error = std::string("ETH_NCCL: expected auto, 0 or 1, got '") + setting + "'";
+    choice.error = std::string("ETH_NCCL: expected auto, 0, 1 or emulated, got '") + setting + "'";
     wish = kNever;
   }
   // Every rank takes the same path: the least any rank allows, NCCL only if every node qualifies.
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &wish, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  if (wish == kEmulated) {
+    const std::string obstacle = emulation_obstacle(device);
+    if (!obstacle.empty()) {
+      if (choice.error.empty()) choice.error = obstacle;
+      choice.reducer = make_mpi_reducer(device);
+    } else {
+      choice.reducer = sharded ? make_mpi_reducer(device) : make_stream_reducer(device, make_emulated_streams(device));
+      choice.transfer_streams = make_emulated_streams(device);
+    }
+    return choice;
+  }
   const std::string obstacle = nccl_obstacle(node_of_rank, gather_rank_gpus(device.gpu_uuid()));
   if (wish == kNever || !obstacle.empty()) {
     if (wish == kRequired && choice.error.empty())
@@ -39,10 +68,15 @@ ReducerChoice choose_sum_reducer(kernels::Device& device, const std::vector<int>
     choice.reducer = make_mpi_reducer(device);
     return choice;
   }
-  const std::string why_not = make_nccl_reducer(device, &choice.reducer);
-  if (!why_not.empty() && choice.error.empty())
+  std::unique_ptr<StreamCollectives> streams;
+  const std::string why_not = make_nccl_streams(device, &streams);
+  if (why_not.empty()) {
+    choice.reducer = sharded ? make_mpi_reducer(device) : make_stream_reducer(device, std::move(streams));
+    make_nccl_streams(device, &choice.transfer_streams);
+  } else if (choice.error.empty()) {
     choice.error = "GPU " + device.gpu_uuid() +
                    ": expected NCCL for the reductions inside a node (ETH_NCCL=0 reduces through MPI instead): " + why_not;
+  }
   return choice;
 }
 

@@ -4,7 +4,7 @@
 #include <cassert>
 #include <numeric>
 
-#include "mpi_topology/mpi_session.hpp"
+#include "mpi_topology/mpi_counts.hpp"
 
 namespace eth {
 namespace {
@@ -64,28 +64,36 @@ std::vector<int> RowExchange::receivers_from(int world_rank) const {
   return ranks;
 }
 
+std::vector<RowMessage> RowExchange::sends_of(int world_rank, size_t row_elems) const {
+  const int me = index_of(from_ranks_, world_rank);
+  std::vector<RowMessage> messages;
+  for (const RowTransfer& t : transfers_)
+    if (t.from == me)
+      messages.push_back({to_ranks_[t.to], static_cast<size_t>(t.row_begin - from_offsets_[me]) * row_elems,
+                          static_cast<size_t>(t.rows) * row_elems});
+  return messages;
+}
+
+std::vector<RowMessage> RowExchange::receives_of(int world_rank, size_t row_elems) const {
+  const int me = index_of(to_ranks_, world_rank);
+  std::vector<RowMessage> messages;
+  for (const RowTransfer& t : transfers_)
+    if (t.to == me)
+      messages.push_back({from_ranks_[t.from], static_cast<size_t>(t.row_begin - to_offsets_[me]) * row_elems,
+                          static_cast<size_t>(t.rows) * row_elems});
+  return messages;
+}
+
 void RowExchange::post_sends(int world_rank, const float* rows, size_t row_elems, int tag, MPI_Comm comm,
                              std::vector<MPI_Request>& requests) const {
-  const int me = index_of(from_ranks_, world_rank);
-  for (const RowTransfer& t : transfers_) {
-    if (t.from != me) continue;
-    const float* first = rows + static_cast<size_t>(t.row_begin - from_offsets_[me]) * row_elems;
-    requests.emplace_back();
-    MPI_CHECK(MPI_Isend(first, static_cast<int>(t.rows * row_elems), MPI_FLOAT, to_ranks_[t.to], tag, comm,
-                        &requests.back()));
-  }
+  for (const RowMessage& m : sends_of(world_rank, row_elems))
+    large_isend(rows + m.offset, m.count, MPI_FLOAT, m.peer, tag, comm, requests);
 }
 
 void RowExchange::post_recvs(int world_rank, float* rows, size_t row_elems, int tag, MPI_Comm comm,
                              std::vector<MPI_Request>& requests) const {
-  const int me = index_of(to_ranks_, world_rank);
-  for (const RowTransfer& t : transfers_) {
-    if (t.to != me) continue;
-    float* first = rows + static_cast<size_t>(t.row_begin - to_offsets_[me]) * row_elems;
-    requests.emplace_back();
-    MPI_CHECK(MPI_Irecv(first, static_cast<int>(t.rows * row_elems), MPI_FLOAT, from_ranks_[t.from], tag, comm,
-                        &requests.back()));
-  }
+  for (const RowMessage& m : receives_of(world_rank, row_elems))
+    large_irecv(rows + m.offset, m.count, MPI_FLOAT, m.peer, tag, comm, requests);
 }
 
 }  // namespace eth

@@ -1,8 +1,9 @@
 // m:n redistribution of a micro-batch between two groups of ranks that split its rows (samples)
 // differently: sender i holds rows [from_offset_i, from_offset_i + from_rows_i), receiver j
 // wants rows [to_offset_j, to_offset_j + to_rows_j), both in order, the same total. Every
-// overlap of a sender's and a receiver's range is one message. Rows are contiguous in both
-// buffers ((rows, row_elems), row-major), so each message is one contiguous slice.
+// overlap of a sender's and a receiver's range is one message (in pieces past MPI's int count,
+// mpi_counts.hpp). Rows are contiguous in both buffers ((rows, row_elems), row-major), so each
+// message is one contiguous slice.
 #pragma once
 
 #include <mpi.h>
@@ -22,6 +23,14 @@ struct RowTransfer {
 // The overlaps, in row order. Pure: testable without MPI.
 std::vector<RowTransfer> plan_row_transfers(const std::vector<int>& from_rows, const std::vector<int>& to_rows);
 
+// One message of an exchange as one of its ends sees it: the other end, and where the rows lie
+// in this end's buffer.
+struct RowMessage {
+  int peer = 0;       // world rank
+  size_t offset = 0;  // first element in this rank's rows
+  size_t count = 0;   // elements
+};
+
 class RowExchange {
  public:
   RowExchange() = default;
@@ -35,7 +44,13 @@ class RowExchange {
   void post_recvs(int world_rank, float* rows, size_t row_elems, int tag, MPI_Comm comm,
                   std::vector<MPI_Request>& requests) const;
 
+  // This rank's messages, as a sender or as a receiver, in row order, of rows of `row_elems`.
+  std::vector<RowMessage> sends_of(int world_rank, size_t row_elems) const;
+  std::vector<RowMessage> receives_of(int world_rank, size_t row_elems) const;
+
   const std::vector<RowTransfer>& transfers() const { return transfers_; }
+  const std::vector<int>& senders() const { return from_ranks_; }
+  const std::vector<int>& receivers() const { return to_ranks_; }
   // The ranks `world_rank` receives from (as a receiver) or sends to (as a sender), in row order.
   std::vector<int> senders_to(int world_rank) const;
   std::vector<int> receivers_from(int world_rank) const;

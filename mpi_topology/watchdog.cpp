@@ -30,6 +30,7 @@ struct State {
   int step = 0;
   const char* phase = "start-up";
   const WaitSite* waiting = nullptr;  // the wait this rank is in, if any
+  std::vector<const std::function<void()>*> expiry_hooks;  // WatchdogExpiryHook's, alive
 };
 State state;
 
@@ -141,6 +142,7 @@ std::string silent(int rank) {
   if (!arrived.empty()) line += "; arrived: rank(s) " + arrived;
   std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);
+  for (const std::function<void()>* hook : state.expiry_hooks) (*hook)();
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::_Exit(1);  // MPI_Abort does not return
 }
@@ -202,6 +204,13 @@ void watched_wait_one(MPI_Request& request, const WaitSite& site) {
     MPI_CHECK(MPI_Test(&request, &complete, MPI_STATUS_IGNORE));
     return complete != 0;
   }, site);
+}
+
+WatchdogExpiryHook::WatchdogExpiryHook(std::function<void()> hook) : hook_(std::move(hook)) {
+  state.expiry_hooks.push_back(&hook_);
+}
+WatchdogExpiryHook::~WatchdogExpiryHook() {
+  state.expiry_hooks.erase(std::find(state.expiry_hooks.begin(), state.expiry_hooks.end(), &hook_));
 }
 
 }  // namespace eth

@@ -48,4 +48,17 @@ void watched_wait(const std::function<bool()>& done, const WaitSite& site);
 void watched_wait_all(std::vector<MPI_Request>& requests, const WaitSite& site);
 void watched_wait_one(MPI_Request& request, const WaitSite& site);
 
+// While it lives, `hook` runs when a watched wait expires, after the line and before MPI_Abort:
+// what must not stay blocked on a peer that will not come (NCCL's communicators) is aborted.
+class WatchdogExpiryHook {
+ public:
+  explicit WatchdogExpiryHook(std::function<void()> hook);
+  ~WatchdogExpiryHook();
+  WatchdogExpiryHook(const WatchdogExpiryHook&) = delete;
+  WatchdogExpiryHook& operator=(const WatchdogExpiryHook&) = delete;
+
+ private:
+  std::function<void()> hook_;
+};
+
 }  // namespace eth

@@ -4,17 +4,14 @@
 // the event the execution model asks for (kernels/device.hpp) computes a wrong result on the
 // CPU, where CI sees it, instead of only on a GPU.
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
-#include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "kernels/backend.hpp"
+#include "kernels/cpu/work_queue.hpp"
 
 namespace eth::kernels {
 namespace {
@@ -25,16 +22,7 @@ double now_ms() {
 
 class AsyncCpuBackend final : public Backend {
  public:
-  AsyncCpuBackend() : cpu_(make_cpu_backend()), worker_([this] { run(); }) {}
-
-  ~AsyncCpuBackend() override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    queued_cv_.notify_all();
-    worker_.join();
-  }
+  AsyncCpuBackend() : cpu_(make_cpu_backend()) {}
 
   AsyncCpuBackend(const AsyncCpuBackend&) = delete;
   AsyncCpuBackend& operator=(const AsyncCpuBackend&) = delete;
@@ -88,21 +76,17 @@ class AsyncCpuBackend final : public Backend {
     bool timed = false;
     double at_ms = 0;  // written by the worker, read by the host after waiting for `count`
   };
-  void synchronize() override { wait_for(enqueued_); }
+  void synchronize() override { queue_.synchronize(); }
   void* create_event() override { return new AsyncEvent; }
   void* create_timed_event() override { return new AsyncEvent{0, true, 0}; }
   void destroy_event(void* event) override { delete static_cast<AsyncEvent*>(event); }
   void record_event(void* event) override {
     auto* e = static_cast<AsyncEvent*>(event);
     if (e->timed) enqueue([e] { e->at_ms = now_ms(); });
-    e->count = enqueued_;
+    e->count = queue_.enqueued();
   }
-  bool event_done(void* event) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    rethrow_worker_error();
-    return completed_ >= static_cast<AsyncEvent*>(event)->count;
-  }
-  void wait_event(void* event) override { wait_for(static_cast<AsyncEvent*>(event)->count); }
+  bool event_done(void* event) override { return queue_.completed(static_cast<AsyncEvent*>(event)->count); }
+  void wait_event(void* event) override { queue_.wait_for(static_cast<AsyncEvent*>(event)->count); }
   double elapsed_ms(void* start, void* end) override {
     wait_event(start);
     wait_event(end);
@@ -111,6 +95,7 @@ class AsyncCpuBackend final : public Backend {
   void stall(double ms) override {
     enqueue([ms] { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); });
   }
+  void enqueue_host_function(std::function<void()> fn) override { enqueue(std::move(fn)); }
 
   // ---- precision -----------------------------------------------------------------------
   Precision precision() const override { return cpu_->precision(); }
@@ -182,55 +167,10 @@ class AsyncCpuBackend final : public Backend {
   }
 
  private:
-  void enqueue(std::function<void()> op) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      queue_.push_back(std::move(op));
-    }
-    enqueued_++;  // host thread only
-    queued_cv_.notify_one();
-  }
-
-  void wait_for(uint64_t count) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    completed_cv_.wait(lock, [&] { return completed_ >= count || error_ != nullptr; });
-    rethrow_worker_error();
-  }
-
-  void rethrow_worker_error() {
-    if (error_ != nullptr) std::rethrow_exception(error_);
-  }
-
-  void run() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      queued_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and everything queued has run
-      std::function<void()> op = std::move(queue_.front());
-      queue_.pop_front();
-      lock.unlock();
-      std::exception_ptr error;
-      try {
-        op();
-      } catch (...) {
-        error = std::current_exception();
-      }
-      lock.lock();
-      if (error != nullptr && error_ == nullptr) error_ = error;
-      completed_++;
-      completed_cv_.notify_all();
-    }
-  }
+  void enqueue(std::function<void()> op) { queue_.enqueue(std::move(op)); }
 
   std::unique_ptr<Backend> cpu_;
-  uint64_t enqueued_ = 0;  // written by the host thread only
-  std::mutex mutex_;
-  std::condition_variable queued_cv_, completed_cv_;
-  std::deque<std::function<void()>> queue_;  // guarded by mutex_
-  uint64_t completed_ = 0;                   // guarded by mutex_
-  std::exception_ptr error_;                 // the worker's first failure, guarded by mutex_
-  bool stopping_ = false;                    // guarded by mutex_
-  std::thread worker_;                       // last: starts once everything above exists
+  WorkQueue queue_;  // last: its thread runs operations on cpu_
 };
 
 }  // namespace

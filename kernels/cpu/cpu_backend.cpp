@@ -92,6 +92,7 @@ class CpuBackend final : public Backend {
   void wait_event(void*) override {}
   double elapsed_ms(void* start, void* end) override { return *static_cast<double*>(end) - *static_cast<double*>(start); }
   void stall(double ms) override { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); }
+  void enqueue_host_function(std::function<void()> fn) override { fn(); }
 
   Precision precision() const override { return Precision::fp32; }
   std::string precision_path() const override { return "fp32"; }

@@ -121,6 +121,17 @@ class CudaBackend final : public Backend {
     return ms;
   }
   void stall(double ms) override { cuda::stall(static_cast<long long>(ms * 1e6), stream_); }
+  void enqueue_host_function(std::function<void()> fn) override {
+    auto* held = new std::function<void()>(std::move(fn));  // freed by the call
+    CUDA_CHECK(cudaLaunchHostFunc(
+        stream_,
+        [](void* f) {
+          auto* call = static_cast<std::function<void()>*>(f);
+          (*call)();
+          delete call;
+        },
+        held));
+  }
 
   // ---- precision -----------------------------------------------------------------------
   Precision precision() const override { return options_.tf32 ? Precision::tf32 : Precision::fp32; }

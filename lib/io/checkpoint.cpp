@@ -7,6 +7,7 @@
 #include "lib/base/checksum.hpp"
 #include "lib/base/input_error.hpp"
 #include "lib/base/strprintf.hpp"
+#include "mpi_topology/mpi_counts.hpp"
 #include "mpi_topology/mpi_session.hpp"
 #include "mpi_topology/watchdog.hpp"
 
@@ -175,10 +176,9 @@ void CheckpointWriter::write(CheckpointGroup group, const ParamTensor& t, const 
 
 void CheckpointWriter::finish() {
   // Each tensor has exactly one writer and every other rank holds 0 there: the sum is its value.
-  MPI_Request request;
-  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, checksums_.data(), static_cast<int>(checksums_.size()), MPI_UINT64_T, MPI_SUM,
-                           comm_, &request));
-  watched_wait_one(request, {"the sum of the checkpoint's checksums", {}});
+  std::vector<MPI_Request> requests;
+  large_iallreduce(checksums_.data(), checksums_.size(), MPI_UINT64_T, MPI_SUM, comm_, requests);
+  watched_wait_all(requests, {"the sum of the checkpoint's checksums", {}});
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(comm_, &rank));
   if (rank == 0)

@@ -57,28 +57,34 @@ std::unique_ptr<Running> start(const Job& job, Plan plan, kernels::Backend& back
   int host_length = 0;
   MPI_CHECK(MPI_Get_processor_name(host, &host_length));
   const DeviceType& device = job.topology.device_of(ctx.world_rank);
+  // Sharded optimizer state needs sums to the shards' owners, which only the MPI reducer does
+  // (the same choice on every rank: --shard-optimizer and the plan are job-wide).
+  CommChoice comm = choose_comm_paths(backend, ctx.node_of_rank, job.sharded_optimizer());
+  agreed([&] {
+    if (!comm.error.empty())
+      throw InputError(strprintf("rank %d on %.*s: %s", ctx.world_rank, host_length, host, comm.error.c_str()));
+  });
+  // NCCL's own buffers, which its communicators take from the device beside the stage's state.
+  const int communicators = comm.transfer_streams ? stream_communicators(ctx) : 0;
+  const size_t nccl_bytes = communicators * (comm.transfer_streams ? comm.transfer_streams->communicator_bytes_estimate() : 0);
   agreed([&] {
     if (needed > device.memory_gb * 1e9)  // the plan's own promise: what the topology says the device holds
       throw InputError(strprintf("rank %d: %s puts %.3f GB of stage state on this rank (pipeline %d, stage %d: parameters, "
                                  "gradients, AdamW moments, activations), expected at most the %g GB of its device %s in %s",
                                  ctx.world_rank, running->plan.source.c_str(), needed * 1e-9, ctx.role.pipeline, ctx.role.stage,
                                  device.memory_gb, device.name.c_str(), job.topology.source.c_str()));
-    if (free_bytes > 0 && needed > free_bytes)
-      throw InputError(strprintf("rank %d on %.*s, %s: %s puts %.2f GiB of stage state on this device (pipeline %d, stage %d), "
-                                 "expected at most the %.2f GiB free",
+    if (free_bytes > 0 && needed + nccl_bytes > free_bytes)
+      throw InputError(strprintf("rank %d on %.*s, %s: %s puts %.2f GiB of stage state on this device (pipeline %d, stage %d)"
+                                 "%s, expected at most the %.2f GiB free",
                                  ctx.world_rank, host_length, host, backend.name().c_str(), running->plan.source.c_str(),
-                                 needed / 1073741824.0, ctx.role.pipeline, ctx.role.stage, free_bytes / 1073741824.0));
-  });
-  // Sharded optimizer state needs sums to the shards' owners, which only the MPI reducer does
-  // (the same choice on every rank: --shard-optimizer and the plan are job-wide).
-  ReducerChoice reducer = job.sharded_optimizer() ? ReducerChoice{make_mpi_reducer(backend), ""}
-                                                  : choose_sum_reducer(backend, ctx.node_of_rank);
-  agreed([&] {
-    if (!reducer.error.empty())
-      throw InputError(strprintf("rank %d on %.*s: %s", ctx.world_rank, host_length, host, reducer.error.c_str()));
+                                 (needed + nccl_bytes) / 1073741824.0, ctx.role.pipeline, ctx.role.stage,
+                                 nccl_bytes == 0 ? ""
+                                                 : strprintf(" with the buffers of %d NCCL communicators (%.2f GiB, estimated)",
+                                                             communicators, nccl_bytes / 1073741824.0).c_str(),
+                                 free_bytes / 1073741824.0));
   });
   running->runtime = make_rank_runtime(job.model, running->plan, ctx, o.seq_len, o.grad_sync, o.adamw, backend,
-                                       std::move(reducer.reducer), seed, carried);
+                                       std::move(comm), seed, carried);
   return running;
 }
 

@@ -75,8 +75,24 @@ double CostModel::recompute_ms(const ProfileEntry& e, LayerRange layers, Recompu
 double CostModel::p2p_ms(int from, int to, double bytes) const {
   const RankPlace& a = topology_.ranks[from];
   const RankPlace& b = topology_.ranks[to];
-  const Link& link = a.node == b.node ? topology_.nodes[a.node].link : topology_.network;
-  return link.latency_us * 1e-3 + bytes / (link.bandwidth_gbs * 1e6);
+  if (a.node == b.node) {  // device to device: NCCL's send/receive, or shared memory on CPUs
+    const Link& link = topology_.nodes[a.node].link;
+    return link.latency_us * 1e-3 + bytes / (link.bandwidth_gbs * 1e6);
+  }
+  // Across nodes MPI carries them; GPU ranks stage them through pinned host mirrors (the MPI is
+  // not CUDA-aware, lib/runtime/stage_transfers.hpp): a copy to the host at the sender, one back
+  // at the receiver, each over its host link.
+  const Link& net = topology_.network;
+  return net.latency_us * 1e-3 + bytes / (net.bandwidth_gbs * 1e6) + host_copy_ms(a.node, bytes) +
+         host_copy_ms(b.node, bytes);
+}
+
+double CostModel::host_copy_ms(int node, double bytes) const {
+  const Link& link = topology_.nodes[node].link;
+  if (link.kind == "shared-memory") return 0;  // CPU ranks: their buffers are host memory
+  // A PCIe node's link is its devices' host link; NVLink machines reach the host over PCIe 4 x16.
+  constexpr double kPcie4Gbs = 25;
+  return bytes / ((link.kind == "pcie" ? link.bandwidth_gbs : kPcie4Gbs) * 1e6);
 }
 
 double CostModel::boundary_ms(const PlanStage& from, const PlanStage& to, int micro_batch) const {

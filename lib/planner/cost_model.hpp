@@ -86,6 +86,7 @@ class CostModel {
 
   // Sending `bytes` from one rank to another over the link between them.
   double p2p_ms(int from, int to, double bytes) const;
+  double host_copy_ms(int node, double bytes) const;  // a GPU rank's staging copy of `bytes`
   // One micro-batch's activations (or their gradients) from stage `from` to stage `to`:
   // each sender ships its samples to the ranks holding them next, the slowest sender counts.
   double boundary_ms(const PlanStage& from, const PlanStage& to, int micro_batch) const;

@@ -17,7 +17,8 @@ BlockGradSync::BlockGradSync(const ParallelContext& ctx, const ParamLayout& layo
       continue;
     }
     reducer_->add_owner_slice(*s.group, grads + s.offset, s.shard_counts, "reduction to the shards' owners of " + s.name);
-    param_slices_.push_back({s.group, WireBuffer(device, params + s.offset, s.size, direct), s.shard_counts,
+    param_slices_.push_back({s.group, WireBuffer(device, params + s.offset, s.size, direct),
+                             s.shard_counts,
                              "all-gather of the updated shards of " + s.name});
   }
 }
@@ -37,6 +38,13 @@ void BlockGradSync::unit_done(int unit) {
 void BlockGradSync::finish() {
   reached_.assign(slices_.size(), true);
   start_reached();
+  reducer_->finish();
+  reached_.assign(slices_.size(), false);
+  next_start_ = 0;
+}
+
+void BlockGradSync::finish_in_reverse_order() {
+  for (size_t i = slices_.size(); i-- > next_start_;) reducer_->start(static_cast<int>(i));
   reducer_->finish();
   reached_.assign(slices_.size(), false);
   next_start_ = 0;

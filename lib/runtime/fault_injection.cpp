@@ -25,6 +25,7 @@ const char* kind_name(FaultKind k) {
     case FaultKind::hang: return "hang";
     case FaultKind::nan: return "nan";
     case FaultKind::truncate_shard: return "truncate-shard";
+    case FaultKind::reverse_sums: return "reverse-sums";
   }
   return "";
 }
@@ -54,7 +55,7 @@ std::string what(const FaultSpec& f) {
 FaultSpec parse_fault(const std::string& text) {
   const std::string grammar =
       "KIND:rank=R:step=S[:phase=P][:block=B] with KIND abort, kill or hang (with phase=forward, backward, "
-      "reduction or checkpoint), nan (with block=B) or truncate-shard, R >= 0, S >= 1";
+      "reduction or checkpoint), nan (with block=B), truncate-shard or reverse-sums, R >= 0, S >= 1";
   auto bad = [&]() { fail_input("--inject-fault", "value", grammar, text); };
   std::istringstream in(text);
   std::string kind, item;
@@ -66,6 +67,7 @@ FaultSpec parse_fault(const std::string& text) {
   else if (kind == "hang") f.kind = FaultKind::hang;
   else if (kind == "nan") f.kind = FaultKind::nan;
   else if (kind == "truncate-shard") f.kind = FaultKind::truncate_shard;
+  else if (kind == "reverse-sums") f.kind = FaultKind::reverse_sums;
   else bad();
   while (std::getline(in, item, ':')) {
     const size_t eq = item.find('=');
@@ -127,6 +129,15 @@ void fault_point(FaultPhase phase, int step) {
     default:
       break;
   }
+}
+
+bool fault_reverse_sums(int step) {
+  if (!armed_for(FaultKind::reverse_sums, step)) return false;
+  static bool said = false;
+  if (!said) std::fprintf(stderr, "eth_train: rank %d: %s: gradient sums started in reverse order\n", armed->rank,
+                          what(*armed).c_str());
+  said = true;
+  return true;
 }
 
 int fault_nan_block(int step) { return armed_for(FaultKind::nan, step) ? armed->block : -1; }

@@ -12,6 +12,9 @@
 //                   non-finite norm stops the run before the update, naming step and block
 //   truncate-shard  rank R cuts the first training shard to half its size at the start of step
 //                   S; the data loader's next read past the cut fails, naming the file
+//   reverse-sums    rank R starts step S's gradient sums in the reverse of the global order
+//                   (block-wise sync): on the NCCL path, whose streams run collectives in the
+//                   order issued, a cycle of ranks waiting for each other, which the watchdog names
 //
 // P (abort, kill, hang): forward, backward, reduction (before this rank's gradient sums
 // complete) or checkpoint (the checkpoint written after step S, between this rank's dataset
@@ -24,7 +27,7 @@
 
 namespace eth {
 
-enum class FaultKind { abort, kill, hang, nan, truncate_shard };
+enum class FaultKind { abort, kill, hang, nan, truncate_shard, reverse_sums };
 enum class FaultPhase { none, forward, backward, reduction, checkpoint };
 
 struct FaultSpec {
@@ -46,6 +49,8 @@ void arm_fault(const std::optional<FaultSpec>& spec, int rank);
 void fault_point(FaultPhase phase, int step);
 // The gradient block this rank poisons with a NaN in step `step` (0-based), or -1.
 int fault_nan_block(int step);
+// Whether this rank starts step `step`'s (0-based) gradient sums in reverse order.
+bool fault_reverse_sums(int step);
 // At the start of step `step` (0-based): cuts `shard` to half its size if armed to.
 void fault_truncate_shard(int step, const std::string& shard);
 

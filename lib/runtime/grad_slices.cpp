@@ -37,9 +37,8 @@ std::vector<GradSlice> grad_slices(const ParallelContext& ctx, const ParamLayout
     }
     const BlockShard& shard =
         *std::find_if(shards.begin(), shards.end(), [&](const BlockShard& s) { return s.block == static_cast<int>(b); });
-    std::vector<int> counts;
-    for (int i = 0; shard.sharded && i < shard.owners; i++)
-      counts.push_back(static_cast<int>(shard_span(shard.slice.size, shard.owners, i).size));
+    std::vector<size_t> counts;
+    for (int i = 0; shard.sharded && i < shard.owners; i++) counts.push_back(shard_span(shard.slice.size, shard.owners, i).size);
     slices.push_back({group, shard.slice.offset, shard.slice.size, block.unit_begin, counted || shard.sharded, name,
                       static_cast<int>(b), counts, shard.mine()});
   }

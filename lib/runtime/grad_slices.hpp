@@ -24,7 +24,7 @@ struct GradSlice {
   bool counted_here;              // this rank counts it in the norm
   std::string name;               // "block 1 (layers 1-2)", for messages
   int block;                      // its block, -1 for the tied embedding
-  std::vector<int> shard_counts;  // a sharded block: its owners' shard sizes; else empty
+  std::vector<size_t> shard_counts;  // a sharded block: its owners' shard sizes; else empty
   FloatRange own;                 // what this rank counts: its shard, or the whole slice
 };
 

@@ -43,6 +43,9 @@ class GradSync {
   // Starts what has not started and waits for every sum of this step; work enqueued afterwards
   // sees the summed gradients.
   virtual void finish() = 0;
+  // The same, with the sums started in the reverse of the global order: the reverse-sums fault
+  // (fault_injection.hpp). Block mode only; the other modes start theirs in finish() alone.
+  virtual void finish_in_reverse_order() { finish(); }
   // Sharded blocks (block mode): every owner receives the others' updated shards of the
   // parameters. Collective over each sharded block's owners; waits (through the watchdog).
   virtual void gather_params() {}

@@ -26,6 +26,7 @@ class BlockGradSync final : public GradSync {
                 float* params);
   void unit_done(int unit) override;
   void finish() override;
+  void finish_in_reverse_order() override;
   void gather_params() override;
 
  private:
@@ -33,7 +34,7 @@ class BlockGradSync final : public GradSync {
   struct ParamSlice {
     const ProcessGroup* group;
     WireBuffer wire;
-    std::vector<int> counts;
+    std::vector<size_t> counts;
     std::string what;
   };
   void start_reached();  // starts the reached slices that every earlier one allows

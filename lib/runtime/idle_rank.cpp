@@ -8,9 +8,10 @@
 
 namespace eth {
 
-IdleRank::IdleRank(const GptConfig& model, const Plan& plan, const ParallelContext& ctx)
+IdleRank::IdleRank(const GptConfig& model, const Plan& plan, const ParallelContext& ctx, std::string training_path)
     : model_(model), plan_(plan), whole_(model, {0, model.num_layers}),
-      owners_(tensor_owners(model, plan, ctx.world_size)), rank_(ctx.world_rank) {}
+      owners_(tensor_owners(model, plan, ctx.world_size)), rank_(ctx.world_rank),
+      training_path_(std::move(training_path)) {}
 
 StepResult IdleRank::step(int step, SampleStream&, float, StepTrace& trace) {
   trace.begin_step();

@@ -13,7 +13,8 @@ namespace eth {
 
 class IdleRank final : public RankRuntime {
  public:
-  IdleRank(const GptConfig& model, const Plan& plan, const ParallelContext& ctx);
+  // `training_path`: how the training ranks sum their gradients, for the log of an idle rank 0.
+  IdleRank(const GptConfig& model, const Plan& plan, const ParallelContext& ctx, std::string training_path);
 
   StepResult step(int step, SampleStream& train, float lr, StepTrace& trace) override;
   double evaluate(SampleStream& val, int samples) override;
@@ -21,7 +22,7 @@ class IdleRank final : public RankRuntime {
   void save_checkpoint(const std::string& path, const CheckpointHeader& header) override;
   CheckpointHeader load_checkpoint(const std::string& path) override;
   int collectives_per_step() const override { return 0; }
-  std::string reduction_path() const override { return "idle"; }
+  std::string reduction_path() const override { return "idle; the training ranks: " + training_path_; }
 
  private:
   const GptConfig& model_;
@@ -29,6 +30,7 @@ class IdleRank final : public RankRuntime {
   ParamLayout whole_;        // the one-stage layout rank 0 gathers into
   std::vector<int> owners_;  // tensor_owners: none of them this rank
   int rank_;
+  std::string training_path_;
 };
 
 }  // namespace eth

@@ -30,7 +30,7 @@ const char* phase_of(ActionKind kind) {
 
 PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const ParallelContext& ctx, int seq_len,
                                  GradSyncMode sync, const AdamWConfig& adamw, kernels::Backend& backend,
-                                 std::unique_ptr<SumReducer> reducer, uint64_t seed, const StageState* carried)
+                                 CommChoice comm, uint64_t seed, const StageState* carried)
     : model_(model),
       plan_(plan),
       ctx_(ctx),
@@ -49,10 +49,10 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
                                          ctx.first_stage() ? ctx.role.samples * seq_len : 0,
                                          tied_rows_kept_late(plan, seq_len))
                      : LateEmbeddingRows()),
-      sync_(make_grad_sync(sync, ctx, stage_.layout(), whole_, std::move(reducer), backend, stage_.grads(),
+      sync_(make_grad_sync(sync, ctx, stage_.layout(), whole_, std::move(comm.reducer), backend, stage_.grads(),
                            late_rows_.on(), shards_, stage_.params())),
       actions_(one_f_one_b(pipe_, ctx.role.stage)),
-      transfers_(ctx, pipe_, actions_, stage_, slots_, backend, seq_len),
+      transfers_(ctx, pipe_, actions_, stage_, slots_, backend, seq_len, std::move(comm.transfer_streams)),
       owners_(tensor_owners(model, plan, ctx.world_size)) {
   if (carried) {
     take_state(*carried);
@@ -155,16 +155,17 @@ void PipelineRuntime::backward(int step, const Action& a) {
   // where the tied embedding is summed early, a first stage keeps its embedding rows out of dwte
   // (lib/runtime/late_embedding_rows.hpp).
   const int i = a.micro_batch, m = pipe_.micro_batches;
-  const bool final_backward = i == m - 1;
+  // A rank armed to start its sums in reverse order (fault_injection.hpp) starts none early.
+  const bool final_backward = i == m - 1, early_sums = final_backward && !fault_reverse_sums(step);
   fault_point(FaultPhase::backward, step);
   // An injected NaN lands before the last backward adds to the block and starts its sum.
   if (const int block = fault_nan_block(step); final_backward && block >= 0) poison_block(block);
   compute_start_[m + i].record();
-  if (final_backward) sync_->unit_done(kLastBackwardBegins);
+  if (early_sums) sync_->unit_done(kLastBackwardBegins);
   KeptEmbeddingRows keep;
   if (final_backward && ctx_.first_stage() && late_rows_.on()) keep = {late_rows_.rows(), late_rows_.ids()};
   stage_.backward(i % slots_, transfers_.grad_from_next(), [&](int unit) {
-    if (final_backward) sync_->unit_done(unit);
+    if (early_sums) sync_->unit_done(unit);
   }, keep);
   transfers_.backward_enqueued(i);
   end_compute(m + i);
@@ -172,7 +173,10 @@ void PipelineRuntime::backward(int step, const Action& a) {
 
 void PipelineRuntime::reduce_grads(int step) {
   fault_point(FaultPhase::reduction, step);
-  sync_->finish();
+  if (fault_reverse_sums(step))
+    sync_->finish_in_reverse_order();
+  else
+    sync_->finish();
   if (late_rows_.on())
     late_rows_.add_gathered(stage_.grads() + stage_.layout().head_wte(),
                             ctx_.first_stage() ? my_rows(pipe_.micro_batches - 1) * T_ : 0);
@@ -210,7 +214,7 @@ std::string PipelineRuntime::reduction_path() const {
   if (sharded > 0)
     path += strprintf("; AdamW moments sharded in %ld block(s), %zu of the stage's %zu floats kept", sharded,
                       optimizer_.moment_size(), stage_.layout().size());
-  return path;
+  return path + "; stage transfers: " + transfers_.path();
 }
 
 void PipelineRuntime::end_compute(int k) {

@@ -41,7 +41,7 @@ class PipelineRuntime final : public RankRuntime {
  public:
   PipelineRuntime(const GptConfig& model, const Plan& plan, const ParallelContext& ctx, int seq_len,
                   GradSyncMode sync, const AdamWConfig& adamw, kernels::Backend& backend,
-                  std::unique_ptr<SumReducer> reducer, uint64_t seed, const StageState* carried = nullptr);
+                  CommChoice comm, uint64_t seed, const StageState* carried = nullptr);
 
   StepResult step(int step, SampleStream& train, float lr, StepTrace& trace) override;
 

@@ -42,8 +42,8 @@ std::vector<PipelineRuntime::GatheredMoments> PipelineRuntime::gather_sharded_mo
   for (size_t b = 0; b < shards_.size(); b++) {
     const BlockShard& s = shards_[b];
     if (!s.sharded) continue;
-    std::vector<int> counts;
-    for (int i = 0; i < s.owners; i++) counts.push_back(static_cast<int>(shard_span(s.slice.size, s.owners, i).size));
+    std::vector<size_t> counts;
+    for (int i = 0; i < s.owners; i++) counts.push_back(shard_span(s.slice.size, s.owners, i).size);
     const ProcessGroup& group = ctx_.block_groups[static_cast<size_t>(s.block)];
     for (CheckpointGroup g : {CheckpointGroup::adam_m, CheckpointGroup::adam_v}) {
       std::vector<float>& shard = mine[2 * b + (g == CheckpointGroup::adam_v)];

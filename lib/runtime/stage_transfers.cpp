@@ -1,6 +1,10 @@
 #include "lib/runtime/stage_transfers.hpp"
 
+#include <cstdio>
+#include <thread>
+
 #include "mpi_topology/host_messages.hpp"
+#include "mpi_topology/mpi_counts.hpp"
 #include "mpi_topology/mpi_session.hpp"
 
 namespace eth {
@@ -27,14 +31,16 @@ WaitSite sending(const char* what, int i, std::vector<int> to) {
 }  // namespace
 
 StageTransfers::StageTransfers(const ParallelContext& ctx, const PlanPipeline& pipe, const std::vector<Action>& actions,
-                               Stage& stage, int slots, kernels::Backend& backend, int T)
+                               Stage& stage, int slots, kernels::Backend& backend, int T,
+                               std::unique_ptr<StreamCollectives> streams)
     : ctx_(ctx),
       pipe_(pipe),
       actions_(actions),
       stage_(stage),
       backend_(backend),
       row_(static_cast<size_t>(T) * stage.config().channels),
-      slots_(slots) {
+      slots_(slots),
+      streams_(std::move(streams)) {
   const size_t rows = static_cast<size_t>(ctx.role.samples) * row_;  // one micro-batch of this rank's activations
   dout_ = kernels::DeviceBuffer<float>(backend, rows);
   grad_send_ = kernels::DeviceBuffer<float>(backend, rows * slots_);
@@ -54,10 +60,39 @@ StageTransfers::StageTransfers(const ParallelContext& ctx, const PlanPipeline& p
   for (int i = 0; i < pipe.micro_batches; i++) backward_done_.emplace_back(backend);
   activation_sends_.resize(static_cast<size_t>(slots_));
   grad_sends_.resize(static_cast<size_t>(slots_));
+  if (streams_) make_lanes();
+}
+
+void StageTransfers::make_lanes() {
+  StreamCollectives& s = *streams_;
+  // Boundaries in pipeline order on every rank (StreamLink::create): the one before this stage,
+  // then the one after it; activations' link first.
+  auto lane = [&](const RowExchange& exchange) { return Lane{s.new_stream(), StreamLink::create(exchange, ctx_.node_of_rank, ctx_.world_rank, s)}; };
+  if (!ctx_.first_stage()) {
+    activations_in_ = lane(ctx_.full.from_previous);
+    grads_out_ = lane(ctx_.full.grads_to_previous);
+  }
+  if (!ctx_.last_stage()) {
+    activations_out_ = lane(ctx_.full.to_next);
+    grads_in_ = lane(ctx_.full.grads_from_next);
+  }
+  copies_ = s.new_stream();
+  rows_final_ = s.new_event();
+  staged_ = s.new_event();
+  for (int slot = 0; slot < slots_; slot++) {
+    activation_sent_.push_back(s.new_event());
+    grad_sent_.push_back(s.new_event());
+  }
+  for (size_t i = 0; i < actions_.size(); i++) received_.push_back(s.new_event());
 }
 
 const ParallelContext::Exchanges& StageTransfers::exchanges(int micro_batch) const {
   return ctx_.exchanges(pipe_.rows(micro_batch) < pipe_.micro_batch);
+}
+
+std::string StageTransfers::path() const {
+  if (!streams_) return "MPI";
+  return streams_->name() + " send/receive inside each node, device to device; MPI across nodes";
 }
 
 void StageTransfers::begin_step() {
@@ -74,14 +109,70 @@ bool StageTransfers::buffer_free(const Action& r) const {
 void StageTransfers::post_receive(size_t index) {
   const Action& r = actions_[index];
   const ParallelContext::Exchanges& x = exchanges(r.micro_batch);
-  if (r.kind == ActionKind::recv_activation) {
-    x.from_previous.post_recvs(ctx_.world_rank, input_wires_[r.micro_batch % slots_].wire(), row_,
-                               activation_tag(r.micro_batch), world_comm(), receives_[index]);
-  } else {
-    x.grads_from_next.post_recvs(ctx_.world_rank, dout_wire_.wire(), row_, grad_tag(r.micro_batch), world_comm(),
-                                 receives_[index]);
-  }
+  StreamCollectives::Event* done = streams_ ? received_[index] : nullptr;
+  if (r.kind == ActionKind::recv_activation)
+    post_receives(x.from_previous, input_wires_[r.micro_batch % slots_], activations_in_, activation_tag(r.micro_batch),
+                  done, receives_[index]);
+  else
+    post_receives(x.grads_from_next, dout_wire_, grads_in_, grad_tag(r.micro_batch), done, receives_[index]);
   posted_[index] = true;
+}
+
+void StageTransfers::post_receives(const RowExchange& exchange, WireBuffer& wire, const Lane& lane, int tag,
+                                   StreamCollectives::Event* done, Pending& pending) {
+  if (!streams_) return exchange.post_recvs(ctx_.world_rank, wire.wire(), row_, tag, world_comm(), pending.requests);
+  bool grouped = false;
+  for (const RowMessage& m : exchange.receives_of(ctx_.world_rank, row_)) {
+    if (!lane.link.carries(m.peer)) {
+      large_irecv(wire.wire() + m.offset, m.count, MPI_FLOAT, m.peer, tag, world_comm(), pending.requests);
+      continue;
+    }
+    if (!grouped) streams_->group_start();
+    grouped = true;
+    streams_->recv(wire.buffer() + m.offset, m.count, lane.link.peer_rank(m.peer), lane.link.comm(), lane.stream);
+  }
+  if (!grouped) return;
+  streams_->group_end();
+  streams_->record(done, lane.stream);
+  pending.event = done;
+}
+
+void StageTransfers::land(const RowExchange& exchange, WireBuffer& wire, const Lane& lane, Pending& pending) {
+  if (!streams_) return wire.stage_in();
+  if (pending.event != nullptr) streams_->wait(StreamCollectives::kCompute, pending.event);
+  pending.event = nullptr;
+  if (wire.wire() == wire.buffer()) return;  // MPI wrote the buffer itself
+  bool copied = false;
+  for (const RowMessage& m : exchange.receives_of(ctx_.world_rank, row_)) {
+    if (lane.link.carries(m.peer)) continue;
+    streams_->copy(wire.buffer() + m.offset, wire.wire() + m.offset, m.count * sizeof(float), copies_);
+    copied = true;
+  }
+  if (!copied) return;
+  streams_->record(staged_, copies_);
+  streams_->wait(StreamCollectives::kCompute, staged_);
+}
+
+void StageTransfers::wait(Pending& pending, const WaitSite& site) {
+  if (!streams_) return wait_all(pending.requests, site);
+  watched_wait([&] {
+    int complete = 0;
+    MPI_CHECK(MPI_Testall(static_cast<int>(pending.requests.size()), pending.requests.data(), &complete,
+                          MPI_STATUSES_IGNORE));
+    if (const std::string error = streams_->async_error(); !error.empty()) fail_transfer(site, error);
+    if (complete && (pending.event == nullptr || streams_->done(pending.event))) return true;
+    std::this_thread::yield();  // the streams' own threads, where they are emulated, need the core
+    return false;
+  }, site);
+  pending.requests.clear();
+}
+
+void StageTransfers::fail_transfer(const WaitSite& site, const std::string& error) {
+  std::fprintf(stderr, "eth_train: rank %d (%s): %s failed: %s\n", ctx_.world_rank, progress_text().c_str(),
+               site.what.c_str(), error.c_str());
+  std::fflush(stderr);
+  streams_->abort();
+  MPI_Abort(world_comm(), 1);
 }
 
 void StageTransfers::receive(size_t index) {
@@ -91,12 +182,13 @@ void StageTransfers::receive(size_t index) {
     if (a.posted_after_backward >= 0) backward_done_[a.posted_after_backward].wait();
     post_receive(index);
   }
+  const ParallelContext::Exchanges& x = exchanges(i);
   if (a.kind == ActionKind::recv_activation) {
-    wait_all(receives_[index], receiving("activations", i, exchanges(i).from_previous.senders_to(rank)));
-    input_wires_[i % slots_].stage_in();
+    wait(receives_[index], receiving("activations", i, x.from_previous.senders_to(rank)));
+    land(x.from_previous, input_wires_[i % slots_], activations_in_, receives_[index]);
   } else {
-    wait_all(receives_[index], receiving("gradients", i, exchanges(i).grads_from_next.senders_to(rank)));
-    dout_wire_.stage_in();
+    wait(receives_[index], receiving("gradients", i, x.grads_from_next.senders_to(rank)));
+    land(x.grads_from_next, dout_wire_, grads_in_, receives_[index]);
   }
 }
 
@@ -110,8 +202,48 @@ void StageTransfers::post_ready_receives(size_t from) {
   }
 }
 
-void StageTransfers::send_rows(const RowExchange& exchange, WireBuffer& wire, kernels::Event& ready, int tag,
-                               std::vector<MPI_Request>& requests) {
+void StageTransfers::send_rows(const RowExchange& exchange, WireBuffer& wire, kernels::Event& ready, const Lane& lane,
+                               int tag, StreamCollectives::Event* done, Pending& pending) {
+  if (!streams_) return send_rows_through_mpi(exchange, wire, ready, tag, pending.requests);
+  const std::vector<RowMessage> messages = exchange.sends_of(ctx_.world_rank, row_);
+  streams_->record(rows_final_, StreamCollectives::kCompute);  // the tensor's event
+  bool grouped = false, remote = false;
+  for (const RowMessage& m : messages) {
+    if (!lane.link.carries(m.peer)) {
+      remote = true;
+      continue;
+    }
+    if (!grouped) {
+      streams_->wait(lane.stream, rows_final_);
+      streams_->group_start();
+    }
+    grouped = true;
+    streams_->send(wire.buffer() + m.offset, m.count, lane.link.peer_rank(m.peer), lane.link.comm(), lane.stream);
+  }
+  if (grouped) {
+    streams_->group_end();
+    streams_->record(done, lane.stream);
+    pending.event = done;
+  }
+  if (!remote) return;
+  StreamCollectives::Event* rows_ready = rows_final_;
+  if (wire.wire() != wire.buffer()) {  // through the mirror, copied on a stream of its own
+    streams_->wait(copies_, rows_final_);
+    for (const RowMessage& m : messages)
+      if (!lane.link.carries(m.peer))
+        streams_->copy(wire.wire() + m.offset, wire.buffer() + m.offset, m.count * sizeof(float), copies_);
+    streams_->record(staged_, copies_);
+    rows_ready = staged_;
+  }
+  watched_wait([&] { return streams_->done(rows_ready); }, {"copy of rows to send", {}});
+  for (const RowMessage& m : messages) {
+    if (!lane.link.carries(m.peer))
+      large_isend(wire.wire() + m.offset, m.count, MPI_FLOAT, m.peer, tag, world_comm(), pending.requests);
+  }
+}
+
+void StageTransfers::send_rows_through_mpi(const RowExchange& exchange, WireBuffer& wire, kernels::Event& ready, int tag,
+                                           std::vector<MPI_Request>& requests) {
   wire.stage_out();
   ready.record();
   ready.wait();  // MPI reads the rows from the host's side of the stream
@@ -120,13 +252,14 @@ void StageTransfers::send_rows(const RowExchange& exchange, WireBuffer& wire, ke
 
 void StageTransfers::wait_slot_sent(const Action& a) {
   if (a.after_send_of < 0) return;
-  wait_all(activation_sends_[a.micro_batch % slots_],
-           sending("activations", a.after_send_of, exchanges(a.after_send_of).to_next.receivers_from(ctx_.world_rank)));
+  wait(activation_sends_[a.micro_batch % slots_],
+       sending("activations", a.after_send_of, exchanges(a.after_send_of).to_next.receivers_from(ctx_.world_rank)));
 }
 
 void StageTransfers::send_activations(int i) {
   const int slot = i % slots_;
-  send_rows(exchanges(i).to_next, output_wires_[slot], output_final_[slot], activation_tag(i), activation_sends_[slot]);
+  send_rows(exchanges(i).to_next, output_wires_[slot], output_final_[slot], activations_out_, activation_tag(i),
+            streams_ ? activation_sent_[slot] : nullptr, activation_sends_[slot]);
 }
 
 void StageTransfers::backward_enqueued(int i) {
@@ -137,20 +270,23 @@ void StageTransfers::backward_enqueued(int i) {
 void StageTransfers::send_grads(const Action& a, const float* input_grad, int rows) {
   const int i = a.micro_batch, slot = i % slots_;
   if (a.after_send_of >= 0)  // the slot's previous gradient has left
-    wait_all(grad_sends_[slot], sending("gradients", a.after_send_of,
-                                        exchanges(a.after_send_of).grads_to_previous.receivers_from(ctx_.world_rank)));
+    wait(grad_sends_[slot], sending("gradients", a.after_send_of,
+                                    exchanges(a.after_send_of).grads_to_previous.receivers_from(ctx_.world_rank)));
   WireBuffer& wire = grad_send_wires_[slot];
   backend_.copy(wire.buffer(), input_grad, sizeof(float) * rows * row_);
-  send_rows(exchanges(i).grads_to_previous, wire, grad_final_[slot], grad_tag(i), grad_sends_[slot]);
+  send_rows(exchanges(i).grads_to_previous, wire, grad_final_[slot], grads_out_, grad_tag(i),
+            streams_ ? grad_sent_[slot] : nullptr, grad_sends_[slot]);
 }
 
 void StageTransfers::finish_sends() {
   const int rank = ctx_.world_rank;
   if (!ctx_.last_stage())
-    for (auto& r : activation_sends_) wait_all(r, {"the step's last sends of activations", ctx_.full.to_next.receivers_from(rank)});
+    for (Pending& p : activation_sends_) wait(p, {"the step's last sends of activations", ctx_.full.to_next.receivers_from(rank)});
   if (!ctx_.first_stage())
-    for (auto& r : grad_sends_)
-      wait_all(r, {"the step's last sends of gradients", ctx_.full.grads_to_previous.receivers_from(rank)});
+    for (Pending& p : grad_sends_)
+      wait(p, {"the step's last sends of gradients", ctx_.full.grads_to_previous.receivers_from(rank)});
+  for (Pending& p : activation_sends_) p.event = nullptr;
+  for (Pending& p : grad_sends_) p.event = nullptr;
 }
 
 void StageTransfers::receive_evaluation(int i) {
@@ -162,7 +298,7 @@ void StageTransfers::receive_evaluation(int i) {
 
 void StageTransfers::send_evaluation(int i) {
   std::vector<MPI_Request> requests;
-  send_rows(ctx_.full.to_next, output_wires_[0], output_final_[0], activation_tag(i), requests);
+  send_rows_through_mpi(ctx_.full.to_next, output_wires_[0], output_final_[0], activation_tag(i), requests);
   wait_all(requests, {"send of validation activations", ctx_.full.to_next.receivers_from(ctx_.world_rank)});
 }
 

@@ -7,10 +7,22 @@
 // recorded once its rows are final; a slot is overwritten once its last send has completed.
 // Message tags: micro-batch i's activations travel as 2i, its gradients as 2i + 1. Messages
 // between two ranks with one tag never overtake each other, so steps need no tag of their own.
+//
+// Two paths, chosen per job with the gradient sums' (mpi_topology/sum_reducer.hpp):
+//   - MPI: every message through MPI, from the buffers or their pinned mirrors (the copies on the
+//     compute stream; a send waits on the host for the event after its rows);
+//   - streams (the NCCL path, given `streams`): a message between two ranks of one node is a
+//     send and a receive on streams of their own, one per direction and kind (activations out,
+//     activations in, gradients out, gradients in), device memory to device memory, each
+//     micro-batch's messages grouped; a send waits on its tensor's event, on its stream, and the
+//     host does not wait for it. Messages to or from another node stay on MPI, through the
+//     mirrors where MPI cannot read device memory, with the copies on a stream of their own.
+//     The host waits for receives (and, before reusing a slot, for sends) through the watchdog.
 #pragma once
 
 #include <mpi.h>
 
+#include <memory>
 #include <vector>
 
 #include "kernels/backend.hpp"
@@ -18,6 +30,9 @@
 #include "lib/model/stage.hpp"
 #include "lib/plan/schedule.hpp"
 #include "lib/runtime/parallel_context.hpp"
+#include "mpi_topology/stream_collectives.hpp"
+#include "mpi_topology/stream_link.hpp"
+#include "mpi_topology/watchdog.hpp"
 #include "mpi_topology/wire_buffer.hpp"
 
 namespace eth {
@@ -26,8 +41,10 @@ class StageTransfers {
  public:
   // `actions`: this rank's step (one_f_one_b), whose receives and buffer rules this follows;
   // activations arrive in and leave from `stage`'s `slots` slots.
+  // `streams`: the NCCL path's, or null for MPI alone. Collective over the pipeline's ranks when
+  // given (the node-local communicators of each boundary).
   StageTransfers(const ParallelContext& ctx, const PlanPipeline& pipe, const std::vector<Action>& actions, Stage& stage,
-                 int slots, kernels::Backend& backend, int T);
+                 int slots, kernels::Backend& backend, int T, std::unique_ptr<StreamCollectives> streams);
 
   void begin_step();
   // A receive action (actions[index]): posts it if not yet posted, waits for it, and stages its
@@ -47,6 +64,7 @@ class StageTransfers {
   // The step's last sends have completed (their buffers are rewritten next step).
   void finish_sends();
   const float* grad_from_next() const { return dout_.data(); }  // (B, T, C) for the current backward
+  std::string path() const;  // for the log
 
   // Evaluation (forward only, slot 0, every micro-batch full): micro-batch i's input received,
   // its output sent, each waited for before returning.
@@ -54,12 +72,37 @@ class StageTransfers {
   void send_evaluation(int i);
 
  private:
+  using Stream = StreamCollectives::Stream;
+  // One direction of one kind of message on the stream path: its stream and its node-local link.
+  struct Lane {
+    Stream stream = StreamCollectives::kCompute;
+    StreamLink link;
+  };
+  // Transfers in flight: MPI's requests, and on the stream path the event after the grouped
+  // stream operations (null: none).
+  struct Pending {
+    std::vector<MPI_Request> requests;
+    StreamCollectives::Event* event = nullptr;
+  };
+
   const ParallelContext::Exchanges& exchanges(int micro_batch) const;
   bool buffer_free(const Action& receive) const;
   void post_receive(size_t index);
+  // Posts the receives of `exchange` into `wire`'s buffer (or mirror), on `lane` where it carries them.
+  void post_receives(const RowExchange& exchange, WireBuffer& wire, const Lane& lane, int tag,
+                     StreamCollectives::Event* done, Pending& pending);
+  // After the wait: later work on the compute stream sees the received rows.
+  void land(const RowExchange& exchange, WireBuffer& wire, const Lane& lane, Pending& pending);
   // Enqueues the wire copy, records `ready` after it, waits for it, and posts the sends.
-  void send_rows(const RowExchange& exchange, WireBuffer& wire, kernels::Event& ready, int tag,
-                 std::vector<MPI_Request>& requests);
+  void send_rows_through_mpi(const RowExchange& exchange, WireBuffer& wire, kernels::Event& ready, int tag,
+                             std::vector<MPI_Request>& requests);
+  // The rows in `wire` are final once the work enqueued so far completes: sends them.
+  void send_rows(const RowExchange& exchange, WireBuffer& wire, kernels::Event& ready, const Lane& lane, int tag,
+                 StreamCollectives::Event* done, Pending& pending);
+  // Waits through the watchdog; on the stream path polls the streams' asynchronous errors too.
+  void wait(Pending& pending, const WaitSite& site);
+  [[noreturn]] void fail_transfer(const WaitSite& site, const std::string& error);
+  void make_lanes();  // collective over the pipeline's ranks
 
   const ParallelContext& ctx_;
   const PlanPipeline& pipe_;
@@ -76,11 +119,19 @@ class StageTransfers {
   WireBuffer dout_wire_;
   std::vector<kernels::Event> backward_done_;              // per micro-batch
   std::vector<kernels::Event> output_final_, grad_final_;  // per slot: staged, ready to send
-  std::vector<std::vector<MPI_Request>> activation_sends_; // per slot
-  std::vector<std::vector<MPI_Request>> grad_sends_;       // per slot
+  std::vector<Pending> activation_sends_;                  // per slot
+  std::vector<Pending> grad_sends_;                        // per slot
+
+  // The stream path (null: MPI alone): lanes, the copies' stream, and events, per slot for
+  // sends and per action for receives, made once.
+  std::unique_ptr<StreamCollectives> streams_;
+  Lane activations_in_, activations_out_, grads_in_, grads_out_;
+  Stream copies_ = StreamCollectives::kCompute;
+  StreamCollectives::Event *rows_final_ = nullptr, *staged_ = nullptr;
+  std::vector<StreamCollectives::Event*> activation_sent_, grad_sent_, received_;
 
   // This step's receives, per action, and how many backwards have been enqueued.
-  std::vector<std::vector<MPI_Request>> receives_;
+  std::vector<Pending> receives_;
   std::vector<bool> posted_;
   int backwards_enqueued_ = 0;
 };

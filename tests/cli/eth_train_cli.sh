@@ -146,5 +146,13 @@ expect_one_error eth_train "ETH_NCCL=1 where ranks compute on the CPU: one line 
   env ETH_NCCL=1 OMP_NUM_THREADS=1 timeout 120 mpirun -np 2 "$build/app/eth_train" --model "$src/inputs/models/demo.yaml" \
   --topology "$src/inputs/topologies/workstation-2cpu.yaml" --plan "$src/inputs/plans/workstation-2cpu-demo-depth2.yaml" \
   --train-data "$work/ok.bin" --seq-len 16 --steps 1 --output-dir "$work/bad"
+# NCCL's buffers count against the device: on NCCL's emulation, with a 1 GiB device limit, the
+# demo model's 0.11 GiB stage fits alone but not beside its 6 communicators' estimated 1.5 GiB.
+expect_one_error eth_train "NCCL's buffers beyond a device's free memory: one line from 2 ranks" \
+  "rank 0 on" "with the buffers of 6 NCCL communicators" "expected at most the 1.00 GiB free" -- \
+  env ETH_BACKEND=cpu-async ETH_NCCL=emulated ETH_CPU_DEVICE_MEMORY=1073741824 OMP_NUM_THREADS=1 timeout 120 \
+  mpirun -np 2 "$build/app/eth_train" --model "$src/inputs/models/demo.yaml" \
+  --topology "$src/inputs/topologies/workstation-2cpu.yaml" --plan "$src/inputs/plans/workstation-2cpu-demo-depth2.yaml" \
+  --train-data "$work/ok.bin" --seq-len 16 --steps 1 --output-dir "$work/bad"
 
 finish

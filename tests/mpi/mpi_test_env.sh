@@ -50,10 +50,17 @@ tiny_job() {
 # run NAME RANKS ARGS...: eth_train with the caller's "${common[@]}" and ARGS, metrics in
 # $work/NAME, final parameters in $work/NAME.bin; on failure prints its log and exits. At
 # --precision $PRECISION, fp32 by default: explicit, so that on a GPU (where auto is bf16) the
-# fp32 tests stay fp32.
+# fp32 tests stay fp32. Under ETH_NCCL=emulated a run on several ranks must have summed its
+# gradients on the NCCL path (unless its optimizer state is sharded, which takes MPI), so that
+# such a test cannot pass on the MPI path instead.
 run() {
   local name=$1 np=$2
   shift 2
   launch_mpi 300 "$np" "$build/app/eth_train" "${common[@]}" --precision "${PRECISION:-fp32}" --output-dir "$work/$name" \
     --save-params "$work/$name.bin" "$@" > "$work/$name.log" 2>&1 || { cat "$work/$name.log"; exit 1; }
+  if [ "${ETH_NCCL:-}" = emulated ] && [ "$np" -gt 1 ] && ! grep -q "AdamW moments sharded" "$work/$name.log" &&
+     ! grep -q "NCCL (emulated" "$work/$name.log"; then
+    echo "FAIL: $name ran under ETH_NCCL=emulated but its log does not name the emulated NCCL path"
+    exit 1
+  fi
 }

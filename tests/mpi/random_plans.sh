@@ -8,6 +8,7 @@
 #   random_plans.sh BUILD_DIR SOURCE_DIR [COUNT] [SEED]
 #
 # Environment:
+#   ETH_NCCL=emulated: the plans whose moments are not sharded must sum on NCCL's emulation.
 #   MODES (default "cpu cpu-async"): the plans run once per mode, with ETH_BACKEND set to it; the
 #     one-rank references always run with ETH_BACKEND=cpu, cached per global batch.
 #   RANDOM_PLANS_REF_SEED (default 42, the plans' seed): another value gives the references other
@@ -84,6 +85,7 @@ show_failure() {
 }
 
 failures=0
+nccl_plans=0
 : > "$work/results.tsv"
 for mode in $modes; do
   mode_start=$SECONDS
@@ -115,6 +117,16 @@ for mode in $modes; do
     fi
     secs=$((SECONDS - t0))
     status=ok
+    # Under ETH_NCCL=emulated every plan whose moments are not sharded sums on the NCCL path.
+    if [ "${ETH_NCCL:-}" = emulated ] && ! grep -q "AdamW moments sharded" "$work/$run_name.log"; then
+      if grep -q "NCCL (emulated" "$work/$run_name.log"; then
+        nccl_plans=$((nccl_plans + 1))
+      else
+        status=NOT-NCCL
+        show_failure "$i" "$batch" "ETH_NCCL=emulated, but its log does not name the NCCL path" "$work/$run_name.log"
+        failures=$((failures + 1))
+      fi
+    fi
     if ! compare "$ref" "$run_name"; then
       status=DIFFERS
       show_failure "$i" "$batch" "differs from one rank under ETH_BACKEND=$mode" "$work/$run_name.cmp"
@@ -125,6 +137,7 @@ for mode in $modes; do
   done < "$work/plans/list.tsv"
   echo "mode $mode: $((SECONDS - mode_start)) s (one-rank references and controls included where first needed)"
 done
+[ "${ETH_NCCL:-}" = emulated ] && echo "$nccl_plans plan run(s) summed on the emulated NCCL path (the others' moments sharded: MPI)"
 
 # Worst differences per mode, and of the one-rank controls (the noise floor).
 $py - "$work/results.tsv" <<'PY'

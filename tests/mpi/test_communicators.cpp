@@ -11,21 +11,12 @@
 #include "lib/base/random.hpp"
 #include "lib/job/topology_discovery.hpp"
 #include "lib/runtime/parallel_context.hpp"
+#include "mpi_topology/mpi_counts.hpp"
 #include "mpi_topology/mpi_session.hpp"
+#include "tests/mpi/world_ranks.hpp"
 
 namespace eth::test {
 namespace {
-
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(world_comm(), &r);
-  return r;
-}
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(world_comm(), &n);
-  return n;
-}
 
 // `nodes` nodes of equal size (the last takes the rest) of one CPU device type.
 Topology topology_with_nodes(int world, int nodes) {
@@ -174,7 +165,7 @@ TEST(Communicators, HierarchicalSumEqualsAllreduce) {
   }
 }
 
-TEST(RowExchange, EverySampleReachesItsRank) {
+void check_row_exchange(size_t row_elems) {
   const int world = world_size();
   // Senders split 6 rows 3:1:2, receivers 2:4 (4 ranks); with 8 ranks, 4 senders and 4 receivers.
   std::vector<int> from = {0, 1}, to = {2, 3};
@@ -186,8 +177,7 @@ TEST(RowExchange, EverySampleReachesItsRank) {
     to_rows = {2, 2, 5, 1};
   }
   const RowExchange exchange(from, from_rows, to, to_rows);
-  const size_t row_elems = 7;
-  auto value = [](int row, size_t e) { return static_cast<float>(row * 100 + static_cast<int>(e)); };
+  auto value = [](int row, size_t e) { return static_cast<float>(row * 1000 + static_cast<int>(e)); };
   const int me = world_rank();
   std::vector<MPI_Request> requests;
   std::vector<float> buffer;
@@ -213,6 +203,15 @@ TEST(RowExchange, EverySampleReachesItsRank) {
   for (int r = 0; r < to_count; r++)
     for (size_t e = 0; e < row_elems; e++)
       ASSERT_EQ(received[r * row_elems + e], value(to_first + r, e)) << "row " << to_first + r << " element " << e;
+}
+
+TEST(RowExchange, EverySampleReachesItsRank) { check_row_exchange(7); }
+
+// Messages over MPI's int count go in pieces (mpi_counts.hpp): with the limit lowered to 1000
+// floats, messages of 1 to 5 rows of 701 floats take 1 to 4 pieces, the last one shorter.
+TEST(RowExchange, MessagesOverTheCountLimitArriveWhole) {
+  const MpiCountLimitForTest limit(1000);
+  check_row_exchange(701);
 }
 
 // eth_topo's library half: what every rank reports becomes a topology the parser accepts and
