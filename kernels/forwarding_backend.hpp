@@ -3,6 +3,9 @@
 // Does not own the inner backend.
 #pragma once
 
+#include <functional>
+#include <utility>
+
 #include "kernels/backend.hpp"
 
 namespace eth::kernels {
