@@ -6,9 +6,10 @@
 // leaders sum a pinned mirror with MPI.
 //
 // finish() waits on the host for every slice, in the order this rank started them (what its
-// streams wait in first), through the watchdog, polling the collectives' asynchronous errors: a peer that never comes, or fails, ends the job with one line naming the
-// reduction, the group and this rank, and the communicators are aborted; nothing hangs in a
-// stream wait the watchdog cannot see.
+// streams wait in first), through the watchdog, polling the collectives' asynchronous errors: a
+// peer that never comes, or fails, ends the job with one line naming the reduction, the group
+// and this rank, and the communicators are aborted; nothing hangs in a stream wait the
+// watchdog cannot see.
 #include <map>
 #include <string>
 #include <thread>

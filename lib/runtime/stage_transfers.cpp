@@ -67,7 +67,9 @@ void StageTransfers::make_lanes() {
   StreamCollectives& s = *streams_;
   // Boundaries in pipeline order on every rank (StreamLink::create): the one before this stage,
   // then the one after it; activations' link first.
-  auto lane = [&](const RowExchange& exchange) { return Lane{s.new_stream(), StreamLink::create(exchange, ctx_.node_of_rank, ctx_.world_rank, s)}; };
+  auto lane = [&](const RowExchange& exchange) {
+    return Lane{s.new_stream(), StreamLink::create(exchange, ctx_.node_of_rank, ctx_.world_rank, s)};
+  };
   if (!ctx_.first_stage()) {
     activations_in_ = lane(ctx_.full.from_previous);
     grads_out_ = lane(ctx_.full.grads_to_previous);
