@@ -10,6 +10,7 @@ packages=(
   openmpi-bin libopenmpi-dev          # MPI
   libhdf5-openmpi-dev hdf5-tools      # parallel HDF5
   libboost-program-options-dev libyaml-cpp-dev nlohmann-json3-dev
+  libboost-context-dev                # the kernel interpreter's fibers (kernels/simt)
   libopenblas-openmp-dev              # OpenBLAS on OpenMP's thread pool, not its own pthreads
   libgtest-dev
   clang libclang-rt-14-dev libomp-14-dev   # scripts/fuzz.sh: libFuzzer and the sanitizer runtimes

@@ -1,0 +1,53 @@
+// The kernel interpreter: runs a kernel of the dialect (kernels/simt/simt.hpp) on the host, each
+// block's threads as fibers, blocks spread over the host's OpenMP threads. Global memory is host
+// memory; shared memory is a per-block arena that starts as NaN (every byte 0xff). What a GPU
+// does silently fails the launch with one line (LaunchError): a barrier some threads never reach,
+// a warp operation with the calling lane missing from its mask or a lane of the mask that never
+// joins, a shared-memory index out of range, a shape or shared-memory size the target refuses.
+// It counts, per kernel, launches, the global-memory bytes read and written (every element
+// access through Global<T> and every cp.async, cache hits not subtracted) and the FLOPs of the
+// matrix instructions.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "kernels/simt/host_thread.hpp"
+#include "kernels/simt/types.hpp"
+
+namespace eth::kernels::simt {
+
+struct KernelCounts {
+  uint64_t launches = 0;
+  uint64_t threads = 0;
+  uint64_t bytes_read = 0;
+  uint64_t bytes_written = 0;
+  uint64_t mma_flops = 0;
+};
+
+// The most shared memory one block may have on the oldest target the kernels are built for
+// (sm_80: 163 KiB with the opt-in that kernels/simt/cuda_launch.cuh makes past 48 KiB).
+constexpr size_t kMaxSharedBytesPerBlock = 163 * 1024;
+
+class Interpreter {
+ public:
+  // Runs the whole grid before returning; throws LaunchError on what the header lists.
+  template <typename Kernel>
+  void launch(const Kernel& kernel, const LaunchShape& shape) {
+    run(Kernel::kName, shape, &kernel,
+        [](const void* k, HostThread& t) { (*static_cast<const Kernel*>(k))(t); });
+  }
+
+  // Per kernel name, since construction or the last reset.
+  const std::map<std::string, KernelCounts>& counts() const { return counts_; }
+  void reset_counts() { counts_.clear(); }
+
+ private:
+  using Body = void (*)(const void* kernel, HostThread& t);
+  void run(const char* name, const LaunchShape& shape, const void* kernel, Body body);
+
+  std::map<std::string, KernelCounts> counts_;
+};
+
+}  // namespace eth::kernels::simt

@@ -1,0 +1,131 @@
+// Memory as kernels of the dialect see it.
+//
+// Global<T>: a pointer into global memory. On the device it is the raw pointer; on the host each
+// element read or written through it is counted (the launch's global-memory bytes), and the
+// access goes through the raw host pointer, so that the sanitized build's ASan sees one past an
+// allocation's end.
+//
+// SharedArray<T, N> and SharedArray2D<T, R, C>, indexed a(i) and a(r, c): an array in a block's shared memory, a member of the struct a kernel
+// declares as its shared memory (Thread::shared<S>()). On the device a plain array; on the host
+// every index is checked, and one out of range fails the launch in one line.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/simt/qualifiers.hpp"
+
+#if !defined(__CUDACC__)
+#include <source_location>
+#endif
+
+namespace eth::kernels::simt {
+
+#if defined(__CUDACC__)
+
+template <typename T>
+class Global {
+ public:
+  SIMT_HOST_DEVICE Global(T* p = nullptr) : p_(p) {}
+  template <typename U, typename = std::enable_if_t<std::is_same_v<const U, T>>>
+  SIMT_HOST_DEVICE Global(Global<U> other) : p_(other.get()) {}
+  SIMT_DEVICE T& operator[](size_t i) const { return p_[i]; }
+  SIMT_HOST_DEVICE Global operator+(size_t i) const { return Global(p_ + i); }
+  SIMT_HOST_DEVICE T* get() const { return p_; }
+  SIMT_HOST_DEVICE explicit operator bool() const { return p_ != nullptr; }
+
+ private:
+  T* p_;
+};
+
+template <typename T, size_t N>
+struct SharedArray {
+  T data[N];
+  SIMT_DEVICE T& operator()(size_t i) { return data[i]; }
+};
+
+template <typename T, size_t R, size_t C>
+struct SharedArray2D {
+  T data[R][C];
+  SIMT_DEVICE T& operator()(size_t r, size_t c) { return data[r][c]; }
+};
+
+#else  // the host side
+
+namespace host {
+// The running launch's counters on this host thread (set by the interpreter around each block).
+struct Traffic {
+  uint64_t bytes_read = 0;
+  uint64_t bytes_written = 0;
+  uint64_t mma_flops = 0;
+};
+extern thread_local Traffic* t_traffic;
+inline void count_read(size_t bytes) { t_traffic->bytes_read += bytes; }
+inline void count_written(size_t bytes) { t_traffic->bytes_written += bytes; }
+// Fails the launch: "shared-memory index i is out of range [0, extent) at file:line".
+[[noreturn]] void shared_out_of_range(size_t index, size_t extent, std::source_location where);
+}  // namespace host
+
+// One element of global memory: a read when converted to T, a write when assigned.
+template <typename T>
+class GlobalRef {
+  using Value = std::remove_const_t<T>;
+
+ public:
+  explicit GlobalRef(T* p) : p_(p) {}
+  operator Value() const {
+    host::count_read(sizeof(T));
+    return *p_;
+  }
+  const GlobalRef& operator=(const Value& v) const {
+    host::count_written(sizeof(T));
+    *p_ = v;
+    return *this;
+  }
+  const GlobalRef& operator=(const GlobalRef& other) const { return *this = static_cast<Value>(other); }
+  const GlobalRef& operator+=(const Value& v) const { return *this = static_cast<Value>(*this) + v; }
+  const GlobalRef& operator-=(const Value& v) const { return *this = static_cast<Value>(*this) - v; }
+  const GlobalRef& operator*=(const Value& v) const { return *this = static_cast<Value>(*this) * v; }
+
+ private:
+  T* p_;
+};
+
+template <typename T>
+class Global {
+ public:
+  Global(T* p = nullptr) : p_(p) {}
+  template <typename U, typename = std::enable_if_t<std::is_same_v<const U, T>>>
+  Global(Global<U> other) : p_(other.get()) {}
+  GlobalRef<T> operator[](size_t i) const { return GlobalRef<T>(p_ + i); }
+  Global operator+(size_t i) const { return Global(p_ + i); }
+  T* get() const { return p_; }
+  explicit operator bool() const { return p_ != nullptr; }
+
+ private:
+  T* p_;
+};
+
+template <typename T, size_t N>
+struct SharedArray {
+  T data[N];
+  T& operator()(size_t i, std::source_location where = std::source_location::current()) {
+    if (i >= N) host::shared_out_of_range(i, N, where);
+    return data[i];
+  }
+};
+
+template <typename T, size_t R, size_t C>
+struct SharedArray2D {
+  T data[R][C];
+  T& operator()(size_t r, size_t c, std::source_location where = std::source_location::current()) {
+    if (r >= R) host::shared_out_of_range(r, R, where);
+    if (c >= C) host::shared_out_of_range(c, C, where);
+    return data[r][c];
+  }
+};
+
+#endif
+
+}  // namespace eth::kernels::simt

@@ -1,0 +1,87 @@
+// Plain values of the dialect, the same on both sides: launch shapes, a pair of floats, bf16
+// packing, and the math functions kernels call (CUDA's on the device, <cmath>'s on the host).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/simt/qualifiers.hpp"
+
+#if defined(__CUDACC__)
+#include <cuda_bf16.h>
+#else
+#include <algorithm>
+#include <cmath>
+#endif
+
+namespace eth::kernels::simt {
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  constexpr Dim3() = default;
+  constexpr Dim3(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+  constexpr size_t count() const { return size_t{x} * y * z; }
+};
+
+// What one kernel launch runs on: grid, block and the bytes of shared memory per block.
+struct LaunchShape {
+  Dim3 grid;
+  Dim3 block;
+  size_t shared_bytes = 0;
+};
+
+struct alignas(8) Float2 {
+  float x, y;
+};
+
+SIMT_HOST_DEVICE int imin(int a, int b) { return a < b ? a : b; }
+SIMT_HOST_DEVICE int imax(int a, int b) { return a > b ? a : b; }
+
+#if defined(__CUDACC__)
+SIMT_DEVICE float expf_(float x) { return ::expf(x); }
+SIMT_DEVICE float logf_(float x) { return ::logf(x); }
+SIMT_DEVICE float tanhf_(float x) { return ::tanhf(x); }
+SIMT_DEVICE float sqrtf_(float x) { return ::sqrtf(x); }
+SIMT_DEVICE float fmaxf_(float a, float b) { return ::fmaxf(a, b); }
+SIMT_DEVICE double sqrt_(double x) { return ::sqrt(x); }
+SIMT_DEVICE double log_(double x) { return ::log(x); }
+// fp32 -> bf16, round to nearest even (the hardware conversion), as raw bits.
+SIMT_DEVICE uint16_t bf16_bits(float x) {
+  const __nv_bfloat16 h = __float2bfloat16_rn(x);
+  return *reinterpret_cast<const uint16_t*>(&h);
+}
+#else
+inline float expf_(float x) { return std::exp(x); }
+inline float logf_(float x) { return std::log(x); }
+inline float tanhf_(float x) { return std::tanh(x); }
+inline float sqrtf_(float x) { return std::sqrt(x); }
+inline float fmaxf_(float a, float b) { return std::fmax(a, b); }
+inline double sqrt_(double x) { return std::sqrt(x); }
+inline double log_(double x) { return std::log(x); }
+// The same conversion in bit arithmetic (kernels/cpu/bf16.hpp is the twin it must equal): add
+// half a bf16 ulp less one plus the kept lowest bit (ties to even), cut; NaN stays NaN, quietened.
+inline uint16_t bf16_bits(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits | 0x00400000u) >> 16);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+#endif
+
+SIMT_HOST_DEVICE float bf16_to_float(uint16_t h) {
+  const uint32_t bits = uint32_t{h} << 16;
+  float x;
+  memcpy(&x, &bits, sizeof x);
+  return x;
+}
+SIMT_HOST_DEVICE float round_to_bf16(float x) { return bf16_to_float(bf16_bits(x)); }
+// Two bf16 in one 32-bit register, `lo` in the low half: the operand form of mma and ldmatrix.
+SIMT_HOST_DEVICE uint32_t pack_bf16x2(float lo, float hi) {
+  return uint32_t{bf16_bits(lo)} | (uint32_t{bf16_bits(hi)} << 16);
+}
+SIMT_HOST_DEVICE float unpack_bf16_lo(uint32_t r) { return bf16_to_float(static_cast<uint16_t>(r & 0xffffu)); }
+SIMT_HOST_DEVICE float unpack_bf16_hi(uint32_t r) { return bf16_to_float(static_cast<uint16_t>(r >> 16)); }
+
+}  // namespace eth::kernels::simt
