@@ -20,8 +20,8 @@ namespace eth::kernels::simt {
 struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
   constexpr Dim3() = default;
-  constexpr Dim3(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
-  constexpr size_t count() const { return size_t{x} * y * z; }
+  SIMT_HOST_DEVICE constexpr Dim3(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+  SIMT_HOST_DEVICE constexpr size_t count() const { return size_t{x} * y * z; }
 };
 
 // What one kernel launch runs on: grid, block and the bytes of shared memory per block.
@@ -47,7 +47,7 @@ SIMT_DEVICE float fmaxf_(float a, float b) { return ::fmaxf(a, b); }
 SIMT_DEVICE double sqrt_(double x) { return ::sqrt(x); }
 SIMT_DEVICE double log_(double x) { return ::log(x); }
 // fp32 -> bf16, round to nearest even (the hardware conversion), as raw bits.
-SIMT_DEVICE uint16_t bf16_bits(float x) {
+SIMT_HOST_DEVICE uint16_t bf16_bits(float x) {
   const __nv_bfloat16 h = __float2bfloat16_rn(x);
   return *reinterpret_cast<const uint16_t*>(&h);
 }

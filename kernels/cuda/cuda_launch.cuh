@@ -1,0 +1,48 @@
+// The Launch of kernels/gpu_ops/ops.hpp on the CUDA backend: kernels of the dialect enqueued on
+// the backend's stream (the dialect's device side: simt::DeviceThread), GEMMs through cuBLAS and
+// the pair sort through CUB on the same stream.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/cuda_common.cuh"
+#include "kernels/simt/simt.hpp"
+
+namespace eth::kernels::cuda {
+
+template <typename Kernel>
+__global__ void simt_entry(Kernel kernel) {
+  simt::DeviceThread t;
+  kernel(t);
+}
+
+class CudaLaunch {
+ public:
+  CudaLaunch(cudaStream_t stream, cublasHandle_t cublas) : stream_(stream), cublas_(cublas), scratch_(stream),
+                                                           sort_scratch_(stream) {}
+
+  template <typename Kernel>
+  void kernel(const Kernel& k, const simt::LaunchShape& shape) {
+    if (shape.shared_bytes > 48 * 1024)  // past the default: the per-kernel opt-in (sm_80: 163 KiB)
+      CUDA_CHECK(cudaFuncSetAttribute(simt_entry<Kernel>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(shape.shared_bytes)));
+    const dim3 grid(shape.grid.x, shape.grid.y, shape.grid.z), block(shape.block.x, shape.block.y, shape.block.z);
+    simt_entry<Kernel><<<grid, block, shape.shared_bytes, stream_>>>(k);
+    CUDA_CHECK_LAUNCH();
+  }
+  void* scratch(size_t bytes) { return scratch_.get(bytes); }
+  void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* A, int lda, const float* B,
+            int ldb, float beta, float* C, int ldc);
+  // Stable: values of one key keep their order (cuda_launch.cu).
+  void sort_pairs(const int32_t* keys_in, int32_t* keys_out, const int32_t* values_in, int32_t* values_out, int n);
+  void read_back(void* host, const void* src, size_t bytes);
+
+ private:
+  cudaStream_t stream_;
+  cublasHandle_t cublas_;
+  Scratch scratch_;       // the ops' intermediates
+  Scratch sort_scratch_;  // CUB's temporary storage, apart: the sort runs inside an op that holds scratch_
+};
+
+}  // namespace eth::kernels::cuda

@@ -1,0 +1,53 @@
+// The Launch of kernels/gpu_ops/ops.hpp that runs an op on the host: its kernels in the kernel
+// interpreter (kernels/simt/interpreter.hpp), its library calls at their contracts — sgemm as
+// cuBLAS defines it (column-major, fp32 in and out, fp32 accumulation: OpenBLAS here), the pair
+// sort as CUB's stable radix sort orders it. Memory is host memory. Counts what the GPU would
+// launch: the interpreter's kernels, and the library calls with the bytes they must move at least.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "kernels/simt/interpreter.hpp"
+
+namespace eth::kernels::emulated {
+
+// One library call (cuBLAS, CUB): calls, the least bytes they read and write (every operand
+// once), and their FLOPs.
+struct LibraryCounts {
+  uint64_t calls = 0;
+  uint64_t bytes_read = 0;
+  uint64_t bytes_written = 0;
+  uint64_t flops = 0;
+};
+
+class HostLaunch {
+ public:
+  template <typename Kernel>
+  void kernel(const Kernel& k, const simt::LaunchShape& shape) {
+    interpreter_.launch(k, shape);
+  }
+  void* scratch(size_t bytes);
+  void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* A, int lda, const float* B,
+            int ldb, float beta, float* C, int ldc);
+  void sort_pairs(const int32_t* keys_in, int32_t* keys_out, const int32_t* values_in, int32_t* values_out, int n);
+  void read_back(void* host, const void* src, size_t bytes);
+
+  const std::map<std::string, simt::KernelCounts>& kernel_counts() const { return interpreter_.counts(); }
+  const std::map<std::string, LibraryCounts>& library_counts() const { return library_; }
+  void reset_counts() {
+    interpreter_.reset_counts();
+    library_.clear();
+  }
+
+ private:
+  simt::Interpreter interpreter_;
+  std::map<std::string, LibraryCounts> library_;
+  std::unique_ptr<unsigned char[]> scratch_;
+  size_t scratch_bytes_ = 0;
+};
+
+}  // namespace eth::kernels::emulated

@@ -1,0 +1,93 @@
+// GELU (tanh approximation), the residual add and bf16 rounding: grid-stride loops, one element
+// per thread step. The GELU expressions are the CPU twin's, term for term. gelu_backward may run
+// in place (dinp == dout, as lib/model/stage.cpp calls it): each element is read before it is
+// written, by the same thread.
+#pragma once
+
+#include "kernels/gpu_ops/common.hpp"
+#include "kernels/gpu_ops/ops.hpp"
+
+namespace eth::kernels::gpu_ops {
+
+constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
+constexpr float kGeluCubic = 0.044715f;
+constexpr float kGeluCubic3 = static_cast<float>(3 * 0.044715);
+constexpr int kElementwiseThreads = 256;
+
+struct GeluForwardKernel {
+  static constexpr const char* kName = "gelu_forward";
+  Global<float> out;       // (n)
+  Global<const float> inp;  // (n)
+  size_t n;
+  SIMT_DEVICE void operator()(Thread& t) const {
+    for (size_t i = global_index(t); i < n; i += grid_stride(t)) {
+      const float x = inp[i];
+      out[i] = 0.5f * x * (1.f + simt::tanhf_(kGeluScale * (x + kGeluCubic * x * x * x)));
+    }
+  }
+};
+
+struct GeluBackwardKernel {
+  static constexpr const char* kName = "gelu_backward";
+  Global<float> dinp;        // (n)
+  Global<const float> inp;   // (n)
+  Global<const float> dout;  // (n)
+  size_t n;
+  SIMT_DEVICE void operator()(Thread& t) const {
+    for (size_t i = global_index(t); i < n; i += grid_stride(t)) {
+      const float x = inp[i];
+      const float th = simt::tanhf_(kGeluScale * (x + kGeluCubic * x * x * x));
+      const float sech2 = 1.f - th * th;
+      const float local = 0.5f * (1.f + th) + 0.5f * x * sech2 * kGeluScale * (1.f + kGeluCubic3 * x * x);
+      dinp[i] = local * dout[i];
+    }
+  }
+};
+
+struct ResidualForwardKernel {
+  static constexpr const char* kName = "residual_forward";
+  Global<float> out;                // (n)
+  Global<const float> a, b;         // (n)
+  size_t n;
+  SIMT_DEVICE void operator()(Thread& t) const {
+    for (size_t i = global_index(t); i < n; i += grid_stride(t)) out[i] = a[i] + b[i];
+  }
+};
+
+// The hardware's fp32 -> bf16 conversion, round to nearest even: what a bf16 kernel does when it
+// stores. kernels/cpu/bf16.hpp is its CPU twin. May run in place.
+struct RoundToBf16Kernel {
+  static constexpr const char* kName = "round_to_bf16";
+  Global<float> out;        // (n)
+  Global<const float> inp;  // (n)
+  size_t n;
+  SIMT_DEVICE void operator()(Thread& t) const {
+    for (size_t i = global_index(t); i < n; i += grid_stride(t)) out[i] = simt::round_to_bf16(inp[i]);
+  }
+};
+
+inline LaunchShape elementwise_shape(size_t n) {
+  return {Dim3(grid_for(n, kElementwiseThreads)), Dim3(kElementwiseThreads), 0};
+}
+
+template <class Launch>
+void gelu_forward(Launch& launch, float* out, const float* inp, size_t n) {
+  if (n > 0) launch.kernel(GeluForwardKernel{out, inp, n}, elementwise_shape(n));
+}
+
+template <class Launch>
+void gelu_backward(Launch& launch, float* dinp, const float* inp, const float* dout, size_t n) {
+  if (n > 0) launch.kernel(GeluBackwardKernel{dinp, inp, dout, n}, elementwise_shape(n));
+}
+
+template <class Launch>
+void residual_forward(Launch& launch, float* out, const float* a, const float* b, size_t n) {
+  if (n > 0) launch.kernel(ResidualForwardKernel{out, a, b, n}, elementwise_shape(n));
+}
+
+template <class Launch>
+void round_to_bf16(Launch& launch, float* out, const float* inp, size_t n) {
+  if (n > 0) launch.kernel(RoundToBf16Kernel{out, inp, n}, elementwise_shape(n));
+}
+
+}  // namespace eth::kernels::gpu_ops

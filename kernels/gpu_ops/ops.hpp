@@ -1,0 +1,87 @@
+// The GPU backend's ops, written once: which kernels of the dialect (kernels/simt/simt.hpp) each
+// Backend operation launches, with which grid, block and shared memory, and which library calls
+// (GEMM, sort) it makes. Each op is a template over the Launch that runs it:
+//
+//   CudaLaunch (kernels/cuda/cuda_launch.cuh)      enqueues on the CUDA backend's stream
+//   HostLaunch (kernels/emulated/host_launch.hpp)  runs in the kernel interpreter, on host memory
+//
+// so that ETH_BACKEND=cuda-emulated checks in CI the very launches the GPU runs. A Launch has
+//
+//   launch.kernel(k, shape)             run kernel k (a struct of the dialect) on LaunchShape shape
+//   launch.scratch(bytes)               device memory for an op's intermediates, 256-byte aligned,
+//                                       valid until the next op; its content is undefined
+//   launch.gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
+//                                       cuBLAS sgemm's contract: column-major, fp32 in and out,
+//                                       fp32 accumulation
+//   launch.sort_pairs(keys_in, keys_out, values_in, values_out, n)
+//                                       a stable sort of int32 (key, value) pairs by key (CUB's
+//                                       DeviceRadixSort::SortPairs over all 32 bits)
+//   launch.read_back(host, src, bytes)  waits for queued work, then copies device -> host
+//
+// Shapes and the accumulate/overwrite conventions are those of kernels/backend.hpp. Each family's
+// definitions are in the header named in its comment; kernels/cuda/<family>.cu instantiates
+// them for CudaLaunch, the emulated backend for HostLaunch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace eth::kernels::gpu_ops {
+
+// encoder.hpp
+template <class Launch>
+void encoder_forward(Launch& launch, float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
+                     int T, int C);
+template <class Launch>
+void encoder_backward(Launch& launch, float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
+                      int T, int C);
+
+// layernorm.hpp
+template <class Launch>
+void layernorm_forward(Launch& launch, float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                       const float* bias, int N, int C);
+template <class Launch>
+void layernorm_backward(Launch& launch, float* dinp, float* dweight, float* dbias, const float* dout,
+                        const float* inp, const float* weight, const float* mean, const float* rstd, int N, int C);
+
+// matmul.hpp
+template <class Launch>
+void matmul_forward(Launch& launch, float* out, const float* inp, const float* weight, const float* bias, int N,
+                    int C, int OC);
+template <class Launch>
+void matmul_backward(Launch& launch, float* dinp, float* dweight, float* dbias, const float* dout,
+                     const float* inp, const float* weight, int N, int C, int OC);
+
+// attention.hpp
+template <class Launch>
+void attention_forward(Launch& launch, float* out, float* lse, const float* qkv, int B, int T, int C, int NH);
+template <class Launch>
+void attention_backward(Launch& launch, float* dqkv, const float* dout, const float* qkv, const float* out,
+                        const float* lse, int B, int T, int C, int NH);
+
+// elementwise.hpp
+template <class Launch>
+void gelu_forward(Launch& launch, float* out, const float* inp, size_t n);
+template <class Launch>
+void gelu_backward(Launch& launch, float* dinp, const float* inp, const float* dout, size_t n);
+template <class Launch>
+void residual_forward(Launch& launch, float* out, const float* a, const float* b, size_t n);
+template <class Launch>
+void round_to_bf16(Launch& launch, float* out, const float* inp, size_t n);
+
+// crossentropy.hpp
+template <class Launch>
+void crossentropy_forward_backward(Launch& launch, float* sample_losses, float* logits, const int32_t* targets,
+                                   int B, int T, int V, int Vp, float dlogits_scale);
+
+// optimizer.hpp
+template <class Launch>
+double sum_of_squares(Launch& launch, const float* x, size_t n);  // waits for the result
+template <class Launch>
+void accumulate_sum(Launch& launch, double* total, const float* x, size_t n);
+template <class Launch>
+void adamw_update(Launch& launch, float* params, const float* grads, float* m, float* v, size_t n, float lr,
+                  float beta1, float beta2, float eps, float weight_decay, float grad_scale, float correction1,
+                  float correction2);
+
+}  // namespace eth::kernels::gpu_ops
