@@ -18,6 +18,10 @@
 
 #include "kernels/simt/fragments.hpp"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace eth::kernels::simt {
 namespace host {
 
@@ -96,11 +100,47 @@ class StackPool {
   std::vector<void*> free_;
 };
 
+// Tells ASan which stack the code runs on across a switch between fibers: without it, an
+// exception thrown on a fiber's stack looks to ASan like a use of memory out of scope. Nothing
+// in a build without ASan.
+class StackSwitch {
+ public:
+  void* bottom = nullptr;
+  size_t size = 0;
+#if defined(__SANITIZE_ADDRESS__)
+  // Before switching to the stack `to`; `fake` keeps this side's fake stack (null: it ends).
+  static void start(void** fake, const StackSwitch& to) { __sanitizer_start_switch_fiber(fake, to.bottom, to.size); }
+  // After arriving; `from` learns the bounds of the stack left.
+  static void finish(void* fake, StackSwitch* from) {
+    const void* bottom = nullptr;
+    size_t size = 0;
+    __sanitizer_finish_switch_fiber(fake, &bottom, &size);
+    if (from != nullptr) {
+      from->bottom = const_cast<void*>(bottom);
+      from->size = size;
+    }
+  }
+#else
+  static void start(void**, const StackSwitch&) {}
+  static void finish(void*, StackSwitch*) {}
+#endif
+};
+
 struct PoolAllocator {
   StackPool* pool;
-  ctx::stack_context allocate() { return pool->allocate(); }
+  StackSwitch* stack;  // learns the bounds of the stack it hands out
+  ctx::stack_context allocate() {
+    ctx::stack_context sc = pool->allocate();
+    stack->bottom = static_cast<char*>(sc.sp) - sc.size;
+    stack->size = sc.size;
+    return sc;
+  }
   void deallocate(ctx::stack_context& sc) { pool->deallocate(sc); }
 };
+
+// Thrown on a fiber's stack when a failed launch ends the threads still waiting, so that each
+// unwinds and ends the ordinary way.
+struct Cancelled {};
 
 struct AsyncCopy {
   void* dst;
@@ -112,6 +152,7 @@ enum class State : uint8_t { runnable, barrier, warp, done };
 
 struct Slot {
   HostThread thread;
+  StackSwitch stack;
   ctx::fiber fiber;
   ctx::fiber scheduler;  // where the fiber returns to when it stops
   bool started = false;
@@ -150,16 +191,21 @@ class Block {
   }
 
   void run() {
-    for (;;) {
-      for (size_t i = 0; i < slots_.size(); i++) {
-        if (slots_[i].state != State::runnable) continue;
-        resume(i);
-        if (!error_.empty()) throw LaunchError(error_);
+    try {
+      for (;;) {
+        for (size_t i = 0; i < slots_.size(); i++) {
+          if (slots_[i].state != State::runnable) continue;
+          resume(i);
+          if (!error_.empty()) throw LaunchError(error_);
+        }
+        size_t done = 0;
+        for (const Slot& s : slots_) done += s.state == State::done;
+        if (done == slots_.size()) return;
+        if (!release_warp_ops() && !release_barrier()) fail(deadlock_report());
       }
-      size_t done = 0;
-      for (const Slot& s : slots_) done += s.state == State::done;
-      if (done == slots_.size()) return;
-      if (!release_warp_ops() && !release_barrier()) fail(deadlock_report());
+    } catch (const LaunchError&) {
+      cancel();
+      throw;
     }
   }
 
@@ -176,7 +222,11 @@ class Block {
 
   void suspend(int index) {
     Slot& s = slots_[index];
+    void* fake = nullptr;
+    StackSwitch::start(&fake, scheduler_stack_);
     s.scheduler = std::move(s.scheduler).resume();
+    StackSwitch::finish(fake, nullptr);
+    if (cancelled_) throw Cancelled{};
   }
   void wait_barrier(int index, const std::source_location& where) {
     slots_[index].state = State::barrier;
@@ -241,21 +291,34 @@ class Block {
     Slot& s = slots_[i];
     if (!s.started) {
       s.started = true;
-      s.fiber = ctx::fiber(std::allocator_arg, PoolAllocator{&pool_}, [this, i](ctx::fiber&& scheduler) {
+      s.fiber = ctx::fiber(std::allocator_arg, PoolAllocator{&pool_, &s.stack}, [this, i](ctx::fiber&& scheduler) {
+        StackSwitch::finish(nullptr, &scheduler_stack_);
         Slot& me = slots_[i];
         me.scheduler = std::move(scheduler);
         try {
           body_(kernel_, me.thread);
+        } catch (const Cancelled&) {
         } catch (const LaunchError& e) {
           if (error_.empty()) error_ = e.what();
         } catch (const std::exception& e) {
           if (error_.empty()) error_ = block_text() + e.what();  // a shared-memory index out of range
         }
         me.state = State::done;
+        StackSwitch::start(nullptr, scheduler_stack_);
         return std::move(me.scheduler);
       });
     }
+    void* fake = nullptr;
+    StackSwitch::start(&fake, s.stack);
     s.fiber = std::move(s.fiber).resume();
+    StackSwitch::finish(fake, nullptr);
+  }
+
+  // Ends every thread still waiting: each is resumed once more and unwinds from its wait.
+  void cancel() {
+    cancelled_ = true;
+    for (size_t i = 0; i < slots_.size(); i++)
+      if (slots_[i].started && slots_[i].state != State::done) resume(i);
   }
 
   // Lanes [first, first + count) of warp w exist in this block.
@@ -469,6 +532,8 @@ class Block {
   std::vector<Slot> slots_;
   std::unique_ptr<unsigned char[]> shared_;
   std::string error_;  // set by a fiber that failed; the launch stops with it
+  bool cancelled_ = false;
+  StackSwitch scheduler_stack_;  // the host thread's own stack, where the scheduler runs
 };
 
 void shared_out_of_range(size_t index, size_t extent, std::source_location where) {
