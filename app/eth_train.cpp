@@ -21,10 +21,11 @@ namespace {
 // kernels/gpu_binding.hpp, mpi_topology/reducer_choice.cpp, mpi_topology/wire_buffer.hpp,
 // mpi_topology/mpi_session.cpp).
 constexpr const char* kEnvironmentHelp = R"(Environment (the same on every rank):
-  ETH_BACKEND=auto|cuda|cpu|cpu-async
+  ETH_BACKEND=auto|cuda|cuda-emulated|cpu|cpu-async
         auto (default): CUDA when a GPU is usable, else the CPU; cuda: an error
-        without a GPU; cpu-async: the CPU backend with every operation queued on
-        a worker thread, as on a GPU stream (tests)
+        without a GPU; cuda-emulated: the CUDA backend's kernels in the kernel
+        interpreter on the CPU (tests: slow); cpu-async: the CPU backend with
+        every operation queued on a worker thread, as on a GPU stream (tests)
   ETH_CUDA_DEVICES=LIST
         the GPU of each rank by its rank on the host: one entry per local rank
         (0,1,0,1) or one for all (0); unset: a rank that sees one GPU takes it

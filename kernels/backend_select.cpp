@@ -5,6 +5,9 @@
 
 #include "kernels/bf16_rounding_backend.hpp"
 #include "kernels/gpu_binding.hpp"
+#ifdef ETH_HAVE_SIMT_INTERPRETER
+#include "kernels/emulated/cuda_emulated_backend.hpp"
+#endif
 #ifdef ETH_HAVE_CUDA
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/cuda_probe.hpp"
@@ -27,13 +30,32 @@ BackendChoice on_cpu(std::unique_ptr<Backend> cpu, const std::string& note, Prec
   return {std::move(cpu), note};
 }
 
+// The CUDA backend's kernels in the interpreter, at the precisions a GPU of compute capability
+// 8.0 has but TF32 (the interpreter's GEMMs are OpenBLAS's fp32): automatic is bf16, as on a GPU.
+BackendChoice on_interpreter(Precision precision) {
+#ifdef ETH_HAVE_SIMT_INTERPRETER
+  std::unique_ptr<Backend> emulated = make_cuda_emulated_backend();
+  const std::string note = "running the CUDA backend's kernels in the kernel interpreter (ETH_BACKEND=cuda-emulated)";
+  if (precision == Precision::tf32)
+    throw std::invalid_argument("--precision tf32: the kernel interpreter (ETH_BACKEND=cuda-emulated) has no TF32 "
+                                "GEMMs: use fp32 or bf16");
+  if (precision == Precision::automatic || precision == Precision::bf16)
+    return {make_bf16_rounding_backend(std::move(emulated)), note};
+  return {std::move(emulated), note};
+#else
+  (void)precision;
+  throw std::invalid_argument("ETH_BACKEND=cuda-emulated: expected a build with the kernel interpreter (Boost.Context), "
+                              "got one without");
+#endif
+}
+
 }  // namespace
 
 void bind_gpu_before_mpi() {
 #ifdef ETH_HAVE_CUDA
   const LauncherPlace place = launcher_place(std::getenv);
   const std::string wanted = env_or_empty("ETH_BACKEND");
-  if (place.local_rank < 0 || wanted == "cpu" || wanted == "cpu-async") return;
+  if (place.local_rank < 0 || wanted == "cpu" || wanted == "cpu-async" || wanted == "cuda-emulated") return;
   std::string why;
   const int visible = usable_cuda_devices(&why);
   if (visible == 0) return;
@@ -52,8 +74,9 @@ BackendChoice select_backend(int local_rank, int local_ranks, Precision precisio
   if (wanted == "cpu-async")
     return on_cpu(make_async_cpu_backend(), "running on the CPU backend in asynchronous mode (ETH_BACKEND=cpu-async)",
                   precision);
+  if (wanted == "cuda-emulated") return on_interpreter(precision);
   if (!wanted.empty() && wanted != "auto" && wanted != "cuda")
-    throw std::invalid_argument("ETH_BACKEND: expected auto, cuda, cpu or cpu-async, got '" + wanted + "'");
+    throw std::invalid_argument("ETH_BACKEND: expected auto, cuda, cuda-emulated, cpu or cpu-async, got '" + wanted + "'");
 #ifdef ETH_HAVE_CUDA
   std::string why;
   const int gpus = usable_cuda_devices(&why);

@@ -4,7 +4,9 @@
 //
 //   ETH_BACKEND       unset or "auto": the CUDA backend when a GPU is usable, else the CPU one;
 //                     "cuda": the CUDA backend, an error without a GPU; "cpu": the CPU backend;
-//                     "cpu-async": the CPU backend in asynchronous mode (kernels/device.hpp)
+//                     "cpu-async": the CPU backend in asynchronous mode (kernels/device.hpp);
+//                     "cuda-emulated": the CUDA backend's kernels in the kernel interpreter, on
+//                     host memory (kernels/emulated/cuda_emulated_backend.hpp)
 //   ETH_CUDA_DEVICES  the GPU of each rank on a host, by its local rank: a comma list with one
 //                     entry per local rank ("0,1,0,1"), or one entry for all ("0": every rank
 //                     on GPU 0, sharing it). Unset: the rules of gpu_binding.hpp (the one GPU a

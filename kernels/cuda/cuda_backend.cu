@@ -1,16 +1,17 @@
-// The CUDA backend: device memory, one stream, one cuBLAS handle, and the op families of
-// kernels/cuda/*.cu behind the Backend interface.
+// The CUDA backend: device memory, one stream, one cuBLAS handle, events; the GPT operations are
+// the GPU ops of kernels/gpu_ops, launched on the stream (kernels/cuda/cuda_launch.cuh).
 #include <cmath>
 #include <cstdio>
 
 #include "kernels/cuda/cuda_backend.hpp"
-#include "kernels/cuda/cuda_ops.cuh"
+#include "kernels/cuda/cuda_launch.cuh"
 #include "kernels/cuda/cuda_probe.hpp"
+#include "kernels/gpu_ops/gpu_ops_backend.hpp"
 
 namespace eth::kernels {
 namespace {
 
-class CudaBackend final : public Backend {
+class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunch> {
  public:
   CudaBackend(int device, CudaBackendOptions options)
       : device_(device), uuid_(cuda_device_props(device).uuid), options_(options) {
@@ -22,11 +23,11 @@ class CudaBackend final : public Backend {
     CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
     // DEFAULT math keeps fp32 GEMMs in fp32; TF32 lets cuBLAS round their inputs to TF32.
     CUBLAS_CHECK(cublasSetMathMode(cublas_, options_.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-    scratch_ = std::make_unique<cuda::Scratch>(stream_);
+    launch_ = std::make_unique<cuda::CudaLaunch>(stream_, cublas_);
   }
 
   ~CudaBackend() override {
-    scratch_.reset();
+    launch_.reset();
     cudaStreamSynchronize(stream_);
     cublasDestroy(cublas_);
     cudaStreamDestroy(stream_);
@@ -138,73 +139,9 @@ class CudaBackend final : public Backend {
   std::string precision_path() const override {
     return options_.tf32 ? "tf32 (cuBLAS GEMMs on TF32 tensor cores, fp32 elsewhere)" : "fp32 (cuBLAS TF32 math off)";
   }
-  void round_to_bf16(float* out, const float* inp, size_t n) override { cuda::round_to_bf16(stream_, out, inp, n); }
 
-  // ---- GPT-2 forward and backward --------------------------------------------------------
-  void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
-                       int B, int T, int C) override {
-    cuda::encoder_forward(stream_, out, tokens, wte, wpe, B, T, C);
-  }
-  void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
-                        int B, int T, int C) override {
-    cuda::encoder_backward(stream_, *scratch_, dwte, dwpe, dout, tokens, B, T, C);
-  }
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                         const float* weight, const float* bias, int N, int C) override {
-    cuda::layernorm_forward(stream_, out, mean, rstd, inp, weight, bias, N, C);
-  }
-  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                          const float* inp, const float* weight, const float* mean,
-                          const float* rstd, int N, int C) override {
-    cuda::layernorm_backward(stream_, *scratch_, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
-  }
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
-                      int N, int C, int OC) override {
-    cuda::matmul_forward(cublas_, stream_, out, inp, weight, bias, N, C, OC);
-  }
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                       const float* inp, const float* weight, int N, int C, int OC) override {
-    cuda::matmul_backward(cublas_, stream_, *scratch_, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-  }
-  // The blocked kernel at every T: on a GPU the materialised one would only cost memory.
-  AttentionPath attention_path(int) const override { return AttentionPath::blocked; }
-  void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C,
-                         int NH) override {
-    cuda::attention_forward(stream_, out, lse, qkv, B, T, C, NH);
-  }
-  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
-                          const float* lse, int B, int T, int C, int NH) override {
-    cuda::attention_backward(stream_, dqkv, dout, qkv, out, lse, B, T, C, NH);
-  }
-  void gelu_forward(float* out, const float* inp, size_t n) override { cuda::gelu_forward(stream_, out, inp, n); }
-  void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {
-    cuda::gelu_backward(stream_, dinp, inp, dout, n);
-  }
-  void residual_forward(float* out, const float* a, const float* b, size_t n) override {
-    cuda::residual_forward(stream_, out, a, b, n);
-  }
-  void crossentropy_forward_backward(float* sample_losses, float* logits, const int32_t* targets,
-                                     int B, int T, int V, int Vp, float dlogits_scale) override {
-    cuda::crossentropy_forward_backward(stream_, *scratch_, sample_losses, logits, targets, B, T, V, Vp,
-                                        dlogits_scale);
-  }
-
-  void accumulate_sum(double* total, const float* x, size_t n) override {
-    cuda::accumulate_sum(stream_, total, x, n);
-  }
-
-  // ---- optimizer -------------------------------------------------------------------------
-  double sum_of_squares(const float* x, size_t n) override {
-    return cuda::sum_of_squares(stream_, *scratch_, x, n);
-  }
-  void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
-                    const AdamWParams& hp) override {
-    // The bias corrections exactly as the CPU twin computes them.
-    const float correction1 = 1.f - static_cast<float>(std::pow(static_cast<double>(hp.beta1), hp.step));
-    const float correction2 = 1.f - static_cast<float>(std::pow(static_cast<double>(hp.beta2), hp.step));
-    cuda::adamw_update(stream_, params, grads, m, v, n, hp.lr, hp.beta1, hp.beta2, hp.eps, hp.weight_decay,
-                       hp.grad_scale, correction1, correction2);
-  }
+ protected:
+  cuda::CudaLaunch& launch() override { return *launch_; }
 
  private:
   static void report_release_error(cudaError_t err) {
@@ -217,7 +154,7 @@ class CudaBackend final : public Backend {
   CudaBackendOptions options_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
-  std::unique_ptr<cuda::Scratch> scratch_;
+  std::unique_ptr<cuda::CudaLaunch> launch_;
 };
 
 }  // namespace

@@ -7,8 +7,9 @@
 # (the options go to the plan's run only, e.g. --grad-sync flat). MODEL (default
 # inputs/models/tiny-4l.yaml) names another model, LR (default 1e-2) another learning rate,
 # SEQ_LEN (default 16) another sequence length, EXPECT a line the plan's log must hold,
-# PRECISION (default fp32) every run's --precision and TOLERANCE (default 1e-5) compare_runs.py's
-# bound (bf16's, and why: tests/mpi/CMakeLists.txt).
+# PRECISION (default fp32) every run's --precision, TOLERANCE (default 1e-5) compare_runs.py's
+# bound (bf16's, and why: tests/mpi/CMakeLists.txt), and PLAN_BACKEND the plan's ETH_BACKEND
+# where it differs from the one-rank runs' (cuda-emulated against the CPU backend).
 set -euo pipefail
 build=$1 src=$2 ranks=$3 topology=$4 plan=$5
 shift 5
@@ -22,7 +23,7 @@ common=(--model "$model" --train-data "$work/data.bin" --seq-len "${SEQ_LEN:-16}
 run reference 1 --batch "$batch" --micro-batch "$batch"
 half=$batch; for d in 2 3 5; do [ $((batch % d)) -eq 0 ] && { half=$((batch / d)); break; }; done
 run control 1 --batch "$batch" --micro-batch "$half"
-run plan "$ranks" --topology "$topology" --plan "$plan" "$@"
+ETH_BACKEND=${PLAN_BACKEND:-${ETH_BACKEND:-auto}} run plan "$ranks" --topology "$topology" --plan "$plan" "$@"
 grep "collective" "$work/plan.log"
 if [ -n "${EXPECT:-}" ] && ! grep -q -- "$EXPECT" "$work/plan.log"; then
   echo "FAIL: the plan's log does not say '$EXPECT'"

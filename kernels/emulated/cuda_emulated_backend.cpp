@@ -1,0 +1,54 @@
+#include "kernels/emulated/cuda_emulated_backend.hpp"
+
+#include <cstring>
+
+#include "kernels/forwarding_backend.hpp"
+#include "kernels/gpu_ops/attention.hpp"
+#include "kernels/gpu_ops/crossentropy.hpp"
+#include "kernels/gpu_ops/elementwise.hpp"
+#include "kernels/gpu_ops/encoder.hpp"
+#include "kernels/gpu_ops/gpu_ops_backend.hpp"
+#include "kernels/gpu_ops/layernorm.hpp"
+#include "kernels/gpu_ops/matmul.hpp"
+#include "kernels/gpu_ops/optimizer.hpp"
+
+namespace eth::kernels {
+
+// Memory, copies and events are the synchronous CPU backend's (host memory); the GPT operations
+// are the GPU ops through the interpreter.
+class CudaEmulatedBackend final : public gpu_ops::GpuOpsBackend<ForwardingBackend, emulated::HostLaunch> {
+ public:
+  explicit CudaEmulatedBackend(std::unique_ptr<Backend> host) : GpuOpsBackend(*host), host_(std::move(host)) {}
+
+  std::string name() const override { return "cuda-emulated"; }
+  Precision precision() const override { return Precision::fp32; }
+  std::string precision_path() const override {
+    return "fp32 (the CUDA backend's kernels in the kernel interpreter; GEMMs on the CPU at cuBLAS's contract)";
+  }
+  // Poisoned, as the interpreter's shared memory: an output a kernel fails to write stays NaN.
+  void* allocate(size_t bytes) override {
+    void* p = ForwardingBackend::allocate(bytes);
+    if (p != nullptr) std::memset(p, 0xff, bytes);
+    return p;
+  }
+
+  emulated::HostLaunch& host_launch() { return launch_; }
+
+ protected:
+  emulated::HostLaunch& launch() override { return launch_; }
+
+ private:
+  std::unique_ptr<Backend> host_;
+  emulated::HostLaunch launch_;
+};
+
+std::unique_ptr<Backend> make_cuda_emulated_backend() {
+  return std::make_unique<CudaEmulatedBackend>(make_cpu_backend());
+}
+
+emulated::HostLaunch* cuda_emulated_launch(Backend& backend) {
+  auto* emulated = dynamic_cast<CudaEmulatedBackend*>(&backend);
+  return emulated == nullptr ? nullptr : &emulated->host_launch();
+}
+
+}  // namespace eth::kernels
