@@ -34,12 +34,13 @@
 namespace eth::kernels::gpu_ops {
 namespace attn {
 
+constexpr int kDims = 32;  // head dims per thread, in every family: H / G
+
 // The numbers of one head-size family, in one place.
 template <int H>
 struct Tile {
   static_assert(H == 32 || H == 64 || H == 128);
-  static constexpr int kGroup = H / 32;    // threads per row (G)
-  static constexpr int kDims = 32;         // head dims per thread: H / kGroup
+  static constexpr int kGroup = H / kDims;  // threads per row (G)
   // Rows per block: 64 while a key/value tile of 2 x 64 rows of H floats fits 48 KB of shared
   // memory with room to spare, 32 for H = 128.
   static constexpr int kRows = H <= 64 ? 64 : 32;
@@ -133,7 +134,7 @@ SIMT_DEVICE float row_delta(Thread& t, unsigned mask, Global<const float> dout, 
                             int g, int hs) {
   float D = 0.f;
   SIMT_UNROLL
-  for (int i = 0; i < 32; i++) {
+  for (int i = 0; i < kDims; i++) {
     const int d = g + G * i;
     if (d < hs) D += dout[row + d] * out[row + d];
   }
@@ -164,9 +165,9 @@ struct ForwardKernel {
     const auto [at, C3, row, g, mask] = RowThread<G>(t, T, C, NH, hs);
     const int i0 = static_cast<int>(t.block_idx().x) * kRows, query = i0 + row;
     const bool active = query < T;
-    float q[32], acc[32];
+    float q[kDims], acc[kDims];
     SIMT_UNROLL
-    for (int i = 0; i < 32; i++) {
+    for (int i = 0; i < kDims; i++) {
       const int d = g + G * i;
       q[i] = (active && d < hs) ? qkv[at.qkv + query * C3 + d] * scale : 0.f;
       acc[i] = 0.f;
@@ -183,25 +184,25 @@ struct ForwardKernel {
       for (int c = 0; c < visible; c++) {
         float part = 0.f;
         SIMT_UNROLL
-        for (int i = 0; i < 32; i++) part += q[i] * s.k(c, g + G * i);
+        for (int i = 0; i < kDims; i++) part += q[i] * s.k(c, g + G * i);
         const float sc = group_sum<G>(t, mask, part);
         if (sc > m) {  // a new row max: rescale what is summed so far (exp(-inf) = 0 at first)
           const float correction = simt::expf_(m - sc);
           l *= correction;
           SIMT_UNROLL
-          for (int i = 0; i < 32; i++) acc[i] *= correction;
+          for (int i = 0; i < kDims; i++) acc[i] *= correction;
           m = sc;
         }
         const float p = simt::expf_(sc - m);
         l += p;
         SIMT_UNROLL
-        for (int i = 0; i < 32; i++) acc[i] += p * s.v(c, g + G * i);
+        for (int i = 0; i < kDims; i++) acc[i] += p * s.v(c, g + G * i);
       }
     }
     if (!active) return;
     const float inv = 1.f / l;
     SIMT_UNROLL
-    for (int i = 0; i < 32; i++) {
+    for (int i = 0; i < kDims; i++) {
       const int d = g + G * i;
       if (d < hs) out[at.out + static_cast<size_t>(query) * C + d] = acc[i] * inv;
     }
@@ -231,9 +232,9 @@ struct BackwardDkdvKernel : BackwardArgs {  // writes the dk and dv thirds of dq
     const int j0 = static_cast<int>(t.block_idx().x) * kRows, key = j0 + row, cols = simt::imin(kRows, T - j0);
     load_rows<H>(t, s.k_own, qkv + (at.qkv + C), C3, j0, cols, kRows, hs);
     load_rows<H>(t, s.v_own, qkv + (at.qkv + 2 * static_cast<size_t>(C)), C3, j0, cols, kRows, hs);
-    float dk[32], dv[32];
+    float dk[kDims], dv[kDims];
     SIMT_UNROLL
-    for (int i = 0; i < 32; i++) dk[i] = dv[i] = 0.f;
+    for (int i = 0; i < kDims; i++) dk[i] = dv[i] = 0.f;
     for (int r0 = j0; r0 < T; r0 += kSub) {  // query rows before j0 see none of these keys
       const int rows = simt::imin(kSub, T - r0);
       t.sync();  // the previous rows are no longer read; also orders k_own's load before its reads
@@ -251,7 +252,7 @@ struct BackwardDkdvKernel : BackwardArgs {  // writes the dk and dv thirds of dq
       for (int r = simt::imax(0, key - r0); r < rows; r++) {  // query r0 + r >= key
         float s_part = 0.f, dp_part = 0.f;
         SIMT_UNROLL
-        for (int i = 0; i < 32; i++) {
+        for (int i = 0; i < kDims; i++) {
           const int d = g + G * i;
           s_part += s.q(r, d) * s.k_own(row, d);
           dp_part += s.dout(r, d) * s.v_own(row, d);
@@ -260,7 +261,7 @@ struct BackwardDkdvKernel : BackwardArgs {  // writes the dk and dv thirds of dq
         const float p = simt::expf_(sc * scale - s.lse(r));
         const float ds = p * (dp - s.D(r)) * scale;
         SIMT_UNROLL
-        for (int i = 0; i < 32; i++) {
+        for (int i = 0; i < kDims; i++) {
           const int d = g + G * i;
           dv[i] += p * s.dout(r, d);
           dk[i] += ds * s.q(r, d);
@@ -270,7 +271,7 @@ struct BackwardDkdvKernel : BackwardArgs {  // writes the dk and dv thirds of dq
     if (row >= cols) return;
     const size_t base = at.qkv + static_cast<size_t>(key) * C3;
     SIMT_UNROLL
-    for (int i = 0; i < 32; i++) {
+    for (int i = 0; i < kDims; i++) {
       const int d = g + G * i;
       if (d < hs) {
         dqkv[base + C + d] = dk[i];
@@ -300,9 +301,9 @@ struct BackwardDqKernel : BackwardArgs {  // writes the dq third of dqkv
     const int i0 = static_cast<int>(t.block_idx().x) * kRows, query = i0 + row, rows = simt::imin(kRows, T - i0);
     const bool active = query < T;
     load_rows<H>(t, s.do_own, dout + at.out, C, i0, rows, kRows, hs);
-    float q[32], dq[32];
+    float q[kDims], dq[kDims];
     SIMT_UNROLL
-    for (int i = 0; i < 32; i++) {
+    for (int i = 0; i < kDims; i++) {
       const int d = g + G * i;
       q[i] = (active && d < hs) ? static_cast<float>(qkv[at.qkv + query * C3 + d]) : 0.f;
       dq[i] = 0.f;
@@ -320,7 +321,7 @@ struct BackwardDqKernel : BackwardArgs {  // writes the dq third of dqkv
       for (int c = 0; c < visible; c++) {
         float s_part = 0.f, dp_part = 0.f;
         SIMT_UNROLL
-        for (int i = 0; i < 32; i++) {
+        for (int i = 0; i < kDims; i++) {
           const int d = g + G * i;
           s_part += q[i] * s.k(c, d);
           dp_part += s.do_own(row, d) * s.v(c, d);
@@ -328,12 +329,12 @@ struct BackwardDqKernel : BackwardArgs {  // writes the dq third of dqkv
         const float sc = group_sum<G>(t, mask, s_part), dp = group_sum<G>(t, mask, dp_part);
         const float ds = simt::expf_(sc * scale - L) * (dp - D) * scale;
         SIMT_UNROLL
-        for (int i = 0; i < 32; i++) dq[i] += ds * s.k(c, g + G * i);
+        for (int i = 0; i < kDims; i++) dq[i] += ds * s.k(c, g + G * i);
       }
     }
     if (!active) return;
     SIMT_UNROLL
-    for (int i = 0; i < 32; i++) {
+    for (int i = 0; i < kDims; i++) {
       const int d = g + G * i;
       if (d < hs) dqkv[at.qkv + query * C3 + d] = dq[i];
     }
