@@ -6,7 +6,9 @@
 #   bash bench/gpu/run.sh                # there (device tool: carry [".device-bundle"])
 #
 # Parts, each under its own timeout; the script exits non-zero when any part fails:
-#   1. kernel checks: every op and a whole stage step of the CUDA backend against the CPU twin
+#   1. kernel checks: every op and a whole stage step of the CUDA backend against the CPU twin;
+#      the kernel interpreter against the hardware: each emulated warp instruction (shuffles,
+#      votes, mma.m16n8k16, ldmatrix, cp.async) bit for bit, and the launches of a stage step
 #   2. the float64 PyTorch oracle on the CUDA backend (3 clipped AdamW steps of tiny)
 #   3. equivalence against one rank of a 2-rank (two stages) and a 4-rank (split stage beside a
 #      one-rank pipeline) plan, every rank on the one GPU: the MPI path through pinned buffers
@@ -66,6 +68,8 @@ equivalence() {
 nvidia-smi -L 2>/dev/null || echo "(no nvidia-smi)"
 if [ "$backend" = cuda ]; then
   part "kernel checks: CUDA backend against the CPU twin" 180 "$ETH_BUILD/tests/gpu/gpu_checks"
+  part "the kernel interpreter against the GPU: instructions bit for bit, launch counts" 120 \
+    "$ETH_BUILD/tests/gpu/simt_hardware_check"
 fi
 part "float64 PyTorch oracle on the $backend backend" 150 env ETH_BACKEND="$backend" \
   sh tests/oracle/run_oracle.sh "$ETH_BUILD/tests/oracle/oracle_dump" inputs/models/tiny.yaml "$tmp/oracle"

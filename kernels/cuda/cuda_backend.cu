@@ -140,6 +140,8 @@ class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunc
     return options_.tf32 ? "tf32 (cuBLAS GEMMs on TF32 tensor cores, fp32 elsewhere)" : "fp32 (cuBLAS TF32 math off)";
   }
 
+  std::map<std::string, uint64_t> kernel_launches() const { return launch_->launches(); }
+
  protected:
   cuda::CudaLaunch& launch() override { return *launch_; }
 
@@ -161,6 +163,11 @@ class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunc
 
 std::unique_ptr<Backend> make_cuda_backend(int device, CudaBackendOptions options) {
   return std::make_unique<CudaBackend>(device, options);
+}
+
+std::map<std::string, uint64_t> cuda_kernel_launches(const Backend& backend) {
+  const auto* cuda = dynamic_cast<const CudaBackend*>(&backend);
+  return cuda == nullptr ? std::map<std::string, uint64_t>{} : cuda->kernel_launches();
 }
 
 }  // namespace eth::kernels

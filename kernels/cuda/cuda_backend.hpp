@@ -2,7 +2,10 @@
 // when nvcc is found (ETH_HAVE_CUDA); plain C++ so host code and tests can include it.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 
 #include "kernels/backend.hpp"
 
@@ -19,5 +22,9 @@ struct CudaBackendOptions {
 // host thread; copy_to_host, sum_of_squares and release synchronise with the stream, the other
 // calls only enqueue work. Throws std::runtime_error (file, line, CUDA's message) on any failure.
 std::unique_ptr<Backend> make_cuda_backend(int device, CudaBackendOptions options = {});
+
+// The custom kernels a backend made by make_cuda_backend has launched, by name (its ops' library
+// calls not included); empty for any other backend.
+std::map<std::string, uint64_t> cuda_kernel_launches(const Backend& backend);
 
 }  // namespace eth::kernels

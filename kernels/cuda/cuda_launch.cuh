@@ -6,6 +6,10 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
+#include <map>
+#include <string>
+
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/simt/simt.hpp"
 
@@ -30,7 +34,10 @@ class CudaLaunch {
     const dim3 grid(shape.grid.x, shape.grid.y, shape.grid.z), block(shape.block.x, shape.block.y, shape.block.z);
     simt_entry<Kernel><<<grid, block, shape.shared_bytes, stream_>>>(k);
     CUDA_CHECK_LAUNCH();
+    launches_[Kernel::kName]++;
   }
+  // Kernels launched, by name: the interpreter's counts must equal them for the same work.
+  const std::map<std::string, uint64_t>& launches() const { return launches_; }
   void* scratch(size_t bytes) { return scratch_.get(bytes); }
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* A, int lda, const float* B,
             int ldb, float beta, float* C, int ldc);
@@ -43,6 +50,7 @@ class CudaLaunch {
   cublasHandle_t cublas_;
   Scratch scratch_;       // the ops' intermediates
   Scratch sort_scratch_;  // CUB's temporary storage, apart: the sort runs inside an op that holds scratch_
+  std::map<std::string, uint64_t> launches_;
 };
 
 }  // namespace eth::kernels::cuda

@@ -72,5 +72,8 @@ struct Check {
 const std::vector<Check>& all_checks();
 std::vector<std::string> check_names();
 std::vector<Comparison> stage_step_check(const Backends& backends);
+// The whole-model step of stage_step_check on one backend alone (simt_hardware_check counts what
+// it launches).
+void run_stage_step(kernels::Backend& backend);
 
 }  // namespace eth::test::gpu

@@ -117,6 +117,13 @@ void compare_steps(const std::string& label, const ParamLayout& layout, const St
 
 }  // namespace
 
+void run_stage_step(kernels::Backend& backend) {
+  const GptConfig config = check_model();
+  const LayerRange all{0, config.num_layers};
+  run_step(config, all, backend, check_params(config, ParamLayout(config, all)), ids(hash_string("gpu_check.tokens"), config.vocab_size),
+           ids(hash_string("gpu_check.targets"), config.vocab_size), {});
+}
+
 std::vector<Comparison> stage_step_check(const Backends& be) {
   const GptConfig config = check_model();
   const std::vector<int32_t> tokens = ids(hash_string("gpu_check.tokens"), config.vocab_size);
