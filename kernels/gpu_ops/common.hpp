@@ -1,6 +1,7 @@
-// Pieces every kernel family shares, in the dialect: launch sizes and the deterministic warp and
-// block reductions. Every reduction adds in a fixed order (a butterfly over lanes, then warps in
-// index order), so results are bitwise reproducible on the GPU and equal in the interpreter.
+// Pieces every kernel family shares, in the dialect: launch sizes, the deterministic warp and
+// block reductions, and the carving of an op's scratch memory. Every reduction adds in a fixed
+// order (a butterfly over lanes, then warps in index order), so results are bitwise reproducible
+// on the GPU and equal in the interpreter.
 #pragma once
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 namespace eth::kernels::gpu_ops {
 
 using simt::Dim3;
+using simt::Float2;
 using simt::Global;
 using simt::LaunchShape;
 using simt::Thread;
@@ -69,5 +71,21 @@ SIMT_DEVICE float block_max(Thread& t, float v, BlockReduceSmem<float>& smem) {
   t.sync();
   return total;
 }
+
+// Carves consecutive 256-byte aligned pieces out of one launch.scratch request: add() each
+// piece's count to get its byte offset, then ask for total() bytes once.
+class ScratchCarver {
+ public:
+  template <typename T>
+  size_t add(size_t count) {
+    const size_t at = total_;
+    total_ += (count * sizeof(T) + 255) / 256 * 256;
+    return at;
+  }
+  size_t total() const { return total_; }
+
+ private:
+  size_t total_ = 0;
+};
 
 }  // namespace eth::kernels::gpu_ops

@@ -1,0 +1,130 @@
+// LayerNorm over the C channels of each row, eps 1e-5. One warp per row; row statistics are
+// accumulated in double like the CPU twin (the kernels are memory-bound, so it costs nothing),
+// with the variance in two passes. dweight and dbias go through the deterministic column sums.
+#pragma once
+
+#include "kernels/gpu_ops/column_sums.hpp"
+#include "kernels/gpu_ops/common.hpp"
+#include "kernels/gpu_ops/ops.hpp"
+
+namespace eth::kernels::gpu_ops {
+
+constexpr int kLayerNormRowsPerBlock = 8;  // warps per block, one row each
+constexpr double kLayerNormEps = 1e-5;
+
+// The row warp w of block b owns: 8 b + w.
+SIMT_DEVICE int layernorm_row(Thread& t) {
+  return static_cast<int>(t.block_idx().x) * kLayerNormRowsPerBlock + t.warp();
+}
+
+// Block b, 8 warps: warp w owns row n = 8 b + w (warps past N return whole); lane l owns the
+// columns l, l + 32, ... of it and the warp adds its lanes' partial sums by butterfly.
+struct LayerNormForwardKernel {
+  static constexpr const char* kName = "layernorm_forward";
+  Global<float> out;             // (N, C)
+  Global<float> mean, rstd;      // (N)
+  Global<const float> inp;       // (N, C)
+  Global<const float> weight;    // (C)
+  Global<const float> bias;      // (C)
+  int N, C;
+
+  SIMT_DEVICE void operator()(Thread& t) const {
+    const int lane = t.lane(), n = layernorm_row(t);
+    if (n >= N) return;
+    const Global<const float> x = inp + static_cast<size_t>(n) * C;
+    double sum = 0.0;
+    for (int c = lane; c < C; c += kWarp) sum += x[c];
+    const double m = warp_sum(t, sum) / C;
+    double var = 0.0;
+    for (int c = lane; c < C; c += kWarp) {
+      const double d = x[c] - m;
+      var += d * d;
+    }
+    const double s = 1.0 / simt::sqrt_(warp_sum(t, var) / C + kLayerNormEps);
+    const Global<float> o = out + static_cast<size_t>(n) * C;
+    for (int c = lane; c < C; c += kWarp) {
+      const float xc = x[c];
+      o[c] = static_cast<float>((xc - m) * s) * weight[c] + bias[c];
+    }
+    if (lane == 0) {
+      mean[n] = static_cast<float>(m);
+      rstd[n] = static_cast<float>(s);
+    }
+  }
+};
+
+// dinp += (dnorm - mean(dnorm) - norm * mean(dnorm * norm)) * rstd, with dnorm = weight * dout.
+// The same ownership as the forward kernel: warp w of block b owns row 8 b + w, lane l its
+// columns l, l + 32, ...
+struct LayerNormBackwardKernel {
+  static constexpr const char* kName = "layernorm_backward";
+  Global<float> dinp;                   // (N, C) accumulated
+  Global<const float> dout;             // (N, C)
+  Global<const float> inp;              // (N, C)
+  Global<const float> weight;           // (C)
+  Global<const float> mean, rstd;       // (N)
+  int N, C;
+
+  SIMT_DEVICE void operator()(Thread& t) const {
+    const int lane = t.lane(), n = layernorm_row(t);
+    if (n >= N) return;
+    const Global<const float> x = inp + static_cast<size_t>(n) * C;
+    const Global<const float> d = dout + static_cast<size_t>(n) * C;
+    const float m = mean[n];
+    const double s = rstd[n];
+    double dnorm_mean = 0.0, dnorm_norm_mean = 0.0;
+    for (int c = lane; c < C; c += kWarp) {
+      const float xc = x[c];
+      const double norm = (xc - m) * s;  // x - mean in float, as in the CPU twin
+      const double dnorm = static_cast<double>(weight[c]) * d[c];
+      dnorm_mean += dnorm;
+      dnorm_norm_mean += dnorm * norm;
+    }
+    dnorm_mean = warp_sum(t, dnorm_mean) / C;
+    dnorm_norm_mean = warp_sum(t, dnorm_norm_mean) / C;
+    const Global<float> dx = dinp + static_cast<size_t>(n) * C;
+    for (int c = lane; c < C; c += kWarp) {
+      const float xc = x[c];
+      const double norm = (xc - m) * s;
+      const double dnorm = static_cast<double>(weight[c]) * d[c];
+      dx[c] += static_cast<float>((dnorm - dnorm_mean - norm * dnorm_norm_mean) * s);
+    }
+  }
+};
+
+// The two per-row terms of dweight and dbias: (norm * dout, dout) at (n, c).
+struct LayerNormParamTerm {
+  static constexpr const char* kName = "layernorm_backward_param_partials";
+  Global<const float> dout;        // (N, C)
+  Global<const float> inp;         // (N, C)
+  Global<const float> mean, rstd;  // (N)
+  int C;
+
+  SIMT_DEVICE Float2 operator()(size_t n, int c) const {
+    const size_t i = n * C + c;
+    const float x = inp[i], m = mean[n], s = rstd[n], g = dout[i];
+    return Float2{(x - m) * s * g, g};
+  }
+};
+
+inline LaunchShape layernorm_shape(int N) {
+  return {Dim3(static_cast<unsigned>(ceil_div(static_cast<size_t>(N), kLayerNormRowsPerBlock))),
+          Dim3(kLayerNormRowsPerBlock * kWarp), 0};
+}
+
+template <class Launch>
+void layernorm_forward(Launch& launch, float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                       const float* bias, int N, int C) {
+  if (N == 0) return;
+  launch.kernel(LayerNormForwardKernel{out, mean, rstd, inp, weight, bias, N, C}, layernorm_shape(N));
+}
+
+template <class Launch>
+void layernorm_backward(Launch& launch, float* dinp, float* dweight, float* dbias, const float* dout,
+                        const float* inp, const float* weight, const float* mean, const float* rstd, int N, int C) {
+  if (N == 0 || C == 0) return;
+  launch.kernel(LayerNormBackwardKernel{dinp, dout, inp, weight, mean, rstd, N, C}, layernorm_shape(N));
+  add_column_sums(launch, dweight, dbias, LayerNormParamTerm{dout, inp, mean, rstd, C}, N, C);
+}
+
+}  // namespace eth::kernels::gpu_ops
