@@ -121,7 +121,17 @@ expect_one_error eth_train "sharded blocks under --grad-sync flat: one line from
 on_two_ranks=(env OMP_NUM_THREADS=1 timeout 120 mpirun -np 2 "$build/app/eth_train" --model "$tiny"
   --train-data "$work/ok.bin" --seq-len 16 --steps 1 --output-dir "$work/bad")
 expect_one_error eth_train "an unknown backend: one line from 2 ranks" "rank 0 on" "ETH_BACKEND" \
-  "expected auto, cuda, cpu or cpu-async, got 'gpu'" -- env ETH_BACKEND=gpu "${on_two_ranks[@]}"
+  "expected auto, cuda, cuda-emulated, cpu or cpu-async, got 'gpu'" -- env ETH_BACKEND=gpu "${on_two_ranks[@]}"
+# A shape the GPU's kernels do not take, on their interpreter as on a GPU: a head size past the
+# attention kernels' 128 ends both ranks at their first forward, each naming itself and the limit.
+printf 'name: wide-head\nvocab_size: 97\npadded_vocab_size: 128\nmax_seq_len: 16\nnum_layers: 1\nnum_heads: 1\nchannels: 160\n' \
+  >"$work/wide-head.yaml"
+env ETH_BACKEND=cuda-emulated OMP_NUM_THREADS=1 timeout 120 mpirun -np 2 "$build/app/eth_train" --model "$work/wide-head.yaml" \
+  --train-data "$work/ok.bin" --seq-len 16 --steps 1 --precision fp32 --output-dir "$work/bad" >"$work/out" 2>&1
+rc=$?
+ranks_named=$(grep -c "rank [01] (step 1, forward): GPU attention: head size 160 (channels / heads) is above the 128 its kernels are compiled for" "$work/out")
+check "a head size the GPU kernels do not take, cuda-emulated: one line per rank, exit non-zero, no hang" \
+  $([ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$ranks_named" -ge 1 ] && echo 0 || echo 1) "exit $rc, $ranks_named rank lines: $(tail -5 "$work/out")"
 # --precision: an unknown value, and TF32 on the CPU backend (which has none): one line from 2 ranks.
 expect_one_error eth_train "an unknown precision: one line from 2 ranks" \
   "--precision: value: expected auto, fp32, tf32 or bf16, got fp16" -- "${on_two_ranks[@]}" --precision fp16
