@@ -205,7 +205,7 @@ std::vector<float> SafetensorsReader::read(const std::string& name, const std::v
   if (!in_) fail_input(path_, tensor_field(name, "data"), strprintf("%zu bytes", bytes.size()), "a shorter file");
   std::vector<float> out(e.numel());  // shape's product
   if (e.dtype == "F32") {
-    std::memcpy(out.data(), bytes.data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());  // an empty vector's data() may be null
     return out;
   }
   for (size_t i = 0; i < out.size(); i++) {
