@@ -15,7 +15,7 @@ source "$src/tests/mpi/mpi_test_env.sh"
 source "$src/tests/cli/cli_checks.sh"
 tiny_job 2  # $model (tiny-4l), $work/data.bin, $common
 oracle() { $py "$src/tests/oracle/hf_oracle.py" "$@"; }
-convert() { timeout 60 mpirun -np 1 "$build/app/eth_convert" --model "$model" "$@" > "$work/convert.log" 2>&1 || { cat "$work/convert.log"; false; }; }
+convert() { timeout 60 "$build/app/eth_convert" --model "$model" "$@" > "$work/convert.log" 2>&1 || { cat "$work/convert.log"; false; }; }
 # logits CHECKPOINT DIR: ETH's logits of the checkpoint on oracle_dump's prompt, into DIR.
 logits() { timeout 60 "$build/tests/oracle/oracle_dump" --params "$1" "$2" "$model" > "$2.log" 2>&1 || { cat "$2.log"; false; }; }
 
