@@ -42,6 +42,7 @@ oracle check "$model" --export "$work/hf" "$work/trained" --same "$trained" "$wo
 check "float64 PyTorch: the export's logits and ETH's; import(export) bit-identical; the imports' logits" $? ""
 
 timeout 120 mpirun -np 1 "$build/app/eth_train" "${common[@]}" --batch 4 --micro-batch 4 --resume "$work/torch_BF16.h5" \
-  --output-dir "$work/tune" > "$work/tune.log" 2>&1 && [ "$(grep -c '"step"' "$work/tune/metrics.jsonl")" -ge 2 ]
+  --output-dir "$work/tune" > "$work/tune.log" 2>&1 && grep -qE "resume +\| $work/torch_BF16.h5 " "$work/tune.log" \
+  && [ "$(grep -c '"step"' "$work/tune/metrics.jsonl")" -ge 2 ]
 check "eth_train --resume fine-tunes an imported model" $? "$(tail -3 "$work/tune.log")"
 finish
