@@ -136,7 +136,7 @@ void read_documents(const std::string& path, const std::string& field, std::vect
     nlohmann::json value;
     try {
       value = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number past double's
       fail_input(where, "JSON", "one JSON object per line", e.what());
     }
     if (!value.is_object()) fail_input(where, "JSON", "an object with a string " + what, value.type_name());
