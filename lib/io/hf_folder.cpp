@@ -93,6 +93,8 @@ void check_config(const fs::path& path, const GptConfig& m) {
     c = json::parse(in);
   } catch (const json::parse_error& e) {
     fail_input(path.string(), "config.json", "JSON", strprintf("a parse error at byte %zu", e.byte));
+  } catch (const json::exception& e) {  // a number past double's range throws out_of_range
+    fail_input(path.string(), "config.json", "JSON with its numbers in range", e.what());
   }
   if (!c.is_object()) fail_input(path.string(), "config.json", "a JSON object", c.type_name());
   const std::string yaml = ", as in the model YAML (" + m.name + ")";

@@ -182,6 +182,8 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path), in_
     header = json::parse(text);
   } catch (const json::parse_error& e) {
     fail_input(path, "header", "UTF-8 JSON", strprintf("a parse error at byte %zu", e.byte));
+  } catch (const json::exception& e) {  // a number past double's range throws out_of_range
+    fail_input(path, "header", "UTF-8 JSON with its numbers in range", e.what());
   }
   if (!header.is_object()) fail_input(path, "header", "a JSON object", header.type_name());
   for (const auto& [name, value] : header.items()) {
