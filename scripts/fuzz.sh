@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Fuzzes every parser of user input (tests/fuzz: topology, plan, model, profile, token shard,
-# checkpoint) with clang's libFuzzer under ASan and UBSan, SECONDS each (default 20), starting
-# from the committed seed corpora (copied: the corpora in git stay the seeds and the regression
-# inputs). Prints each target's executions and coverage; fails on any crash, sanitizer report,
-# uncaught exception or hang (-timeout=10 per input), leaving the input in build-fuzz/findings/.
+# checkpoint, safetensors, eth_tokenize's JSON Lines) with clang's libFuzzer under ASan and
+# UBSan, SECONDS each (default 20), starting from the committed seed corpora (copied: the
+# corpora in git stay the seeds and the regression inputs). Prints each target's executions and
+# coverage; fails on any crash, sanitizer report, uncaught exception or hang (-timeout=10 per
+# input), leaving the input in build-fuzz/findings/.
 # A finding is fixed, then its input is added to tests/fuzz/corpus/TARGET/ as a regression input.
 #   bash scripts/fuzz.sh [SECONDS]
 set -euo pipefail

@@ -19,7 +19,10 @@
 #      kernel checks where the tool exists
 #   6. checkpoint and resume (4 ranks on the GPU), a plan too large for the GPU refused in one
 #      line, and eth_profile measuring GPT-2 124M on the GPU
-#   7. tokens/s of one rank of ETH against PyTorch on the same GPU, GPT-2 124M and 350M, T 1024
+#   7. transformers on ETH's Hugging Face export (eth_convert --export-hf), where the Python
+#      imports transformers: GPT2LMHeadModel/GPT2TokenizerFast.from_pretrained load it, and their
+#      tokens, logits and greedy continuation are ETH's (bench/gpu/hf_transformers.sh; no GPU used)
+#   8. tokens/s of one rank of ETH against PyTorch on the same GPU, GPT-2 124M and 350M, T 1024
 # Not coverable on one GPU: NCCL between two physical GPUs (node-local communicators of several
 # ranks, the stage transfers' NCCL send/receive): NCCL refuses two ranks of one communicator on
 # one GPU. Their logic runs in CI on NCCL's emulation (ETH_NCCL=emulated, docs/design.md).
@@ -118,6 +121,13 @@ if [ "$backend" = cuda ]; then
   part "eth_profile on the GPU: GPT-2 124M, T 1024" 150 mpirun -np 1 "$ETH_BUILD/app/eth_profile" \
     --model inputs/models/gpt2-124m.yaml --seq-len 1024 --micro-batches 1 2 4 8 --repetitions 3 \
     --device-type "NVIDIA H200" --out "$out/profile-h200-gpt2-124m-T1024.yaml"
+fi
+
+if "$PYTHON" -c "import transformers" 2>/dev/null; then
+  part "transformers loads ETH's Hugging Face export: tokens, logits and greedy continuation" 240 \
+    bash bench/gpu/hf_transformers.sh "$ETH_BUILD" "$root"
+else
+  echo "== transformers: $PYTHON cannot import it, the Hugging Face part skipped"
 fi
 
 if [ "$backend" = cuda ]; then

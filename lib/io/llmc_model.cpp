@@ -6,10 +6,8 @@
 
 #include "lib/base/input_error.hpp"
 #include "lib/base/strprintf.hpp"
-#include "lib/io/checkpoint.hpp"
-#include "lib/io/checkpoint_files.hpp"
+#include "lib/io/whole_model.hpp"
 #include "lib/model/param_layout.hpp"
-#include "mpi_topology/mpi_session.hpp"
 
 namespace eth {
 namespace {
@@ -83,30 +81,12 @@ std::vector<float> read_llmc_model(const std::string& path, const GptConfig& mod
 }
 
 void import_llmc_model(const std::string& llmc_path, const GptConfig& model, const std::string& checkpoint_path) {
-  const std::vector<float> whole = read_llmc_model(llmc_path, model);
-  const ParamLayout layout(model, {0, model.num_layers});
-  const std::vector<float> zeros(layout.wte_size());  // the largest tensor
-  int rank = 0;
-  MPI_CHECK(MPI_Comm_rank(world_comm(), &rank));
-  CheckpointWriter writer(checkpoint_path, model, CheckpointHeader{}, world_comm());
-  if (rank == 0)
-    for (const ParamTensor& t : layout.tensors()) {
-      writer.write(CheckpointGroup::params, t, whole.data() + t.offset);
-      writer.write(CheckpointGroup::adam_m, t, zeros.data());
-      writer.write(CheckpointGroup::adam_v, t, zeros.data());
-    }
-  writer.finish();
-  if (rank == 0) seal_checkpoint(checkpoint_path);
+  write_step0_checkpoint(checkpoint_path, model, read_llmc_model(llmc_path, model));
 }
 
 void export_llmc_model(const std::string& checkpoint_path, const GptConfig& model, const std::string& llmc_path) {
-  CheckpointReader reader(checkpoint_path, model);
-  const ParamLayout layout(model, {0, model.num_layers});
-  std::vector<float> whole(layout.size());
-  for (const ParamTensor& t : layout.tensors()) reader.read(CheckpointGroup::params, t, whole.data() + t.offset);
-  int rank = 0;
-  MPI_CHECK(MPI_Comm_rank(world_comm(), &rank));
-  if (rank == 0) write_llmc_model(llmc_path, model, whole);  // one writer of the one file
+  const std::vector<float> whole = read_whole_params(checkpoint_path, model);
+  if (is_rank_zero()) write_llmc_model(llmc_path, model, whole);  // one writer of the one file
 }
 
 }  // namespace eth

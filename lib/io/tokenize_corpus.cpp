@@ -25,41 +25,6 @@ namespace {
 constexpr uint64_t kBatchBytes = uint64_t(64) << 20;  // input read and encoded together
 constexpr size_t kChunkBytes = size_t(256) << 10;     // a unit of parallel work inside a document
 
-// The documents of one input: the whole text, or the field of each line that is not blank.
-void read_documents(const std::string& path, const std::string& field, std::vector<std::string>& docs) {
-  std::string text = read_file(path, "a readable input");
-  if (text.empty()) fail_input(path, "text", "a non-empty input", "an empty file");
-  repair_utf8(text);
-  if (field.empty()) {
-    docs.push_back(std::move(text));
-    return;
-  }
-  const std::string what = "field \"" + field + "\"";
-  const size_t before = docs.size();
-  size_t line_no = 0;
-  for (size_t begin = 0; begin < text.size();) {
-    const size_t end = std::min(text.find('\n', begin), text.size());
-    const std::string_view line(text.data() + begin, end - begin);
-    begin = end + 1;
-    line_no++;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    const std::string where = path + ": line " + std::to_string(line_no);
-    nlohmann::json value;
-    try {
-      value = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
-      fail_input(where, "JSON", "one JSON object per line", e.what());
-    }
-    if (!value.is_object()) fail_input(where, "JSON", "an object with a string " + what, value.type_name());
-    const auto it = value.find(field);
-    if (it == value.end()) fail_input(where, what, "a string", "no such field");
-    if (!it->is_string()) fail_input(where, what, "a string", it->type_name());
-    if (it->get_ref<const std::string&>().empty()) fail_input(where, what, "a non-empty string", "\"\"");
-    docs.push_back(it->get<std::string>());
-  }
-  if (docs.size() == before) fail_input(path, "lines", "at least one JSON line with a " + what, "none");
-}
-
 uint64_t file_bytes(const std::string& path) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) fail_input(path, "file", "a readable input", std::strerror(errno));
@@ -149,6 +114,40 @@ void write_output(const Corpus& corpus, size_t first, size_t end, const std::str
 }
 
 }  // namespace
+
+void read_documents(const std::string& path, const std::string& field, std::vector<std::string>& docs) {
+  std::string text = read_file(path, "a readable input");
+  if (text.empty()) fail_input(path, "text", "a non-empty input", "an empty file");
+  repair_utf8(text);
+  if (field.empty()) {
+    docs.push_back(std::move(text));
+    return;
+  }
+  const std::string what = "field \"" + field + "\"";
+  const size_t before = docs.size();
+  size_t line_no = 0;
+  for (size_t begin = 0; begin < text.size();) {
+    const size_t end = std::min(text.find('\n', begin), text.size());
+    const std::string_view line(text.data() + begin, end - begin);
+    begin = end + 1;
+    line_no++;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    const std::string where = path + ": line " + std::to_string(line_no);
+    nlohmann::json value;
+    try {
+      value = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number past double's
+      fail_input(where, "JSON", "one JSON object per line", e.what());
+    }
+    if (!value.is_object()) fail_input(where, "JSON", "an object with a string " + what, value.type_name());
+    const auto it = value.find(field);
+    if (it == value.end()) fail_input(where, what, "a string", "no such field");
+    if (!it->is_string()) fail_input(where, what, "a string", it->type_name());
+    if (it->get_ref<const std::string&>().empty()) fail_input(where, what, "a non-empty string", "\"\"");
+    docs.push_back(it->get<std::string>());
+  }
+  if (docs.size() == before) fail_input(path, "lines", "at least one JSON line with a " + what, "none");
+}
 
 std::vector<std::string> tokenize_corpus(const TokenizeOptions& o) {
   const bool split = !o.val_output.empty();

@@ -20,6 +20,11 @@ struct TokenizeOptions {
   std::string tokenizer_dir;  // holds encoder.json and vocab.bpe
 };
 
+// Appends the documents of one input to `docs`: the whole text (field empty), or the string
+// `field` of each JSON Lines line that is not blank; invalid UTF-8 becomes U+FFFD first. An
+// InputError names the file, line and field of anything else.
+void read_documents(const std::string& path, const std::string& field, std::vector<std::string>& docs);
+
 // Encodes every document on all cores (OpenMP), with a progress bar on stderr, and writes the
 // shards, all or none. Returns one line per file written, saying what went where. An InputError
 // names the input (and line and field) or the output that is wrong.

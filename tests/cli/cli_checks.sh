@@ -10,6 +10,7 @@ check() {  # check NAME STATUS WHY: STATUS 0 passes
 
 # expect_one_error PROGRAM NAME FRAGMENT... -- COMMAND...: COMMAND exits non-zero (and not by
 # timing out) with exactly one "PROGRAM: error:" line on stderr, which holds every fragment.
+# Leaves COMMAND's exit status in $error_status.
 expect_one_error() {
   local program=$1 name=$2
   shift 2
@@ -18,6 +19,7 @@ expect_one_error() {
   shift
   "$@" >"$work/out" 2>"$work/err"
   local rc=$?
+  error_status=$rc
   local lines
   lines=$(grep -c "$program: error:" "$work/err")
   local ok=0 why=""

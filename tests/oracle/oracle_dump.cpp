@@ -2,8 +2,12 @@
 // ETH_BACKEND=cuda on a GPU machine), computed exactly as lib/job/trainer.cpp computes them, with every
 // tensor that torch_oracle.py checks written out.
 //
-//   oracle_dump OUT_DIR MODEL_YAML [SEQ_LEN ATTENTION [PRECISION]]
+//   oracle_dump [--params CHECKPOINT.h5] [--tokens FILE.i32] OUT_DIR MODEL_YAML [SEQ_LEN ATTENTION [PRECISION]]
 //
+// --params: the initial parameters are the checkpoint's (hf_oracle.py compares the logits of a
+// converted model), not the noisy GPT-2 init below. --tokens: step 1's first micro-batch, whose
+// logits are written, is the file's (B, T) int32 tokens (bench/gpu/hf_transformers.py's prompt),
+// not random ones. ATTENTION "" accepts either attention kernel.
 // PRECISION (default fp32, on a GPU too): fp32 or bf16, the backend's precision (--precision);
 // torch_oracle.py then emulates bf16's rounding points in float64.
 //
@@ -38,6 +42,7 @@
 #include "lib/base/input_error.hpp"
 #include "lib/base/random.hpp"
 #include "lib/base/strprintf.hpp"
+#include "lib/io/whole_model.hpp"
 #include "lib/model/model_config.hpp"
 #include "lib/model/optimizer.hpp"
 #include "lib/model/param_layout.hpp"
@@ -84,6 +89,16 @@ std::vector<float> to_host(eth::kernels::Backend& backend, const float* src, siz
   return host;
 }
 
+// `n` int32 tokens below V from a file of exactly that many.
+void read_tokens(const std::string& path, int V, int32_t* tokens, size_t n) {
+  std::ifstream f(path, std::ios::binary);
+  f.read(reinterpret_cast<char*>(tokens), static_cast<std::streamsize>(n * sizeof(int32_t)));
+  if (!f || f.peek() != std::ifstream::traits_type::eof())
+    eth::fail_input(path, "tokens", eth::strprintf("exactly %zu int32 tokens (B, T)", n), "another size");
+  for (size_t i = 0; i < n; i++)
+    if (tokens[i] < 0 || tokens[i] >= V) eth::fail_input(path, "tokens", "ids below " + std::to_string(V), std::to_string(tokens[i]));
+}
+
 // The manifest entry of one data file.
 json file_entry(const std::string& path, const char* dtype, std::vector<size_t> shape) {
   return {{"path", path}, {"dtype", dtype}, {"shape", std::move(shape)}};
@@ -92,7 +107,7 @@ json file_entry(const std::string& path, const char* dtype, std::vector<size_t> 
 // `attention`: "" or the kernel the backend must run at T ("blocked", "materialised"), so that
 // a test names the path it covers and fails when the backend's choice moves away from it.
 void dump(const fs::path& dir, const std::string& model_path, int T, const std::string& attention,
-          eth::kernels::Precision precision) {
+          eth::kernels::Precision precision, const std::string& params_checkpoint, const std::string& tokens_path) {
   const eth::GptConfig model = eth::load_model_config(model_path);
   const int B = kMicroBatch, V = model.vocab_size, Vp = model.padded_vocab_size;
   if (T > model.max_seq_len)
@@ -113,11 +128,16 @@ void dump(const fs::path& dir, const std::string& model_path, int T, const std::
   const eth::ParamLayout& layout = stage.layout();
   const size_t P = layout.size();
 
-  // Parameters: GPT-2 init, then noise on every element.
+  // Parameters: GPT-2 init, then noise on every element; or the checkpoint's (the one-stage
+  // layout is the stage's).
   std::vector<float> params(P);  // (P)
-  eth::init_gpt2_parameters(model, layout, kSeed, params.data());
-  const uint64_t noise_stream = eth::hash_string("oracle.noise") ^ kSeed;
-  for (size_t i = 0; i < P; i++) params[i] += static_cast<float>(kNoise * eth::normal_at(noise_stream, i));
+  if (params_checkpoint.empty()) {
+    eth::init_gpt2_parameters(model, layout, kSeed, params.data());
+    const uint64_t noise_stream = eth::hash_string("oracle.noise") ^ kSeed;
+    for (size_t i = 0; i < P; i++) params[i] += static_cast<float>(kNoise * eth::normal_at(noise_stream, i));
+  } else {
+    params = eth::read_whole_params(params_checkpoint, model);
+  }
   backend->copy_to_device(stage.params(), params.data(), P * sizeof(float));
   write_raw(dir / "params_init.f32", params);
 
@@ -131,6 +151,7 @@ void dump(const fs::path& dir, const std::string& model_path, int T, const std::
     tokens[i] = static_cast<int32_t>(eth::uniform_at(token_stream, i) * V);
     targets[i] = static_cast<int32_t>(eth::uniform_at(target_stream, i) * V);
   }
+  if (!tokens_path.empty()) read_tokens(tokens_path, V, tokens.data(), BT);
   write_raw(dir / "tokens.i32", tokens);
   write_raw(dir / "targets.i32", targets);
   const auto micro_batch = [&](const std::vector<int32_t>& ids, int step, int mb) {  // (B, T)
@@ -215,15 +236,23 @@ void dump(const fs::path& dir, const std::string& model_path, int T, const std::
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::string params_checkpoint, tokens_path;
+  while (argc > 2 && (std::string(argv[1]) == "--params" || std::string(argv[1]) == "--tokens")) {
+    (std::string(argv[1]) == "--params" ? params_checkpoint : tokens_path) = argv[2];
+    argv[2] = argv[0];
+    argc -= 2;
+    argv += 2;
+  }
   if (argc != 3 && argc != 5 && argc != 6) {
-    std::cerr << "usage: oracle_dump OUT_DIR MODEL_YAML [SEQ_LEN ATTENTION [PRECISION]]\n";
+    std::cerr << "usage: oracle_dump [--params CHECKPOINT.h5] [--tokens FILE.i32] OUT_DIR MODEL_YAML [SEQ_LEN ATTENTION [PRECISION]]\n";
     return 2;
   }
   try {
     const eth::kernels::Precision precision = eth::kernels::parse_precision(argc == 6 ? argv[5] : "fp32");
     if (precision != eth::kernels::Precision::fp32 && precision != eth::kernels::Precision::bf16)
       eth::fail_input("command line", "PRECISION", "fp32 or bf16", argv[5]);
-    dump(argv[1], argv[2], argc >= 5 ? std::stoi(argv[3]) : kSeqLen, argc >= 5 ? argv[4] : "", precision);
+    dump(argv[1], argv[2], argc >= 5 ? std::stoi(argv[3]) : kSeqLen, argc >= 5 ? argv[4] : "", precision,
+         params_checkpoint, tokens_path);
   } catch (const std::exception& e) {
     std::cerr << "oracle_dump: error: " << e.what() << '\n';
     return 1;
