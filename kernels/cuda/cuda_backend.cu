@@ -176,6 +176,10 @@ class CudaBackend final : public Backend {
                           const float* lse, int B, int T, int C, int NH) override {
     cuda::attention_backward(stream_, dqkv, dout, qkv, out, lse, B, T, C, NH);
   }
+  void attention_decode(float* out, float* k_cache, float* v_cache, const float* qkv_new, int B, int Tn, int T0,
+                        int Tmax, int C, int NH) override {
+    cuda::attention_decode(stream_, out, k_cache, v_cache, qkv_new, B, Tn, T0, Tmax, C, NH);
+  }
   void gelu_forward(float* out, const float* inp, size_t n) override { cuda::gelu_forward(stream_, out, inp, n); }
   void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {
     cuda::gelu_backward(stream_, dinp, inp, dout, n);

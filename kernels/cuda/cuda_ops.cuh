@@ -39,6 +39,10 @@ void attention_forward(cudaStream_t stream, float* out, float* lse, const float*
 void attention_backward(cudaStream_t stream, float* dqkv, const float* dout, const float* qkv, const float* out,
                         const float* lse, int B, int T, int C, int NH);
 
+// attention_decode.cu
+void attention_decode(cudaStream_t stream, float* out, float* k_cache, float* v_cache, const float* qkv_new, int B,
+                      int Tn, int T0, int Tmax, int C, int NH);
+
 // elementwise.cu
 void gelu_forward(cudaStream_t stream, float* out, const float* inp, size_t n);
 void gelu_backward(cudaStream_t stream, float* dinp, const float* inp, const float* dout, size_t n);
