@@ -265,6 +265,14 @@ void CheckpointReader::read(CheckpointGroup group, const ParamTensor& t, float* 
     fail_input(path_, name, "values matching the checkpoint's checksum", "damaged values");
 }
 
+std::vector<float> read_whole_model(const std::string& path, const GptConfig& model) {
+  CheckpointReader reader(path, model);
+  const ParamLayout layout(model, {0, model.num_layers});
+  std::vector<float> whole(layout.size());
+  for (const ParamTensor& t : layout.tensors()) reader.read(CheckpointGroup::params, t, whole.data() + t.offset);
+  return whole;
+}
+
 std::string verify_checkpoint(const std::string& path, const GptConfig& model) {
   try {
     CheckpointReader reader(path, model);

@@ -78,6 +78,10 @@ class CheckpointReader {
   std::map<std::string, uint64_t> checksums_;  // by "group/tensor"
 };
 
+// The whole model's parameters of checkpoint `path` (any plan wrote it), on this rank alone, in
+// ETH's one-stage layout ParamLayout(model, {0, L}); the reader's InputErrors.
+std::vector<float> read_whole_model(const std::string& path, const GptConfig& model);
+
 // Reads every tensor of `path` and checks it against its checksum: empty when the checkpoint is
 // complete and undamaged, else the reason (one line naming file and dataset).
 std::string verify_checkpoint(const std::string& path, const GptConfig& model);

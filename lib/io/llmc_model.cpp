@@ -100,10 +100,7 @@ void import_llmc_model(const std::string& llmc_path, const GptConfig& model, con
 }
 
 void export_llmc_model(const std::string& checkpoint_path, const GptConfig& model, const std::string& llmc_path) {
-  CheckpointReader reader(checkpoint_path, model);
-  const ParamLayout layout(model, {0, model.num_layers});
-  std::vector<float> whole(layout.size());
-  for (const ParamTensor& t : layout.tensors()) reader.read(CheckpointGroup::params, t, whole.data() + t.offset);
+  const std::vector<float> whole = read_whole_model(checkpoint_path, model);
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(world_comm(), &rank));
   if (rank == 0) write_llmc_model(llmc_path, model, whole);  // one writer of the one file
