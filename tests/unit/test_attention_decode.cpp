@@ -71,7 +71,7 @@ const std::vector<int> kChunks = {5, 1, 1, 3, 1, 1};      // a prefill, steps, a
 
 // fp32 against float64: each output is a softmax-weighted mean of at most T = 12 O(1) values,
 // each product and sum rounded to fp32 (unit roundoff 6e-8), plus expf's ~1e-7: the norm-wise
-// error is a few 1e-7 (seen: below 2e-7). 1e-5 leaves that margin, while a wrong causal edge,
+// error is expected at a few 1e-7. 1e-5 leaves that margin, while a wrong causal edge,
 // a stale cache row or a missing scale shows at 1e-2 or more. The same bound as the training
 // attention's (test_attention.cpp).
 constexpr double kFp32Tolerance = 1e-5;
