@@ -53,9 +53,9 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 // Greedy, 30 tokens after a 5-token prompt: past maxT = 16, so the context restarts from its
 // last 8 tokens twice. Each step's logits against the Stage's forward over the same context, and
 // the same tokens. 1e-5 absolute, in fp32: the two paths differ only in summation order
-// (attention_decode's dot-product loop against the materialised kernel's GEMMs; sgemm over 1
-// row against T rows), each a few fp32 roundings (6e-8 relative) of O(1) activations through
-// two layers and a 32-wide head: seen 6e-8 (the worst logit of 30 steps; recorded as the test's
+// (attention_decode's dot-product loop against the materialised kernel's GEMMs; sgemv for 1
+// row against sgemm over T rows), each a few fp32 roundings (6e-8 relative) of O(1) activations through
+// two layers and a 32-wide head: seen 9e-8 (the worst logit of 30 steps; recorded as the test's
 // worst_logit_difference property). A wrong cache
 // row, position offset or causal edge moves the logits by 1e-3 or more.
 TEST(Generation, CacheEqualsFullRecomputation) {
