@@ -115,6 +115,18 @@ class Backend : public Device {
                                   const float* saved, // forward's
                                   int B, int T, int C, int NH) = 0;
 
+  // Incremental (decoding) attention: Tn new positions [T0, T0 + Tn) of each sample against
+  // the keys and values of every earlier position, kept in a cache. First writes the new rows'
+  // keys and values, taken from qkv_new, into the caches at [T0, T0 + Tn); then new row i (at
+  // position T0 + i) attends causally to cached positions [0, T0 + i]. The caches hold positions
+  // [0, T0) from earlier calls; T0 + Tn <= Tmax. Keeps nothing for backward (inference only).
+  // With T0 = 0 and Tn = T it computes what attention_forward does.
+  virtual void attention_decode(float* out,            // (B, Tn, C)
+                                float* k_cache,        // (B, NH, Tmax, hs), hs = C / NH
+                                float* v_cache,        // (B, NH, Tmax, hs)
+                                const float* qkv_new,  // (B, Tn, 3C)
+                                int B, int Tn, int T0, int Tmax, int C, int NH) = 0;
+
   // GELU, tanh approximation (GPT-2's).
   virtual void gelu_forward(float* out, const float* inp, size_t n) = 0;  // (n)
   virtual void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) = 0;

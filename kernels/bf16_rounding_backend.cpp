@@ -74,6 +74,12 @@ class Bf16RoundingBackend final : public ForwardingBackend {
     inner_.attention_backward(dqkv, dout, qkv, out, saved, B, T, C, NH);
     round(dqkv, rows(B * T, 3 * C));
   }
+  void attention_decode(float* out, float* k_cache, float* v_cache, const float* qkv_new, int B, int Tn, int T0,
+                        int Tmax, int C, int NH) override {
+    // The caches take copies of qkv's bf16 keys and values: they hold bf16 values unrounded.
+    inner_.attention_decode(out, k_cache, v_cache, qkv_new, B, Tn, T0, Tmax, C, NH);
+    round(out, rows(B * Tn, C));
+  }
   void gelu_forward(float* out, const float* inp, size_t n) override {
     inner_.gelu_forward(out, inp, n);
     round(out, n);

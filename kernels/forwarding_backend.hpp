@@ -89,6 +89,10 @@ class ForwardingBackend : public Backend {
                           int B, int T, int C, int NH) override {
     inner_.attention_backward(dqkv, dout, qkv, out, saved, B, T, C, NH);
   }
+  void attention_decode(float* out, float* k_cache, float* v_cache, const float* qkv_new, int B, int Tn, int T0,
+                        int Tmax, int C, int NH) override {
+    inner_.attention_decode(out, k_cache, v_cache, qkv_new, B, Tn, T0, Tmax, C, NH);
+  }
   void gelu_forward(float* out, const float* inp, size_t n) override { inner_.gelu_forward(out, inp, n); }
   void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {
     inner_.gelu_backward(dinp, inp, dout, n);

@@ -137,6 +137,10 @@ class AsyncCpuBackend final : public Backend {
                           int B, int T, int C, int NH) override {
     enqueue([=, this] { cpu_->attention_backward(dqkv, dout, qkv, out, saved, B, T, C, NH); });
   }
+  void attention_decode(float* out, float* k_cache, float* v_cache, const float* qkv_new, int B, int Tn, int T0,
+                        int Tmax, int C, int NH) override {
+    enqueue([=, this] { cpu_->attention_decode(out, k_cache, v_cache, qkv_new, B, Tn, T0, Tmax, C, NH); });
+  }
   void gelu_forward(float* out, const float* inp, size_t n) override {
     enqueue([=, this] { cpu_->gelu_forward(out, inp, n); });
   }

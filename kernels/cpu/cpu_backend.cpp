@@ -132,6 +132,10 @@ class CpuBackend final : public Backend {
                           const float* saved, int B, int T, int C, int NH) override {
     cpu::attention_backward(attention_path(T), dqkv, dout, qkv, out, saved, B, T, C, NH);
   }
+  void attention_decode(float* out, float* k_cache, float* v_cache, const float* qkv_new, int B, int Tn, int T0,
+                        int Tmax, int C, int NH) override {
+    cpu::attention_decode(out, k_cache, v_cache, qkv_new, B, Tn, T0, Tmax, C, NH);
+  }
   void gelu_forward(float* out, const float* inp, size_t n) override { cpu::gelu_forward(out, inp, n); }
   void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {
     cpu::gelu_backward(dinp, inp, dout, n);

@@ -18,4 +18,13 @@ inline void gemm(bool trans_a, bool trans_b, int M, int N, int K, double alpha, 
               M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+// y = A @ x for row-major A (M, N): one row of a matmul (generation's one new position) reads
+// the weights once, where a GEMM of one row would pack all of them first.
+inline void gemv(int M, int N, const float* A, const float* x, float* y) {
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, M, N, 1.0f, A, N, x, 1, 0.0f, y, 1);
+}
+inline void gemv(int M, int N, const double* A, const double* x, double* y) {
+  cblas_dgemv(CblasRowMajor, CblasNoTrans, M, N, 1.0, A, N, x, 1, 0.0, y, 1);
+}
+
 }  // namespace eth::kernels::cpu

@@ -120,7 +120,8 @@ void layernorm_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* i
 
 template <typename F>
 void matmul_forward(F* out, const F* inp, const F* weight, const F* bias, int N, int C, int OC) {
-  gemm(false, true, N, OC, C, F(1), inp, C, weight, C, F(0), out, OC);
+  if (N == 1) gemv(OC, C, weight, inp, out);  // (OC, C) @ (C): generation's decoding step
+  else gemm(false, true, N, OC, C, F(1), inp, C, weight, C, F(0), out, OC);
   if (bias == nullptr) return;
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; n++) {

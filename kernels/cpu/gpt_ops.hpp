@@ -45,6 +45,13 @@ template <typename F>
 void flash_attention_backward(F* dqkv, const F* dout, const F* qkv, const F* out, const F* lse,
                               int B, int T, int C, int NH);
 
+// Incremental attention against a key/value cache (kernels/cpu/decode_attention.cpp), with
+// Backend::attention_decode's contract: writes the Tn new keys and values into the caches at
+// [T0, T0 + Tn), then each new row attends causally to positions [0, T0 + i].
+template <typename F>
+void attention_decode(F* out, F* k_cache, F* v_cache, const F* qkv_new, int B, int Tn, int T0, int Tmax, int C,
+                      int NH);
+
 template <typename F>
 void gelu_forward(F* out, const F* inp, size_t n);
 template <typename F>

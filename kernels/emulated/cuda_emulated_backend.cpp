@@ -4,6 +4,7 @@
 
 #include "kernels/forwarding_backend.hpp"
 #include "kernels/gpu_ops/attention.hpp"
+#include "kernels/gpu_ops/attention_decode.hpp"
 #include "kernels/gpu_ops/crossentropy.hpp"
 #include "kernels/gpu_ops/elementwise.hpp"
 #include "kernels/gpu_ops/encoder.hpp"

@@ -55,6 +55,10 @@ class GpuOpsBackend : public Base {
                           int B, int T, int C, int NH) override {
     gpu_ops::attention_backward(launch(), dqkv, dout, qkv, out, lse, B, T, C, NH);
   }
+  void attention_decode(float* out, float* k_cache, float* v_cache, const float* qkv_new, int B, int Tn, int T0,
+                        int Tmax, int C, int NH) override {
+    gpu_ops::attention_decode(launch(), out, k_cache, v_cache, qkv_new, B, Tn, T0, Tmax, C, NH);
+  }
   void gelu_forward(float* out, const float* inp, size_t n) override { gpu_ops::gelu_forward(launch(), out, inp, n); }
   void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {
     gpu_ops::gelu_backward(launch(), dinp, inp, dout, n);

@@ -59,6 +59,11 @@ template <class Launch>
 void attention_backward(Launch& launch, float* dqkv, const float* dout, const float* qkv, const float* out,
                         const float* lse, int B, int T, int C, int NH);
 
+// attention_decode.hpp
+template <class Launch>
+void attention_decode(Launch& launch, float* out, float* k_cache, float* v_cache, const float* qkv_new, int B, int Tn,
+                      int T0, int Tmax, int C, int NH);
+
 // elementwise.hpp
 template <class Launch>
 void gelu_forward(Launch& launch, float* out, const float* inp, size_t n);

@@ -56,6 +56,22 @@ Gpt2Bpe::Gpt2Bpe(const std::string& dir) {
     return it->second;
   };
   for (int b = 0; b < 256; b++) byte_token_[b] = id_of(byte_stand_in(b), 0);
+  // Each token's bytes: its string's characters are byte stand-ins, one to two UTF-8 bytes each.
+  std::unordered_map<std::string, char> byte_of;
+  for (int b = 0; b < 256; b++) byte_of[byte_stand_in(b)] = static_cast<char>(b);
+  bytes_.resize(kVocabSize);
+  for (const auto& [token, id] : ids) {
+    std::string& bytes = bytes_[id];
+    for (size_t i = 0; i < token.size();) {
+      const size_t len = static_cast<unsigned char>(token[i]) < 0x80 ? 1 : 2;
+      const auto it = byte_of.find(token.substr(i, len));
+      if (it == byte_of.end()) {  // <|endoftext|>'s "<", "|" are stand-ins; nothing else is special
+        fail_input(encoder_path, "\"" + token + "\"", "GPT-2's byte stand-ins (bytes_to_unicode)", "another character");
+      }
+      bytes += it->second;
+      i += len;
+    }
+  }
 
   // The reference keys its merge table by the string `${left},${right}` (a JavaScript array
   // used as an object key), so a pair whose left and right join with a comma into the key of

@@ -23,6 +23,9 @@ class Gpt2Bpe {
 
   // Appends the ids of one pre-token, given as its UTF-8 bytes.
   void encode(std::string_view bytes, std::vector<uint16_t>& out) const;
+  // The bytes token `id` (below 50,257) stands for: decoding is concatenation. A token may end
+  // inside a UTF-8 character that the next one completes (complete_utf8_prefix, lib/base/utf8.hpp).
+  const std::string& bytes_of(uint16_t id) const { return bytes_[id]; }
 
  private:
   struct Merge {
@@ -32,6 +35,7 @@ class Gpt2Bpe {
   static uint32_t pair_key(uint16_t left, uint16_t right) { return (uint32_t(left) << 16) | right; }
 
   uint16_t byte_token_[256];
+  std::vector<std::string> bytes_;  // by id
   std::unordered_map<uint32_t, Merge> merges_;  // pair_key(left, right) -> its merge
 };
 

@@ -138,10 +138,14 @@ std::string export_hf_model(const std::string& checkpoint_path, const GptConfig&
   return write_tokenizer(model, dir, tokenizer_dir);
 }
 
-void import_hf_model(const std::string& dir, const GptConfig& model, const std::string& checkpoint_path) {
+std::vector<float> read_hf_model(const std::string& dir, const GptConfig& model) {
   check_config(fs::path(dir) / "config.json", model);
   SafetensorsReader file((fs::path(dir) / "model.safetensors").string());
-  write_step0_checkpoint(checkpoint_path, model, read_hf_gpt2_tensors(file, model));
+  return read_hf_gpt2_tensors(file, model);
+}
+
+void import_hf_model(const std::string& dir, const GptConfig& model, const std::string& checkpoint_path) {
+  write_step0_checkpoint(checkpoint_path, model, read_hf_model(dir, model));
 }
 
 }  // namespace eth

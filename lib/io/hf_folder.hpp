@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "lib/model/model_config.hpp"
 
@@ -21,6 +22,11 @@ namespace eth {
 // rank 0 writes.
 std::string export_hf_model(const std::string& checkpoint_path, const GptConfig& model, const std::string& dir,
                             const std::string& tokenizer_dir);
+
+// The folder's model.safetensors (F32, F16 or BF16) as the whole model's fp32 parameters in ETH's
+// one-stage layout, on this rank alone; its config.json must describe `model` (an InputError
+// names the field and both values otherwise). What eth_sample --hf generates from.
+std::vector<float> read_hf_model(const std::string& dir, const GptConfig& model);
 
 // eth_convert --import-hf: the folder's model.safetensors (F32, F16 or BF16) into a step-0
 // checkpoint for `eth_train --resume`. Its config.json must describe `model`: an InputError

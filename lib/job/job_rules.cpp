@@ -4,6 +4,7 @@
 
 #include "lib/base/input_error.hpp"
 #include "lib/base/strprintf.hpp"
+#include "lib/io/gpt2_bpe.hpp"
 #include "lib/plan/grad_blocks.hpp"
 #include "lib/plan/plan_validation.hpp"
 
@@ -53,6 +54,12 @@ void check_options(const TrainOptions& o, int world_size) {
     fail_input("--checkpoint-every", "value", "0 (no checkpoints) or a positive step count", std::to_string(o.checkpoint_every));
   if (o.keep_checkpoints < 0)
     fail_input("--keep-checkpoints", "value", "0 (keep all) or a positive count", std::to_string(o.keep_checkpoints));
+  if (o.sample_every < 0)
+    fail_input("--sample-every", "value", "0 (no samples) or a positive step count", std::to_string(o.sample_every));
+  if (o.sample_every > 0 && o.sample_tokens <= 0)
+    fail_input("--sample-tokens", "value", "a positive token count", std::to_string(o.sample_tokens));
+  if (o.sample_every == 0 && !o.sample_prompt.empty())
+    fail_input("--sample-prompt", "value", "given with --sample-every N", "--sample-every 0");
   if (o.rebalance.every < 0)
     fail_input("--rebalance-every", "value", "0 (no re-balancing) or a positive step count", std::to_string(o.rebalance.every));
   if (!(o.rebalance.threshold >= 0 && o.rebalance.threshold < 1))
@@ -67,6 +74,12 @@ void check_against_model(const TrainOptions& o, const GptConfig& model) {
   if (o.seq_len <= 0 || o.seq_len > model.max_seq_len)
     fail_input("--seq-len", "value", "1 to max_seq_len = " + std::to_string(model.max_seq_len) + " of " + o.model_path,
                std::to_string(o.seq_len));
+  // An empty prompt starts from <|endoftext|>, a token of GPT-2's vocabulary only.
+  if (o.sample_every > 0 && o.sample_prompt.empty() && model.vocab_size <= kEndOfText)
+    fail_input("--sample-prompt", "value",
+               strprintf("a prompt: %s's vocab_size %d has no <|endoftext|> (%d) to start from", o.model_path.c_str(),
+                         model.vocab_size, kEndOfText),
+               "none");
 }
 
 void check_job(const Job& job) {

@@ -49,6 +49,10 @@ struct TrainOptions {
   std::string save_params_path;          // whole model after the last step, raw float32
   int checkpoint_every = 0;              // HDF5 checkpoint every N steps and after the last; 0: none
   int keep_checkpoints = 0;              // the newest N complete checkpoints are kept; 0: all
+  int sample_every = 0;                  // rank 0 prints generated text every N steps; 0: never
+  int sample_tokens = 32;                // tokens per sample
+  std::string sample_prompt;             // empty: <|endoftext|>, the start of a document
+  std::string tokenizer_dir;             // GPT-2's encoder.json and vocab.bpe, for samples
   // Testing.
   std::optional<FaultSpec> fault;        // --inject-fault (lib/runtime/fault_injection.hpp)
   std::vector<SlowdownRule> slowdowns;   // --slowdown (lib/runtime/slowdown.hpp)

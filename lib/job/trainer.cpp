@@ -15,6 +15,7 @@
 #include "lib/job/model_flops.hpp"
 #include "lib/job/settings_table.hpp"
 #include "lib/job/step_report.hpp"
+#include "lib/job/train_samples.hpp"
 #include "lib/plan/memory_model.hpp"
 #include "lib/runtime/make_rank_runtime.hpp"
 #include "lib/runtime/parallel_context.hpp"
@@ -105,6 +106,7 @@ struct Training {
   std::unique_ptr<Running> running;
   std::optional<MetricsWriter>& metrics;  // rank 0's
   StepTrace& trace;
+  TrainSamples& samples;
   LrSchedule schedule;
   Rebalancer rebalancer;
   StepRates rates;
@@ -123,6 +125,7 @@ struct Training {
       if (signal != 0 || (o.checkpoint_every > 0 && (last || due(o.checkpoint_every, step)))) checkpoint(step);
       if (signal != 0) return stop(signal, step, loss);
       if (!o.val_shards.empty() && (last || due(o.eval_every, step))) evaluate(step);
+      if (samples.due(step)) samples.sample(step, *running->runtime, backend, log, metrics);
     }
     finish();
     return loss;
@@ -282,8 +285,9 @@ double train(Job& job, kernels::Backend& backend, std::ostream& log) {
   LrSchedule schedule = o.lr;
   schedule.total_steps = o.steps;
   const double tokens_per_step = static_cast<double>(job.plan.global_batch) * o.seq_len;
+  TrainSamples samples(o, job.model, rank);
   Training training{job, o, backend, log, rank, job.world_size, seed, train_data, val_data, std::move(running), metrics, trace,
-                    schedule, Rebalancer(o.rebalance, job.world_size),
+                    samples, schedule, Rebalancer(o.rebalance, job.world_size),
                     StepRates(tokens_per_step, tokens_per_step * training_flops_per_token(job.model, o.seq_len),
                               peak_flops(job.topology))};
   return training.run();
