@@ -99,7 +99,7 @@ template <int H, class Launch>
 void launch_decode(Launch& launch, float* out, const float* k_cache, const float* v_cache, const float* qkv_new,
                    int B, int Tn, int T0, int Tmax, int C, int NH) {
   const size_t rows = static_cast<size_t>(B) * NH * Tn;
-  const float scale = 1.f / simt::sqrtf_(static_cast<float>(C / NH));
+  const float scale = 1.f / std::sqrt(static_cast<float>(C / NH));
   launch.kernel(DecodeKernel<H>{out, k_cache, v_cache, qkv_new, B, Tn, T0, Tmax, C, NH, scale},
                 LaunchShape{Dim3(static_cast<unsigned>(ceil_div(rows, kDecodeWarps))), Dim3(kDecodeWarps * kWarp), 0});
 }

@@ -82,7 +82,7 @@ void expect_cache_equals_full_recomputation(std::unique_ptr<kernels::Backend> ba
       context.erase(context.begin(), context.end() - m.config.max_seq_len / 2);
     context.push_back(tokens[i]);
   }
-  RecordProperty("worst_logit_difference", strprintf("%.3g", worst));
+  ::testing::Test::RecordProperty("worst_logit_difference", strprintf("%.3g", worst));
   EXPECT_LE(worst, 1e-5) << "largest logit difference between the cache and full recomputation";
   // Generation without the cache (every step a prefill) takes the same tokens.
   Sampler again(greedy, m.config.vocab_size);
