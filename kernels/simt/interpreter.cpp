@@ -27,6 +27,9 @@ namespace host {
 
 thread_local Traffic* t_traffic = nullptr;
 
+void count_read(size_t bytes) { t_traffic->bytes_read += bytes; }
+void count_written(size_t bytes) { t_traffic->bytes_written += bytes; }
+
 const char* warp_op_name(WarpOp op) {
   switch (op) {
     case WarpOp::shfl_xor: return "shfl_xor";

@@ -61,8 +61,10 @@ struct Traffic {
   uint64_t mma_flops = 0;
 };
 extern thread_local Traffic* t_traffic;
-inline void count_read(size_t bytes) { t_traffic->bytes_read += bytes; }
-inline void count_written(size_t bytes) { t_traffic->bytes_written += bytes; }
+// Out of line, in interpreter.cpp, the one translation unit that sets t_traffic: an inline read of
+// the thread-local from a kernel's translation unit saw null in the sanitized build.
+void count_read(size_t bytes);
+void count_written(size_t bytes);
 // Fails the launch: "shared-memory index i is out of range [0, extent) at file:line".
 [[noreturn]] void shared_out_of_range(size_t index, size_t extent, std::source_location where);
 }  // namespace host
