@@ -9,7 +9,9 @@
 # build runs the same 20 plans in random_plans, NCCL's emulation in the _nccl equivalence tests,
 # and the bf16 rounding backend in test_bf16 and the equivalence_bf16 tests; the
 # equivalence_cuda_emulated tests and oracle_torch_cuda_emulated too: the interpreted kernels run
-# sanitized in the unit tests (gpu_checks_emulated, test_gpu_*_interpreted, test_generation).
+# sanitized in the unit tests (gpu_checks_emulated, test_gpu_*_interpreted, test_generation); and
+# the generation and Hugging Face program tests (sample_cli, hf_interop, eth_convert_hf_cli): their
+# readers are fuzzed under ASan (scripts/fuzz.sh), generation runs sanitized in test_generation.
 #   bash scripts/sanitize.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,5 +26,5 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 cd build-sanitize
 status=0
 ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1 ctest --output-on-failure -j2 -L unit -E oracle_torch_cuda_emulated || status=1
-ASAN_OPTIONS=detect_leaks=0:strict_string_checks=1 ctest --output-on-failure -j2 -L mpi -E "random_plans_nccl|random_plans_bf16|equivalence_cuda_emulated" || status=1
+ASAN_OPTIONS=detect_leaks=0:strict_string_checks=1 ctest --output-on-failure -j2 -L mpi -E "random_plans_nccl|random_plans_bf16|equivalence_cuda_emulated|sample_cli|hf_interop|eth_convert_hf_cli" || status=1
 exit $status
