@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/bf16.hpp"
 #include "kernels/simt/qualifiers.hpp"
 
 #if defined(__CUDACC__)
@@ -77,6 +78,9 @@ SIMT_HOST_DEVICE float bf16_to_float(uint16_t h) {
   return x;
 }
 SIMT_HOST_DEVICE float round_to_bf16(float x) { return bf16_to_float(bf16_bits(x)); }
+// The stored form (kernels/bf16.hpp): a kernel loads bf16, computes in fp32, stores bf16.
+SIMT_HOST_DEVICE bf16 to_bf16(float x) { return bf16{bf16_bits(x)}; }
+SIMT_HOST_DEVICE float to_float(bf16 h) { return bf16_to_float(h.bits); }
 // Two bf16 in one 32-bit register, `lo` in the low half: the operand form of mma and ldmatrix.
 SIMT_HOST_DEVICE uint32_t pack_bf16x2(float lo, float hi) {
   return uint32_t{bf16_bits(lo)} | (uint32_t{bf16_bits(hi)} << 16);
