@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 if [ ! -f build-sanitize/CMakeCache.txt ]; then
-  cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DETH_CUDA=OFF \
+  cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DETH_CUDA=OFF -DETH_BENCHMARKS=OFF \
     -DETH_SANITIZE=address,undefined > /dev/null
 fi
 cmake --build build-sanitize -j"$(nproc)"
