@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Register spills of the build's CUDA kernels, at sm_80 and sm_90.
 
-  python3 scripts/check_spills.py BUILD_DIR [--jobs N]
+  python3 scripts/check_spills.py BUILD_DIR [--jobs N] [--require-mma FILE...]
 
 Recompiles every kernels/cuda/*.cu of BUILD_DIR/compile_commands.json (the build's own command,
 its targets replaced by sm_80 and sm_90, device code only: --fatbin into a temporary folder,
@@ -11,6 +11,10 @@ frame) and exits 1 naming each kernel that spills, or when a compile fails or re
 at all. Shared memory is ptxas's static count: the dialect's kernels take theirs dynamically
 (LaunchShape::shared_bytes), so they show 0. CUB's kernels are checked too but summed up in one
 line, not listed. At most 2 compiles run at once (CI has 2 cores).
+
+--require-mma FILE...: also compiles each FILE (a kernels/cuda/*.cu of the build) to PTX for
+compute_80 alone and fails unless the PTX holds `mma.sync`: a file whose kernels are meant for
+the tensor cores fails when no matrix instruction reaches its device code.
 """
 import argparse
 import concurrent.futures
@@ -30,8 +34,8 @@ USED = re.compile(r"Used (\d+) registers")
 SMEM = re.compile(r"(\d+) bytes smem")
 
 
-def device_command(entry, out_path):
-    """The build's nvcc command for one file, compiling device code only for TARGETS."""
+def device_args(entry):
+    """The build's nvcc command for one file without its output and its targets."""
     args = entry["arguments"] if "arguments" in entry else shlex.split(entry["command"])
     kept, skip = [], False
     for a in args:
@@ -45,9 +49,26 @@ def device_command(entry, out_path):
                                       "--gpu-code=")):
             continue
         kept.append(a)
+    return kept
+
+
+def device_command(entry, out_path):
+    """The build's nvcc command for one file, compiling device code only for TARGETS."""
+    kept = device_args(entry)
     for t in TARGETS:
         kept += ["-gencode", f"arch=compute_{t},code=sm_{t}"]
     return kept + ["--fatbin", "-o", out_path, "-Xptxas", "-v"]
+
+
+def missing_mma(entry, out_dir):
+    """None when the file's PTX for compute_80 holds mma.sync, else why not."""
+    out_path = os.path.join(out_dir, "require_mma.ptx")
+    cmd = device_args(entry) + ["-arch=compute_80", "--ptx", "-o", out_path]
+    p = subprocess.run(cmd, cwd=entry.get("directory", "."), capture_output=True, text=True)
+    if p.returncode != 0:
+        return f"does not compile to PTX (exit {p.returncode}):\n{(p.stdout + p.stderr).strip()}"
+    with open(out_path) as f:
+        return None if "mma.sync" in f.read() else "has no mma.sync in its PTX for compute_80"
 
 
 def compile_one(entry, out_dir, index):
@@ -108,6 +129,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("build_dir")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--require-mma", nargs="+", default=[], metavar="FILE")
     opt = ap.parse_args()
     db_path = os.path.join(opt.build_dir, "compile_commands.json")
     try:
@@ -122,9 +144,17 @@ def main():
         return 1
 
     failures, rows = [], []
+    by_path = {os.path.realpath(os.path.join(e.get("directory", "."), e["file"])): e for e in entries}
     with tempfile.TemporaryDirectory() as out_dir:
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(opt.jobs, 2))) as pool:
             results = list(pool.map(lambda ie: compile_one(ie[1], out_dir, ie[0]), enumerate(entries)))
+        for file in opt.require_mma:
+            entry = by_path.get(os.path.realpath(file))
+            why = missing_mma(entry, out_dir) if entry else f"is not a kernels/cuda/*.cu of {db_path}"
+            if why:
+                failures.append(f"{file} {why}")
+            else:
+                print(f"{os.path.basename(file)}: mma.sync in its PTX")
     print("compile seconds: " + ", ".join(f"{os.path.basename(f)} {t:.1f}" for f, _, _, t in results))
     for file, rc, text, _ in results:
         if rc != 0:

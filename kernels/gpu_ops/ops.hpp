@@ -26,6 +26,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/bf16.hpp"
+
 namespace eth::kernels::gpu_ops {
 
 // encoder.hpp
@@ -63,6 +65,13 @@ void attention_backward(Launch& launch, float* dqkv, const float* dout, const fl
 template <class Launch>
 void attention_decode(Launch& launch, float* out, float* k_cache, float* v_cache, const float* qkv_new, int B, int Tn,
                       int T0, int Tmax, int C, int NH);
+
+// flash_attention_bf16.hpp
+template <class Launch>
+void attention_forward_bf16(Launch& launch, bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH);
+template <class Launch>
+void attention_backward_bf16(Launch& launch, bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
+                             const float* lse, int B, int T, int C, int NH);
 
 // elementwise.hpp
 template <class Launch>

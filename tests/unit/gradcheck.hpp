@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <string>
@@ -70,6 +71,18 @@ inline void expect_close(const std::string& name, const std::vector<double>& our
   const double rel = std::sqrt(diff2 / ref2);
   EXPECT_LE(rel, tol) << name << ": relative error " << rel << "; worst element [" << worst_i << "]: ours "
                       << ours[worst_i] << ", reference " << ref[worst_i];
+}
+
+// expect_close, with the error printed when it passes too, so that a run shows the margin.
+inline void expect_close_printed(const std::string& name, const std::vector<double>& ours,
+                                 const std::vector<double>& ref, double tol) {
+  double diff2 = 0.0, ref2 = 0.0;
+  for (size_t i = 0; i < ref.size() && i < ours.size(); i++) {
+    diff2 += (ours[i] - ref[i]) * (ours[i] - ref[i]);
+    ref2 += ref[i] * ref[i];
+  }
+  std::printf("  %-28s relative error %.3g (tolerance %.2g)\n", name.c_str(), std::sqrt(diff2 / ref2), tol);
+  expect_close(name, ours, ref, tol);
 }
 
 }  // namespace eth::test

@@ -56,15 +56,9 @@ FVec nans(size_t n) {
   return v;
 }
 
-// expect_close, and the error printed when it passes too, so that a run shows the margin.
+// expect_close_printed on a float result.
 void check(const std::string& name, const FVec& ours, const Vec& ref, double tol) {
-  double diff2 = 0, ref2 = 0;
-  for (size_t i = 0; i < ref.size() && i < ours.size(); i++) {
-    diff2 += (ours[i] - ref[i]) * (ours[i] - ref[i]);
-    ref2 += ref[i] * ref[i];
-  }
-  std::printf("  %-28s relative error %.3g (tolerance %.0e)\n", name.c_str(), std::sqrt(diff2 / ref2), tol);
-  expect_close(name, to_double(ours), ref, tol);
+  expect_close_printed(name, to_double(ours), ref, tol);
 }
 
 // One shape's inputs (random, non-zero, in fp32 so that every side reads the same values) and

@@ -1,0 +1,506 @@
+// Causal self-attention in bf16 on the tensor cores: FlashAttention-2's scheme in the kernel
+// dialect, the ops of kernels/gpu_ops/attention.hpp with bf16 storage (qkv, out, dout, dqkv) and
+// the same fp32 lse (B, NH, T). The only bf16 arithmetic is the operands of mma.sync m16n8k16
+// (fp32 accumulation): Q, K, V and dO as stored, and the probabilities P and their gradients dS,
+// rounded to bf16 from the fp32 accumulators they are computed in. Softmax statistics, D and every
+// accumulator stay fp32; each output is rounded to bf16 once, when it is stored.
+//
+// Work split (Tile<H>): a block of 4 warps owns 64 rows of one (sample, head), each warp 16 of
+// them, which is the M of its mma tiles; the other side's rows are staged through shared memory
+// by cp.async, double-buffered, the next tile's copy in flight while the current one is
+// multiplied. Fragments: the warp's own 16 rows as A operands (ldmatrix), the staged rows as B
+// operands (ldmatrix for B^T = rows of K, Q or dO; ldmatrix.trans for B = rows of V, K, Q or dO),
+// and P or dS turned into A operands straight from the accumulators' registers (to_a), since the
+// C layout of two adjacent n-tiles is the A layout of one k-step.
+//
+//   forward   block per (64 queries, head): S = Q K^T, online softmax on the accumulator
+//             layout (each thread holds two rows, a quad of lanes shares them), O += P V; lse kept
+//   delta     D = rowsum(dO * O) per query, fp32, into scratch
+//   dkdv      block per (64 keys, head), looping over the query tiles at and after it:
+//             P^T = exp(scale K Q^T - lse), dP^T = V dO^T, dS^T = P^T (dP^T - D),
+//             dV += P^T dO, dK += scale dS^T Q
+//   dq        block per (64 queries, head), looping over the key tiles up to it:
+//             dQ += scale dS K
+//
+// No atomics: every output element is summed by one thread over its tiles in order, so a rerun
+// gives the same bits. Rows past T are zero in shared memory (so that no NaN enters a product)
+// and masked out of P; nothing past T is stored.
+#pragma once
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/gpu_ops/attention.hpp"  // attn::HeadView
+#include "kernels/gpu_ops/common.hpp"
+#include "kernels/gpu_ops/ops.hpp"
+
+namespace eth::kernels::gpu_ops {
+namespace flash {
+
+// The numbers of one head size, in one place.
+template <int H>
+struct Tile {
+  static_assert(H == 64 || H == 128);
+  static constexpr int kWarps = 4, kThreads = kWarps * kWarp;
+  static constexpr int kRows = kWarps * simt::kMmaM;  // 64: the rows a block owns
+  static constexpr int kCols = 64;                    // forward: keys per staged tile
+  // Backward: rows of the other side per staged tile. 32 at H = 128, where dK and dV (or dQ and
+  // the Q and dO fragments) already take 128 registers a thread, so that S and dP add 32, not 64.
+  static constexpr int kStep = H == 64 ? 64 : 32;
+  // bf16 per shared row: 16 bytes of padding put the 8 rows an ldmatrix reads in 8 distinct
+  // 16-byte bank groups ((H + 8) * 2 bytes is 16 mod 128), so it runs conflict-free.
+  // Shared memory: forward 45 KiB (H = 64) and 85 KiB (H = 128), backward at most 69 KiB, within
+  // sm_80's 163 KiB.
+  static constexpr int kPitch = H + 8;
+};
+
+template <int Rows, int H>
+using SmemTile = simt::SharedArray2D<bf16, Rows, Tile<H>::kPitch>;
+
+// dst(r, d) = src[(row0 + r) stride + d], rows r < Rows, d < H, by cp.async in 16-byte pieces;
+// rows at or past T are zero, stored at once. Lands when the caller's commit group is waited for.
+template <int Rows, int H>
+SIMT_DEVICE void load_tile(Thread& t, SmemTile<Rows, H>& dst, const bf16* src, size_t stride, int row0, int T) {
+  constexpr int kPieces = H / 8;  // 16 bytes each
+  for (int e = static_cast<int>(t.thread_idx().x); e < Rows * kPieces; e += Tile<H>::kThreads) {
+    const int r = e / kPieces, d = (e % kPieces) * 8;
+    if (row0 + r < T) {
+      t.cp_async<16>(&dst(r, d), src + static_cast<size_t>(row0 + r) * stride + d);
+    } else {
+      SIMT_UNROLL
+      for (int i = 0; i < 8; i++) dst(r, d + i) = bf16{0};
+    }
+  }
+}
+
+// The operands of mma.m16n8k16 by ldmatrix.x4 (kernels/simt/fragments.hpp): lane 8 j + r gives
+// the address of row r of 8 x 8 matrix j, which lands in register j.
+//
+// The A operand (16 x 16, row-major) of rows [r0, r0 + 16), columns [c0, c0 + 16) of a tile:
+// matrices (rows + 8 (j % 2), columns + 8 (j / 2)) are the registers a0a1, a2a3, a4a5, a6a7.
+template <class Tile2D>
+SIMT_DEVICE void ldmatrix_a(Thread& t, uint32_t (&a)[4], Tile2D& s, int r0, int c0) {
+  const int j = t.lane() / 8, r = t.lane() % 8;
+  t.ldmatrix<4>(a, &s(r0 + (j % 2) * 8 + r, c0 + (j / 2) * 8));
+}
+// The B operands (k 16 x n 8) of the n-tiles n0 and n0 + 8 when the tile holds B^T: n rows
+// [n0, n0 + 16), k columns [k0, k0 + 16). b[0..1] of n-tile n0, b[2..3] of n0 + 8.
+template <class Tile2D>
+SIMT_DEVICE void ldmatrix_bt(Thread& t, uint32_t (&b)[4], Tile2D& s, int n0, int k0) {
+  const int j = t.lane() / 8, r = t.lane() % 8;
+  t.ldmatrix<4>(b, &s(n0 + (j / 2) * 8 + r, k0 + (j % 2) * 8));
+}
+// The same when the tile holds B itself: k rows [k0, k0 + 16), n columns [n0, n0 + 16), through
+// .trans.
+template <class Tile2D>
+SIMT_DEVICE void ldmatrix_b(Thread& t, uint32_t (&b)[4], Tile2D& s, int k0, int n0) {
+  const int j = t.lane() / 8, r = t.lane() % 8;
+  t.ldmatrix<4, true>(b, &s(k0 + (j % 2) * 8 + r, n0 + (j / 2) * 8));
+}
+
+// The A operands of the warp's 16 rows [r0, r0 + 16) of a tile, K columns: one per k-step.
+template <int K, class Tile2D>
+SIMT_DEVICE void load_a(Thread& t, uint32_t (&a)[K / 16][4], Tile2D& s, int r0) {
+  SIMT_UNROLL
+  for (int kk = 0; kk < K / 16; kk++) ldmatrix_a(t, a[kk], s, r0, 16 * kk);
+}
+
+// What a staged tile holds for the product: B^T (n rows of k: K, Q or dO on the right of
+// Q K^T, K Q^T, dO V^T) or B (k rows of n: V, dO, Q or K on the right of P V, P^T dO, dS^T Q, dS K).
+enum class Holds { bt, b };
+
+// acc (16, N) += A (16, K) B, B (K, N) or B^T (N, K) being rows [0, K) or [0, N) of the tile bs.
+template <int K, int N, Holds kHolds, class Tile2D>
+SIMT_DEVICE void mma(Thread& t, float (&acc)[N / 8][4], const uint32_t (&a)[K / 16][4], Tile2D& bs) {
+  SIMT_UNROLL
+  for (int kk = 0; kk < K / 16; kk++) {
+    SIMT_UNROLL
+    for (int nn = 0; nn < N / 16; nn++) {
+      uint32_t b[4];
+      if constexpr (kHolds == Holds::bt) ldmatrix_bt(t, b, bs, 16 * nn, 16 * kk);
+      else ldmatrix_b(t, b, bs, 16 * kk, 16 * nn);
+      const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+      t.mma_bf16_16816(acc[2 * nn], a[kk], b0, acc[2 * nn]);
+      t.mma_bf16_16816(acc[2 * nn + 1], a[kk], b1, acc[2 * nn + 1]);
+    }
+  }
+}
+
+// Accumulators (16, N) as the A operands (16, N) of the next product, rounded to bf16: k-step kk
+// is n-tiles 2 kk (a0..a3) and 2 kk + 1 (a4..a7), rows g (c0, c1) and g + 8 (c2, c3) of each.
+template <int N>
+SIMT_DEVICE void to_a(uint32_t (&a)[N / 16][4], const float (&acc)[N / 8][4]) {
+  SIMT_UNROLL
+  for (int kk = 0; kk < N / 16; kk++) {
+    a[kk][0] = simt::pack_bf16x2(acc[2 * kk][0], acc[2 * kk][1]);
+    a[kk][1] = simt::pack_bf16x2(acc[2 * kk][2], acc[2 * kk][3]);
+    a[kk][2] = simt::pack_bf16x2(acc[2 * kk + 1][0], acc[2 * kk + 1][1]);
+    a[kk][3] = simt::pack_bf16x2(acc[2 * kk + 1][2], acc[2 * kk + 1][3]);
+  }
+}
+
+// Accumulators (16, N) stored as bf16 times `scale`: row r0 + row of dst (row stride `stride`),
+// for rows before T only.
+template <int N>
+SIMT_DEVICE void store_rows(Thread& t, Global<bf16> dst, size_t stride, int r0, int T, const float (&acc)[N / 8][4],
+                            float scale) {
+  SIMT_UNROLL
+  for (int n = 0; n < N / 8; n++) {
+    SIMT_UNROLL
+    for (int i = 0; i < 4; i++) {
+      const simt::MatrixCoord c = simt::mma_c_coord(t.lane(), i);
+      const int row = r0 + c.row;
+      if (row < T) dst[static_cast<size_t>(row) * stride + 8 * n + c.col] = simt::to_bf16(acc[n][i] * scale);
+    }
+  }
+}
+
+// The max and the sum over the quad of lanes that shares a row of the accumulators.
+SIMT_DEVICE float quad_max(Thread& t, float v) {
+  v = simt::fmaxf_(v, t.shfl_xor(simt::kFullMask, v, 1));
+  return simt::fmaxf_(v, t.shfl_xor(simt::kFullMask, v, 2));
+}
+SIMT_DEVICE float quad_sum(Thread& t, float v) {
+  v += t.shfl_xor(simt::kFullMask, v, 1);
+  return v + t.shfl_xor(simt::kFullMask, v, 2);
+}
+
+template <int H>
+constexpr const char* by_head_size(const char* h64, const char* h128) {
+  return H == 64 ? h64 : h128;
+}
+
+// Grid (ceil(T / 64), B NH), block 128: block (x, bh) owns queries [i0, i0 + 64), i0 = 64 x, of
+// head bh, warp w the 16 of them from i0 + 16 w: its Q fragments (registers), O (16, H) and,
+// for its two rows g and g + 8 per thread, the running max m and this thread's part of the sum l.
+template <int H>
+struct ForwardKernel {
+  using Tl = Tile<H>;
+  static constexpr int kRows = Tl::kRows, kCols = Tl::kCols;
+  static constexpr const char* kName = by_head_size<H>("attention_forward_bf16<64>", "attention_forward_bf16<128>");
+  struct Smem {
+    alignas(16) SmemTile<kRows, H> q;           // queries [i0, i0 + 64), read once into registers
+    alignas(16) SmemTile<kCols, H> k[2], v[2];  // keys [j0, j0 + 64), double-buffered
+  };
+  Global<bf16> out;        // (B, T, C)
+  Global<float> lse;       // (B, NH, T)
+  Global<const bf16> qkv;  // (B, T, 3C)
+  int T, C, NH;
+  float scale;             // 1 / sqrt(H)
+
+  SIMT_DEVICE void operator()(Thread& t) const {
+    Smem& s = t.shared<Smem>();
+    const attn::HeadView at(static_cast<int>(t.block_idx().y), T, C, NH, H);
+    const size_t C3 = 3 * static_cast<size_t>(C);
+    const bf16* q_src = qkv.get() + at.qkv;
+    const bf16 *k_src = q_src + C, *v_src = q_src + 2 * static_cast<size_t>(C);
+    const int i0 = static_cast<int>(t.block_idx().x) * kRows, w0 = i0 + simt::kMmaM * t.warp();
+    const int tiles = (simt::imin(i0 + kRows, T) + kCols - 1) / kCols;  // keys up to the block's last query
+
+    load_tile<kRows, H>(t, s.q, q_src, C3, i0, T);
+    load_tile<kCols, H>(t, s.k[0], k_src, C3, 0, T);
+    load_tile<kCols, H>(t, s.v[0], v_src, C3, 0, T);
+    t.cp_async_commit();
+    uint32_t q[H / 16][4];
+    float o[H / 8][4] = {};
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};  // rows g and g + 8
+    for (int j = 0; j < tiles; j++) {
+      const int buffer = j % 2, j0 = j * kCols;
+      t.cp_async_wait<0>();
+      t.sync();  // tile j has landed, and every warp is done with tile j - 1's buffer
+      if (j + 1 < tiles) {
+        load_tile<kCols, H>(t, s.k[1 - buffer], k_src, C3, j0 + kCols, T);
+        load_tile<kCols, H>(t, s.v[1 - buffer], v_src, C3, j0 + kCols, T);
+        t.cp_async_commit();
+      }
+      if (j == 0) load_a<H>(t, q, s.q, w0 - i0);
+      float sc[kCols / 8][4] = {};
+      mma<H, kCols, Holds::bt>(t, sc, q, s.k[buffer]);  // S (16, 64)
+      SIMT_UNROLL
+      for (int h = 0; h < 2; h++) {  // the thread's rows: c0, c1 of row g, c2, c3 of row g + 8
+        const int query = w0 + simt::mma_c_coord(t.lane(), 2 * h).row;
+        float row_max = m[h];
+        SIMT_UNROLL
+        for (int n = 0; n < kCols / 8; n++) {
+          SIMT_UNROLL
+          for (int i = 2 * h; i < 2 * h + 2; i++) {
+            const int key = j0 + 8 * n + simt::mma_c_coord(t.lane(), i).col;
+            sc[n][i] = key <= query ? sc[n][i] * scale : -INFINITY;
+            row_max = simt::fmaxf_(row_max, sc[n][i]);
+          }
+        }
+        // Finite: key 0 is visible to every query, and tile 0 comes first.
+        row_max = quad_max(t, row_max);
+        const float correction = simt::expf_(m[h] - row_max);  // exp(-inf) = 0 at the first tile
+        m[h] = row_max;
+        l[h] *= correction;
+        SIMT_UNROLL
+        for (int n = 0; n < H / 8; n++) {
+          o[n][2 * h] *= correction;
+          o[n][2 * h + 1] *= correction;
+        }
+        SIMT_UNROLL
+        for (int n = 0; n < kCols / 8; n++) {
+          SIMT_UNROLL
+          for (int i = 2 * h; i < 2 * h + 2; i++) {
+            sc[n][i] = simt::expf_(sc[n][i] - row_max);  // masked: exp(-inf) = 0
+            l[h] += sc[n][i];                             // the fp32 P: l is not rounded
+          }
+        }
+      }
+      uint32_t p[kCols / 16][4];
+      to_a<kCols>(p, sc);
+      mma<kCols, H, Holds::b>(t, o, p, s.v[buffer]);  // O += P V, P in bf16
+    }
+    float inv[2];
+    SIMT_UNROLL
+    for (int h = 0; h < 2; h++) {
+      const float sum = quad_sum(t, l[h]);
+      inv[h] = 1.f / sum;
+      const int query = w0 + simt::mma_c_coord(t.lane(), 2 * h).row;
+      if (t.lane() % 4 == 0 && query < T) lse[at.lse + query] = m[h] + simt::logf_(sum);
+    }
+    SIMT_UNROLL
+    for (int n = 0; n < H / 8; n++) {
+      SIMT_UNROLL
+      for (int i = 0; i < 4; i++) o[n][i] *= inv[i / 2];
+    }
+    store_rows<H>(t, out + at.out, C, w0, T, o, 1.f);
+  }
+};
+
+// D (B, NH, T) = rowsum(dO * O) over each head's hs dims, fp32 from the bf16 values; thread per
+// (b, t, h), consecutive threads on consecutive heads of a row (adjacent hs-long pieces).
+struct DeltaKernel {
+  static constexpr const char* kName = "attention_backward_bf16_delta";
+  Global<float> D;          // (B, NH, T)
+  Global<const bf16> dout;  // (B, T, C)
+  Global<const bf16> out;   // (B, T, C)
+  int B, T, C, NH;
+
+  SIMT_DEVICE void operator()(Thread& t) const {
+    const int hs = C / NH;
+    const size_t n = static_cast<size_t>(B) * T * NH;
+    for (size_t e = global_index(t); e < n; e += grid_stride(t)) {
+      const size_t bt = e / NH, h = e % NH, row = bt * C + h * hs;
+      float sum = 0.f;
+      for (int d = 0; d < hs; d++) sum += simt::to_float(dout[row + d]) * simt::to_float(out[row + d]);
+      D[(bt / T * NH + h) * T + bt % T] = sum;
+    }
+  }
+};
+
+// What both backward kernels read, and dqkv (B, T, 3C), of which each writes its thirds.
+struct BackwardArgs {
+  Global<bf16> dqkv;        // (B, T, 3C)
+  Global<const bf16> dout;  // (B, T, C)
+  Global<const bf16> qkv;   // (B, T, 3C)
+  Global<const float> lse;  // (B, NH, T)
+  Global<const float> D;    // (B, NH, T)
+  int T, C, NH;
+  float scale;              // 1 / sqrt(H)
+};
+
+// Grid (ceil(T / 64), B NH), block 128: block (x, bh) owns keys [j0, j0 + 64), j0 = 64 x, of
+// head bh, warp w the 16 of them from j0 + 16 w and their dK, dV (16, H), summed over the
+// queries [j0, T) in staged tiles of kStep (with their lse and D). K and V sit in shared memory
+// for the whole loop and are read as A operands at each step: held in registers beside dK and dV
+// they would take 64 more a thread at H = 128.
+template <int H>
+struct BackwardDkdvKernel : BackwardArgs {
+  using Tl = Tile<H>;
+  static constexpr int kRows = Tl::kRows, kStep = Tl::kStep;
+  static constexpr const char* kName = by_head_size<H>("attention_backward_bf16_dkdv<64>",
+                                                       "attention_backward_bf16_dkdv<128>");
+  struct Smem {
+    alignas(16) SmemTile<kRows, H> k, v;           // keys [j0, j0 + 64)
+    alignas(16) SmemTile<kStep, H> q[2], dout[2];  // queries [r0, r0 + kStep), double-buffered
+    simt::SharedArray<float, kStep> lse[2], D[2];
+  };
+
+  SIMT_DEVICE void load_queries(Thread& t, Smem& s, int buffer, const attn::HeadView& at, int r0) const {
+    load_tile<kStep, H>(t, s.q[buffer], qkv.get() + at.qkv, 3 * static_cast<size_t>(C), r0, T);
+    load_tile<kStep, H>(t, s.dout[buffer], dout.get() + at.out, C, r0, T);
+    t.cp_async_commit();
+    for (int r = static_cast<int>(t.thread_idx().x); r < kStep; r += Tl::kThreads) {
+      const bool valid = r0 + r < T;  // past T: any finite value, P is masked there
+      s.lse[buffer](r) = valid ? static_cast<float>(lse[at.lse + r0 + r]) : 0.f;
+      s.D[buffer](r) = valid ? static_cast<float>(D[at.lse + r0 + r]) : 0.f;
+    }
+  }
+
+  SIMT_DEVICE void operator()(Thread& t) const {
+    Smem& s = t.shared<Smem>();
+    const attn::HeadView at(static_cast<int>(t.block_idx().y), T, C, NH, H);
+    const size_t C3 = 3 * static_cast<size_t>(C);
+    const int j0 = static_cast<int>(t.block_idx().x) * kRows, w0 = j0 + simt::kMmaM * t.warp();
+    const int steps = (T - j0 + kStep - 1) / kStep;  // queries before j0 see none of these keys
+
+    load_tile<kRows, H>(t, s.k, qkv.get() + at.qkv + C, C3, j0, T);
+    load_tile<kRows, H>(t, s.v, qkv.get() + at.qkv + 2 * static_cast<size_t>(C), C3, j0, T);
+    load_queries(t, s, 0, at, j0);  // its commit takes K and V along
+    float dk[H / 8][4] = {}, dv[H / 8][4] = {};
+    for (int step = 0; step < steps; step++) {
+      const int buffer = step % 2, r0 = j0 + step * kStep;
+      t.cp_async_wait<0>();
+      t.sync();  // this step's queries have landed, and every warp is done with the last step's
+      if (step + 1 < steps) load_queries(t, s, 1 - buffer, at, r0 + kStep);
+      float st[kStep / 8][4] = {}, dpt[kStep / 8][4] = {};  // S^T, then P^T; dP^T, then dS^T
+      {
+        uint32_t a[H / 16][4];
+        load_a<H>(t, a, s.k, w0 - j0);
+        mma<H, kStep, Holds::bt>(t, st, a, s.q[buffer]);  // S^T = K Q^T (16, kStep)
+        load_a<H>(t, a, s.v, w0 - j0);
+        mma<H, kStep, Holds::bt>(t, dpt, a, s.dout[buffer]);  // dP^T = V dO^T
+      }
+      SIMT_UNROLL
+      for (int n = 0; n < kStep / 8; n++) {
+        SIMT_UNROLL
+        for (int i = 0; i < 4; i++) {
+          const simt::MatrixCoord c = simt::mma_c_coord(t.lane(), i);
+          const int key = w0 + c.row, r = 8 * n + c.col, query = r0 + r;
+          const float p = query >= key && query < T ? simt::expf_(st[n][i] * scale - s.lse[buffer](r)) : 0.f;
+          st[n][i] = p;
+          dpt[n][i] = p * (dpt[n][i] - s.D[buffer](r));  // dS^T, unscaled
+        }
+      }
+      uint32_t a[kStep / 16][4];
+      to_a<kStep>(a, st);
+      mma<kStep, H, Holds::b>(t, dv, a, s.dout[buffer]);  // dV += P^T dO
+      to_a<kStep>(a, dpt);
+      mma<kStep, H, Holds::b>(t, dk, a, s.q[buffer]);  // dK += dS^T Q, scaled when stored
+    }
+    store_rows<H>(t, dqkv + (at.qkv + C), C3, w0, T, dk, scale);
+    store_rows<H>(t, dqkv + (at.qkv + 2 * static_cast<size_t>(C)), C3, w0, T, dv, 1.f);
+  }
+};
+
+// Grid (ceil(T / 64), B NH), block 128: block (x, bh) owns queries [i0, i0 + 64), i0 = 64 x, of
+// head bh, warp w the 16 of them from i0 + 16 w: their Q and dO fragments (registers), lse and D
+// of its rows g and g + 8, and dQ (16, H), summed over the keys up to the block's last query in
+// staged tiles of kStep.
+template <int H>
+struct BackwardDqKernel : BackwardArgs {
+  using Tl = Tile<H>;
+  static constexpr int kRows = Tl::kRows, kStep = Tl::kStep;
+  static constexpr const char* kName = by_head_size<H>("attention_backward_bf16_dq<64>",
+                                                       "attention_backward_bf16_dq<128>");
+  struct Smem {
+    alignas(16) SmemTile<kRows, H> q, dout;     // queries [i0, i0 + 64), read once into registers
+    alignas(16) SmemTile<kStep, H> k[2], v[2];  // keys [c0, c0 + kStep), double-buffered
+  };
+
+  SIMT_DEVICE void operator()(Thread& t) const {
+    Smem& s = t.shared<Smem>();
+    const attn::HeadView at(static_cast<int>(t.block_idx().y), T, C, NH, H);
+    const size_t C3 = 3 * static_cast<size_t>(C);
+    const bf16* k_src = qkv.get() + at.qkv + C;
+    const bf16* v_src = k_src + C;
+    const int i0 = static_cast<int>(t.block_idx().x) * kRows, w0 = i0 + simt::kMmaM * t.warp();
+    const int steps = (simt::imin(i0 + kRows, T) + kStep - 1) / kStep;
+
+    load_tile<kRows, H>(t, s.q, qkv.get() + at.qkv, C3, i0, T);
+    load_tile<kRows, H>(t, s.dout, dout.get() + at.out, C, i0, T);
+    load_tile<kStep, H>(t, s.k[0], k_src, C3, 0, T);
+    load_tile<kStep, H>(t, s.v[0], v_src, C3, 0, T);
+    t.cp_async_commit();
+    float L[2], Dr[2];  // rows g and g + 8; past T any finite value, nothing is stored there
+    SIMT_UNROLL
+    for (int h = 0; h < 2; h++) {
+      const int query = w0 + simt::mma_c_coord(t.lane(), 2 * h).row;
+      L[h] = query < T ? static_cast<float>(lse[at.lse + query]) : 0.f;
+      Dr[h] = query < T ? static_cast<float>(D[at.lse + query]) : 0.f;
+    }
+    uint32_t q[H / 16][4], d_o[H / 16][4];
+    float dq[H / 8][4] = {};
+    for (int step = 0; step < steps; step++) {
+      const int buffer = step % 2, c0 = step * kStep;
+      t.cp_async_wait<0>();
+      t.sync();  // this step's keys have landed, and every warp is done with the last step's
+      if (step + 1 < steps) {
+        load_tile<kStep, H>(t, s.k[1 - buffer], k_src, C3, c0 + kStep, T);
+        load_tile<kStep, H>(t, s.v[1 - buffer], v_src, C3, c0 + kStep, T);
+        t.cp_async_commit();
+      }
+      if (step == 0) {
+        load_a<H>(t, q, s.q, w0 - i0);
+        load_a<H>(t, d_o, s.dout, w0 - i0);
+      }
+      float sc[kStep / 8][4] = {}, dp[kStep / 8][4] = {};  // S, then dS; dP
+      mma<H, kStep, Holds::bt>(t, sc, q, s.k[buffer]);    // S = Q K^T (16, kStep)
+      mma<H, kStep, Holds::bt>(t, dp, d_o, s.v[buffer]);  // dP = dO V^T
+      SIMT_UNROLL
+      for (int n = 0; n < kStep / 8; n++) {
+        SIMT_UNROLL
+        for (int i = 0; i < 4; i++) {
+          const simt::MatrixCoord c = simt::mma_c_coord(t.lane(), i);
+          const int query = w0 + c.row, key = c0 + 8 * n + c.col;
+          const float p = key <= query ? simt::expf_(sc[n][i] * scale - L[i / 2]) : 0.f;
+          sc[n][i] = p * (dp[n][i] - Dr[i / 2]);  // dS, unscaled
+        }
+      }
+      uint32_t a[kStep / 16][4];
+      to_a<kStep>(a, sc);
+      mma<kStep, H, Holds::b>(t, dq, a, s.k[buffer]);  // dQ += dS K, scaled when stored
+    }
+    store_rows<H>(t, dqkv + at.qkv, C3, w0, T, dq, scale);
+  }
+};
+
+// One block per 64 rows and head, for every kernel but delta.
+template <int H, class Kernel>
+LaunchShape shape_of(int B, int T, int NH) {
+  return {Dim3(static_cast<unsigned>(ceil_div(static_cast<size_t>(T), Tile<H>::kRows)), static_cast<unsigned>(B * NH)),
+          Dim3(Tile<H>::kThreads), sizeof(typename Kernel::Smem)};
+}
+
+// The head size the kernels are compiled for; any other is refused before a launch.
+inline int head_size(int C, int NH) {
+  const int hs = C / NH;
+  if (hs != 64 && hs != 128)
+    throw std::invalid_argument("GPU bf16 attention: head size " + std::to_string(hs) +
+                                " (channels / heads) is not one of the 64 and 128 its kernels are compiled for");
+  return hs;
+}
+
+template <int H, class Launch>
+void forward(Launch& launch, bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH) {
+  const float scale = 1.f / std::sqrt(static_cast<float>(H));
+  launch.kernel(ForwardKernel<H>{out, lse, qkv, T, C, NH, scale}, shape_of<H, ForwardKernel<H>>(B, T, NH));
+}
+
+template <int H, class Launch>
+void backward(Launch& launch, bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out, const float* lse,
+              int B, int T, int C, int NH) {
+  const size_t rows = static_cast<size_t>(B) * NH * T;
+  float* D = static_cast<float*>(launch.scratch(rows * sizeof(float)));  // (B, NH, T)
+  launch.kernel(DeltaKernel{D, dout, out, B, T, C, NH}, LaunchShape{Dim3(grid_for(rows, 256)), Dim3(256), 0});
+  const BackwardArgs args{dqkv, dout, qkv, lse, D, T, C, NH, 1.f / std::sqrt(static_cast<float>(H))};
+  launch.kernel(BackwardDkdvKernel<H>{args}, shape_of<H, BackwardDkdvKernel<H>>(B, T, NH));
+  launch.kernel(BackwardDqKernel<H>{args}, shape_of<H, BackwardDqKernel<H>>(B, T, NH));
+}
+
+}  // namespace flash
+
+// out (B, T, C), lse (B, NH, T) from qkv (B, T, 3C), all but lse bf16. qkv must be 16-byte
+// aligned (cp.async reads it in 16-byte pieces).
+template <class Launch>
+void attention_forward_bf16(Launch& launch, bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH) {
+  const int hs = flash::head_size(C, NH);
+  if (B == 0 || T == 0) return;
+  if (hs == 64) return flash::forward<64>(launch, out, lse, qkv, B, T, C, NH);
+  return flash::forward<128>(launch, out, lse, qkv, B, T, C, NH);
+}
+
+// dqkv (B, T, 3C), overwritten, from dout (B, T, C) and forward's qkv, out and lse.
+template <class Launch>
+void attention_backward_bf16(Launch& launch, bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
+                             const float* lse, int B, int T, int C, int NH) {
+  const int hs = flash::head_size(C, NH);
+  if (B == 0 || T == 0) return;
+  if (hs == 64) return flash::backward<64>(launch, dqkv, dout, qkv, out, lse, B, T, C, NH);
+  return flash::backward<128>(launch, dqkv, dout, qkv, out, lse, B, T, C, NH);
+}
+
+}  // namespace eth::kernels::gpu_ops

@@ -1,0 +1,245 @@
+// The bf16 flash attention ops (kernels/gpu_ops/flash_attention_bf16.hpp), the very kernels and
+// launches the CUDA backend runs, executed by the kernel interpreter through HostLaunch, from
+// bf16 inputs (random, O(1), never zero) with every output poisoned (NaN) first: against a
+// float64 reference from the same bf16 values (the materialised double kernels) and against the
+// CPU bf16 twin (the CPU flash attention in fp32 on those values, its outputs rounded to bf16);
+// plus the matrix instructions' FLOPs (every tile product on mma.sync, no tile above the
+// diagonal), a rerun that must be bit-identical and the head size it refuses.
+//
+// Shapes (B, T, C, NH): T = 37 is one partial 64-row tile; T = 70 a full one and 6 rows; T = 130
+// two and 2 rows, and at hs 128 (backward's 32-row steps) four steps and 2 rows. Cost: the
+// interpreter runs every GPU thread as a fiber, about 1 us per thread per barrier, shuffle or
+// matrix instruction; the file takes about 2 s with OMP_NUM_THREADS=1.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/bf16.hpp"
+#include "kernels/cpu/gpt_ops.hpp"
+#include "kernels/emulated/host_launch.hpp"
+#include "kernels/gpu_ops/flash_attention_bf16.hpp"
+#include "tests/unit/gradcheck.hpp"
+
+namespace eth::test {
+namespace {
+
+namespace cpu = eth::kernels::cpu;
+namespace gpu_ops = eth::kernels::gpu_ops;
+namespace simt = eth::kernels::simt;
+using kernels::bf16;
+using kernels::emulated::HostLaunch;
+using Vec = std::vector<double>;
+using FVec = std::vector<float>;
+using HVec = std::vector<bf16>;
+
+// Norm-wise relative errors ||ours - ref|| / ||ref|| of the bf16 outputs (out, dq, dk, dv), with
+// u = 2^-9 the bf16 unit roundoff. Where they come from:
+//   - each output is rounded to bf16 once, when stored: at most u relative per element;
+//   - P (before O += P V and dV += P^T dO) and dS (before dQ += dS K and dK += dS^T Q) are
+//     rounded to bf16 from fp32: at most u relative per term of those sums. For terms of random
+//     sign that stays about u norm-wise, more where the terms cancel: each row of dS sums to
+//     zero, so dQ and dK cancel most;
+//   - fp32 arithmetic everywhere else: about 1e-7, negligible beside u.
+// The float64 reference has neither rounding. The CPU twin rounds its outputs too (mostly to the
+// same bits, one bf16 ulp = 2 u apart where the two fp32 values straddle a rounding boundary)
+// and rounds no P or dS. Measured, against either: out 0.9 u, dv 1.2 u, dq and dk 1.5 u. Both are
+// held at 4 u = 7.8e-3, over 2.5 times the largest measured; an off-by-one in any of the three
+// causal masks measured at 0.2 or more.
+constexpr double kU = 1.0 / 512;  // bf16 unit roundoff, 2^-9
+constexpr double kBf16Tolerance = 4 * kU;
+// lse is fp32 all the way: S from bf16 operands is exact products summed in fp32, the online
+// softmax fp32 (unit roundoff 6e-8 over a few dozen operations, expf within 2 ulp): a few 1e-7.
+// 1e-5 is the fp32 op's bound (test_gpu_attention_interpreted.cpp).
+constexpr double kLseTolerance = 1e-5;
+
+struct Shape {
+  int B, T, C, NH;
+};
+void PrintTo(const Shape& s, std::ostream* os) { *os << "B " << s.B << " T " << s.T << " C " << s.C << " NH " << s.NH; }
+
+HVec to_bf16(const FVec& v) {
+  HVec h(v.size());
+  for (size_t i = 0; i < v.size(); i++) h[i] = simt::to_bf16(v[i]);
+  return h;
+}
+FVec to_float(const HVec& h) {
+  FVec v(h.size());
+  for (size_t i = 0; i < h.size(); i++) v[i] = simt::to_float(h[i]);
+  return v;
+}
+Vec to_double(const FVec& v) { return Vec(v.begin(), v.end()); }
+Vec to_double(const HVec& h) { return to_double(to_float(h)); }
+// Uniform in (-scale, scale), rounded to bf16: zero only by a chance the seeds do not hit.
+HVec random_bf16(size_t n, uint64_t seed, double scale) {
+  const Vec v = random_vector(n, seed, scale);
+  return to_bf16(FVec(v.begin(), v.end()));
+}
+HVec bf16_nans(size_t n) { return HVec(n, bf16{0x7fc0}); }  // quiet NaNs
+FVec float_nans(size_t n) {
+  FVec v(n);
+  poison(v);
+  return v;
+}
+// Third `part` (q, k or v) of a (B, T, 3C) buffer, as (B, T, C).
+Vec third(const Vec& qkv, int part, int C) {
+  Vec v(qkv.size() / 3);
+  for (size_t i = 0; i < v.size(); i++) v[i] = qkv[i / C * 3 * C + static_cast<size_t>(part) * C + i % C];
+  return v;
+}
+// v rounded to bf16 (the twin's stored outputs).
+FVec rounded(FVec v) {
+  cpu::round_to_bf16(v.data(), v.data(), v.size());
+  return v;
+}
+
+// One shape's inputs, rounded to bf16 (and the same values in fp32 for the CPU sides), and the
+// interpreted ops on them.
+struct FlashRun {
+  Shape s;
+  size_t BTC, stats;
+  HVec qkv, dout;
+  FVec qkv_f, dout_f;
+  FlashRun(const Shape& shape, uint64_t seed)
+      : s(shape),
+        BTC(static_cast<size_t>(shape.B) * shape.T * shape.C),
+        stats(static_cast<size_t>(shape.B) * shape.NH * shape.T),
+        // scale 2: scores up to a few units, so the softmax is peaked and the running max moves
+        qkv(random_bf16(3 * BTC, seed, 2.0)),
+        dout(random_bf16(BTC, seed + 1, 1.0)),
+        qkv_f(to_float(qkv)),
+        dout_f(to_float(dout)) {}
+
+  // out and lse of the interpreted forward, from outputs poisoned with NaN.
+  void forward(HostLaunch& launch, HVec& out, FVec& lse) const {
+    out = bf16_nans(BTC), lse = float_nans(stats);
+    gpu_ops::attention_forward_bf16(launch, out.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH);
+  }
+  // dqkv of the interpreted backward from the given out and lse, poisoned first.
+  HVec backward(HostLaunch& launch, const HVec& out, const FVec& lse) const {
+    HVec dqkv = bf16_nans(3 * BTC);
+    gpu_ops::attention_backward_bf16(launch, dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), s.B, s.T,
+                                     s.C, s.NH);
+    return dqkv;
+  }
+};
+
+class GpuFlashBf16Interpreted : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(GpuFlashBf16Interpreted, MatchesFloat64AndTheCpuBf16Twin) {
+  const FlashRun run(GetParam(), 80);
+  const auto [B, T, C, NH] = GetParam();
+  HostLaunch launch;
+
+  // The twin: fp32 on the bf16 values, outputs rounded to bf16 as the bf16 path stores them.
+  FVec twin_out(run.BTC), twin_lse(run.stats), twin_dqkv(3 * run.BTC);
+  cpu::flash_attention_forward(twin_out.data(), twin_lse.data(), run.qkv_f.data(), B, T, C, NH);
+  twin_out = rounded(twin_out);
+  cpu::flash_attention_backward(twin_dqkv.data(), run.dout_f.data(), run.qkv_f.data(), twin_out.data(),
+                                twin_lse.data(), B, T, C, NH);
+  twin_dqkv = rounded(twin_dqkv);
+  // float64 from the same bf16 values, unrounded.
+  const Vec qkv64 = to_double(run.qkv_f), dout64 = to_double(run.dout_f);
+  Vec ref_out(run.BTC), ref_lse(run.stats), att(run.stats * T), ref_dqkv(3 * run.BTC), flash_out(run.BTC);
+  cpu::materialised_attention_forward(ref_out.data(), att.data(), qkv64.data(), B, T, C, NH);
+  cpu::materialised_attention_backward(ref_dqkv.data(), dout64.data(), qkv64.data(), att.data(), B, T, C, NH);
+  cpu::flash_attention_forward(flash_out.data(), ref_lse.data(), qkv64.data(), B, T, C, NH);  // lse in double
+
+  HVec out;
+  FVec lse;
+  run.forward(launch, out, lse);
+  expect_close_printed("out vs float64", to_double(out), ref_out, kBf16Tolerance);
+  expect_close_printed("lse vs float64", to_double(lse), ref_lse, kLseTolerance);
+  expect_close_printed("out vs CPU twin", to_double(out), to_double(twin_out), kBf16Tolerance);
+  expect_close_printed("lse vs CPU twin", to_double(lse), to_double(twin_lse), kLseTolerance);
+
+  // After the interpreted forward, the op pair against float64, each third of dqkv apart.
+  const Vec dqkv = to_double(run.backward(launch, out, lse));
+  // Backward on its own: from the twin's out and lse, as the twin's backward ran.
+  const Vec dqkv_twin_in = to_double(run.backward(launch, to_bf16(twin_out), twin_lse));
+  const Vec twin_dqkv64 = to_double(twin_dqkv);
+  const char* names[3] = {"dq", "dk", "dv"};
+  for (int part = 0; part < 3; part++) {
+    const std::string name = names[part];
+    expect_close_printed(name + " vs float64", third(dqkv, part, C), third(ref_dqkv, part, C), kBf16Tolerance);
+    expect_close_printed(name + " vs CPU twin", third(dqkv_twin_in, part, C), third(twin_dqkv64, part, C),
+                         kBf16Tolerance);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GpuFlashBf16Interpreted,
+                         ::testing::Values(Shape{2, 37, 128, 2},   // hs 64: one partial tile
+                                           Shape{2, 70, 256, 2},   // hs 128: 64 + 6 rows
+                                           Shape{2, 130, 128, 2},  // hs 64: 64 + 64 + 2
+                                           Shape{2, 130, 256, 2}), // hs 128: backward steps 4 x 32 + 2
+                         [](const auto& info) {
+                           const Shape& s = info.param;
+                           char text[64];
+                           std::snprintf(text, sizeof text, "B%d_T%d_C%d_NH%d", s.B, s.T, s.C, s.NH);
+                           return std::string(text);
+                         });
+
+// The products run on the tensor cores, over the tiles on or below the diagonal only: T = 70 at
+// hs 64 is two 64-row tiles, so 1 + 2 (query tile, key tile) pairs in forward, each S = Q K^T and
+// O += P V of 64 x 64 x 64; backward's 64-row steps make 3 pairs in each of dK/dV (4 products:
+// S^T, dP^T, dV, dK) and dQ (3: S, dP, dQ).
+TEST(GpuFlashBf16Interpreted, TheTileProductsRunOnMmaBelowTheDiagonalOnly) {
+  const FlashRun run({1, 70, 128, 2}, 83);
+  HostLaunch launch;
+  HVec out;
+  FVec lse;
+  run.forward(launch, out, lse);
+  run.backward(launch, out, lse);
+  const auto& counts = launch.kernel_counts();
+  const uint64_t product = 2ull * 64 * 64 * 64, heads = 2, pairs = 3;
+  EXPECT_EQ(counts.at("attention_forward_bf16<64>").mma_flops, heads * pairs * 2 * product);
+  EXPECT_EQ(counts.at("attention_backward_bf16_dkdv<64>").mma_flops, heads * pairs * 4 * product);
+  EXPECT_EQ(counts.at("attention_backward_bf16_dq<64>").mma_flops, heads * pairs * 3 * product);
+  EXPECT_EQ(counts.at("attention_backward_bf16_delta").launches, 1u);
+  EXPECT_EQ(counts.size(), 4u);
+}
+
+// Deterministic: no atomics, every sum in a fixed order; a second run gives the same bits.
+TEST(GpuFlashBf16Interpreted, RerunIsBitIdentical) {
+  const FlashRun run({2, 70, 128, 2}, 81);
+  HVec out[2], dqkv[2];
+  FVec lse[2];
+  for (int i = 0; i < 2; i++) {
+    HostLaunch launch;
+    run.forward(launch, out[i], lse[i]);
+    dqkv[i] = run.backward(launch, out[i], lse[i]);
+  }
+  for (const HVec* v : {&out[0], &dqkv[0]})  // written everywhere, so the bits compared are results
+    for (float x : to_float(*v)) ASSERT_TRUE(std::isfinite(x));
+  for (float x : lse[0]) ASSERT_TRUE(std::isfinite(x));
+  EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(bf16)), 0);
+  EXPECT_EQ(std::memcmp(lse[0].data(), lse[1].data(), lse[0].size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(dqkv[0].data(), dqkv[1].data(), dqkv[0].size() * sizeof(bf16)), 0);
+}
+
+// A head size the kernels are not compiled for is refused in one line, before any launch.
+TEST(GpuFlashBf16Interpreted, RefusesHeadSize96) {
+  const FlashRun run({1, 4, 192, 2}, 82);  // hs 96
+  HostLaunch launch;
+  HVec out;
+  FVec lse;
+  for (bool forward : {true, false}) {
+    try {
+      if (forward) run.forward(launch, out, lse);
+      else run.backward(launch, HVec(run.BTC), FVec(run.stats));
+      FAIL() << "hs 96 was accepted";
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("head size 96"), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  }
+  EXPECT_TRUE(launch.kernel_counts().empty());
+}
+
+}  // namespace
+}  // namespace eth::test
