@@ -24,7 +24,8 @@ __global__ void simt_entry(Kernel kernel) {
 class CudaLaunch {
  public:
   CudaLaunch(cudaStream_t stream, cublasHandle_t cublas) : stream_(stream), cublas_(cublas), scratch_(stream),
-                                                           sort_scratch_(stream) {}
+                                                           sort_scratch_(stream),
+                                                           counters_(stream) {}
 
   template <typename Kernel>
   void kernel(const Kernel& k, const simt::LaunchShape& shape) {
@@ -44,12 +45,14 @@ class CudaLaunch {
   // Stable: values of one key keep their order (cuda_launch.cu).
   void sort_pairs(const int32_t* keys_in, int32_t* keys_out, const int32_t* values_in, int32_t* values_out, int n);
   void read_back(void* host, const void* src, size_t bytes);
+  unsigned* counters(size_t n) { return counters_.get(n); }
 
  private:
   cudaStream_t stream_;
   cublasHandle_t cublas_;
   Scratch scratch_;       // the ops' intermediates
   Scratch sort_scratch_;  // CUB's temporary storage, apart: the sort runs inside an op that holds scratch_
+  Counters counters_;     // the grid counters, zero between ops
   std::map<std::string, uint64_t> launches_;
 };
 

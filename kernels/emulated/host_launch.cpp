@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace eth::kernels::emulated {
@@ -46,5 +48,19 @@ void HostLaunch::sort_pairs(const int32_t* keys_in, int32_t* keys_out, const int
 }
 
 void HostLaunch::read_back(void* host, const void* src, size_t bytes) { std::memcpy(host, src, bytes); }
+
+// What the GPU cannot check cheaply, checked here: that every op restored its counters to zero
+// (a kernel that forgets leaves the next op's last-block test wrong on the device).
+unsigned* HostLaunch::counters(size_t n) {
+  for (size_t i = 0; i < counter_count_; i++)
+    if (counters_[i] != 0)
+      throw std::logic_error("HostLaunch::counters: counter " + std::to_string(i) + " was left at " +
+                             std::to_string(counters_[i]) + " by the previous op (it must leave it zero)");
+  if (n > counter_count_) {
+    counters_ = std::make_unique<unsigned[]>(n);  // value-initialised: zero
+    counter_count_ = n;
+  }
+  return counters_.get();
+}
 
 }  // namespace eth::kernels::emulated

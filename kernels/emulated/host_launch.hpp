@@ -35,6 +35,8 @@ class HostLaunch {
             int ldb, float beta, float* C, int ldc);
   void sort_pairs(const int32_t* keys_in, int32_t* keys_out, const int32_t* values_in, int32_t* values_out, int n);
   void read_back(void* host, const void* src, size_t bytes);
+  // Zero on return; throws std::logic_error when the previous op left one of them non-zero.
+  unsigned* counters(size_t n);
 
   const std::map<std::string, simt::KernelCounts>& kernel_counts() const { return interpreter_.counts(); }
   const std::map<std::string, LibraryCounts>& library_counts() const { return library_; }
@@ -48,6 +50,8 @@ class HostLaunch {
   std::map<std::string, LibraryCounts> library_;
   std::unique_ptr<unsigned char[]> scratch_;
   size_t scratch_bytes_ = 0;
+  std::unique_ptr<unsigned[]> counters_;
+  size_t counter_count_ = 0;
 };
 
 }  // namespace eth::kernels::emulated

@@ -17,6 +17,11 @@
 //                                       a stable sort of int32 (key, value) pairs by key (CUB's
 //                                       DeviceRadixSort::SortPairs over all 32 bits)
 //   launch.read_back(host, src, bytes)  waits for queued work, then copies device -> host
+//   launch.counters(n)                  n unsigned ints of device memory that are zero when an op
+//                                       gets them and that its kernels leave zero again: the home
+//                                       of the grid counters that find a launch's last block
+//                                       (kernels/gpu_ops/last_block.hpp), zeroed once when
+//                                       allocated, never by a launch of its own
 //
 // Shapes and the accumulate/overwrite conventions are those of kernels/backend.hpp. Each family's
 // definitions are in the header named in its comment; kernels/cuda/<family>.cu instantiates
@@ -97,5 +102,28 @@ template <class Launch>
 void adamw_update(Launch& launch, float* params, const float* grads, float* m, float* v, size_t n, float lr,
                   float beta1, float beta2, float eps, float weight_decay, float grad_scale, float correction1,
                   float correction2);
+
+// The fused bf16 kernels of the stage step: bf16 activations and parameter copies, fp32
+// statistics, gradients and optimizer state; each rounds exactly where the bf16 twin
+// (kernels/bf16_rounding_backend.cpp) stores.
+// layernorm_bf16.hpp
+template <class Launch>  // residual = a + b stored bf16, then the layernorm of the stored residual
+void fused_residual_layernorm_forward_bf16(Launch& launch, bf16* residual, bf16* out, float* mean, float* rstd,
+                                           const bf16* a, const bf16* b, const bf16* weight, const bf16* bias, int N,
+                                           int C);
+template <class Launch>  // one launch; dinp accumulated in bf16, dweight and dbias in fp32, deterministic
+void layernorm_backward_bf16(Launch& launch, bf16* dinp, float* dweight, float* dbias, const bf16* dout,
+                             const bf16* inp, const bf16* weight, const float* mean, const float* rstd, int N, int C);
+// classifier_bf16.hpp
+template <class Launch>  // a chunk of rows of the LM head's logits: per-token loss, dlogits in place
+void classifier_rows_bf16(Launch& launch, float* token_losses, bf16* logits, const int32_t* targets, int rows, int V,
+                          int Vp, float dlogits_scale_over_T);
+template <class Launch>  // sample_losses (B) = the mean of each sample's T token losses
+void sample_mean_losses(Launch& launch, float* sample_losses, const float* token_losses, int B, int T);
+// optimizer_bf16.hpp
+template <class Launch>  // adamw_update, plus param_copies = bf16(params) in the same pass
+void adamw_update_bf16(Launch& launch, float* params, bf16* param_copies, const float* grads, float* m, float* v,
+                       size_t n, float lr, float beta1, float beta2, float eps, float weight_decay, float grad_scale,
+                       float correction1, float correction2);
 
 }  // namespace eth::kernels::gpu_ops

@@ -68,26 +68,41 @@ struct AccumulateSumKernel {
   }
 };
 
-// Grid-stride over the n parameters, one element per thread step.
-struct AdamWKernel {
-  static constexpr const char* kName = "adamw_update";
-  Global<float> params;       // (n)
-  Global<const float> grads;  // (n)
-  Global<float> m, v;         // (n)
-  size_t n;
+struct AdamWSettings {
   float lr, beta1, beta2, eps, weight_decay, grad_scale, correction1, correction2;
+};
+
+// One parameter's step, the CPU twin's formula term for term: updates its moments m and v and
+// returns the new parameter. Every AdamW kernel calls it, so that they agree bit for bit.
+SIMT_DEVICE float adamw_step(const AdamWSettings& h, float p, float grad, float& m, float& v) {
+  const float g = grad * h.grad_scale;
+  m = h.beta1 * m + (1.f - h.beta1) * g;
+  v = h.beta2 * v + (1.f - h.beta2) * g * g;
+  const float m_hat = m / h.correction1;
+  const float v_hat = v / h.correction2;
+  return p - h.lr * (m_hat / (simt::sqrtf_(v_hat) + h.eps) + h.weight_decay * p);
+}
+
+// Grid-stride over the n parameters, one element per thread step. WriteCopies: also stores
+// each updated parameter's bf16 copy (optimizer_bf16.hpp), in the same pass.
+template <bool WriteCopies>
+struct AdamWKernel {
+  static constexpr const char* kName = WriteCopies ? "adamw_update_bf16" : "adamw_update";
+  Global<float> params;        // (n)
+  Global<bf16> param_copies;   // (n) overwritten with bf16(params) when WriteCopies, else null
+  Global<const float> grads;   // (n)
+  Global<float> m, v;          // (n)
+  size_t n;
+  AdamWSettings h;
 
   SIMT_DEVICE void operator()(Thread& t) const {
     for (size_t i = global_index(t); i < n; i += grid_stride(t)) {
-      const float g = grads[i] * grad_scale;
-      const float mi = beta1 * m[i] + (1.f - beta1) * g;
-      const float vi = beta2 * v[i] + (1.f - beta2) * g * g;
+      float mi = m[i], vi = v[i];
+      const float p = adamw_step(h, params[i], grads[i], mi, vi);
       m[i] = mi;
       v[i] = vi;
-      const float m_hat = mi / correction1;
-      const float v_hat = vi / correction2;
-      const float p = params[i];
-      params[i] = p - lr * (m_hat / (simt::sqrtf_(v_hat) + eps) + weight_decay * p);
+      params[i] = p;
+      if constexpr (WriteCopies) param_copies[i] = simt::to_bf16(p);
     }
   }
 };
@@ -115,8 +130,8 @@ void adamw_update(Launch& launch, float* params, const float* grads, float* m, f
                   float beta1, float beta2, float eps, float weight_decay, float grad_scale, float correction1,
                   float correction2) {
   if (n == 0) return;
-  launch.kernel(AdamWKernel{params, grads, m, v, n, lr, beta1, beta2, eps, weight_decay, grad_scale, correction1,
-                            correction2},
+  launch.kernel(AdamWKernel<false>{params, nullptr, grads, m, v, n,
+                                   {lr, beta1, beta2, eps, weight_decay, grad_scale, correction1, correction2}},
                 LaunchShape{Dim3(grid_for(n, kAdamWThreads)), Dim3(kAdamWThreads), 0});
 }
 

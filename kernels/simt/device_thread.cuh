@@ -89,6 +89,9 @@ class DeviceThread {
   SIMT_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
   template <int N>
   SIMT_DEVICE void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+  SIMT_DEVICE unsigned atomic_add(Global<unsigned> address, unsigned value) { return atomicAdd(address.get(), value); }
+  SIMT_DEVICE void threadfence() { __threadfence(); }
 };
 
 }  // namespace eth::kernels::simt

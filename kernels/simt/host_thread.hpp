@@ -120,6 +120,14 @@ class HostThread {
   template <int N>
   void cp_async_wait() { async_wait(N); }              // cp.async.wait_group N
 
+  // atomicAdd on an unsigned int of global memory, returning the value before the add. Blocks
+  // run concurrently on OpenMP threads, so it is a real atomic read-modify-write (sequentially
+  // consistent), counted as a 4-byte read and a 4-byte write.
+  unsigned atomic_add(Global<unsigned> address, unsigned value);
+  // __threadfence: this thread's global-memory writes before it are seen by every thread of the
+  // grid before any of its writes after it (the last-block pattern: partials, fence, counter).
+  void threadfence();
+
  private:
   friend class host::Block;
 

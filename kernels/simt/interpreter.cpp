@@ -592,6 +592,13 @@ void HostThread::async_copy(void* dst, const void* src, int bytes, Where where) 
 void HostThread::cp_async_commit() { block_->async_commit(index_); }
 void HostThread::async_wait(int pending) { block_->async_wait(index_, pending); }
 
+unsigned HostThread::atomic_add(Global<unsigned> address, unsigned value) {
+  host::count_read(sizeof(unsigned));
+  host::count_written(sizeof(unsigned));
+  return std::atomic_ref<unsigned>(*address.get()).fetch_add(value, std::memory_order_seq_cst);
+}
+void HostThread::threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+
 // ---- Interpreter ------------------------------------------------------------------------------
 
 void Interpreter::run(const char* name, const LaunchShape& shape, const void* kernel, Body body) {

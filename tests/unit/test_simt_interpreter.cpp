@@ -1,10 +1,14 @@
 // The kernel interpreter (kernels/simt): the fragment layouts entry by entry against the PTX
 // ISA's formulas, warp shuffles and votes, a tiled GEMM through cp.async, ldmatrix and mma
-// against plain loops, cp.async's groups, the counters, and the one-line reports of what a GPU
+// against plain loops, cp.async's groups, atomics and fences across concurrent blocks, the
+// counters, and the one-line reports of what a GPU
 // does silently (a barrier a thread skips, a lane missing from a warp operation, a shared-memory
 // overrun, a shape the target refuses).
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
@@ -252,6 +256,62 @@ TEST(SimtInterpreter, CpAsyncLandsWhenItsGroupIsWaitedFor) {
       if (i / 4 <= stage) EXPECT_EQ(v, src[i]) << "after wait_group " << 2 - stage << ", element " << i;
       else EXPECT_TRUE(std::isnan(v)) << "after wait_group " << 2 - stage << ", element " << i << " = " << v;
     }
+}
+
+// ---- atomics and fences across blocks -------------------------------------------------------------
+
+// Every thread adds 1 to one counter and keeps the value it saw; then block b writes b + 1 to
+// partials[b], fences and counts itself in; the block that counts last adds the partials in
+// block order and resets its counter (the last-block pattern of the fused kernels).
+struct AtomicsKernel {
+  static constexpr const char* kName = "atomics";
+  Global<unsigned> counters;  // (2): every thread's adds, the blocks finished
+  Global<unsigned> seen;      // (blocks * threads) the value each thread's add saw
+  Global<unsigned> partials;  // (blocks)
+  Global<unsigned> total;     // (1) written by the last block only
+  struct Smem {
+    simt::SharedArray<unsigned, 1> last;
+  };
+  SIMT_DEVICE void operator()(Thread& t) const {
+    Smem& s = t.shared<Smem>();
+    const unsigned b = t.block_idx().x, i = b * t.block_dim().x + t.thread_idx().x;
+    seen[i] = t.atomic_add(counters, 1u);
+    if (t.thread_idx().x == 0) {
+      partials[b] = b + 1;
+      t.threadfence();
+      s.last(0) = t.atomic_add(counters + 1, 1u) == t.grid_dim().x - 1;
+    }
+    t.sync();
+    if (!s.last(0) || t.thread_idx().x != 0) return;
+    t.threadfence();
+    unsigned sum = 0;
+    for (unsigned k = 0; k < t.grid_dim().x; k++) sum += partials[k];
+    total[0] = sum;
+    counters[1] = 0u;
+  }
+};
+
+TEST(SimtInterpreter, AtomicAddIsAtomicAcrossConcurrentBlocksAndTheLastBlockSeesEveryPartial) {
+  const int saved_threads = omp_get_max_threads();
+  omp_set_num_threads(4);  // blocks truly concurrent, whatever OMP_NUM_THREADS says
+  constexpr unsigned kBlocks = 97, kThreads = 64, kAll = kBlocks * kThreads;
+  for (int run = 0; run < 3; run++) {
+    std::vector<unsigned> counters{7u, 0u}, seen(kAll, 0xffffffffu), partials(kBlocks, 0u), total{0u};
+    simt::Interpreter interp;
+    interp.launch(AtomicsKernel{counters.data(), seen.data(), partials.data(), total.data()},
+                  {simt::Dim3(kBlocks), simt::Dim3(kThreads), sizeof(AtomicsKernel::Smem)});
+    // Each add saw a distinct value: exactly 7, 8, ..., 7 + kAll - 1 in some order.
+    std::sort(seen.begin(), seen.end());
+    for (unsigned k = 0; k < kAll; k++) ASSERT_EQ(seen[k], 7u + k) << "run " << run << ", the " << k << "-th add";
+    EXPECT_EQ(counters[0], 7u + kAll);
+    EXPECT_EQ(counters[1], 0u) << "the last block resets its counter";
+    EXPECT_EQ(total[0], kBlocks * (kBlocks + 1) / 2) << "the last block missed a partial";
+    // Traffic: each atomic reads and writes 4 bytes, as do the plain accesses around them.
+    const simt::KernelCounts& c = interp.counts().at("atomics");
+    EXPECT_EQ(c.bytes_read, 4u * (kAll + kBlocks) + 4u * kBlocks);
+    EXPECT_EQ(c.bytes_written, 4u * (2 * kAll) + 4u * (2 * kBlocks) + 4u * 2);
+  }
+  omp_set_num_threads(saved_threads);
 }
 
 // ---- what a GPU does silently, reported --------------------------------------------------------------

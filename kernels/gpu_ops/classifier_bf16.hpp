@@ -1,0 +1,147 @@
+// The LM head's loss on the bf16 path, callable on any chunk of rows so that the head can run
+// chunk by chunk and never hold B T Vp fp32 values: one block per row of bf16 logits reads the
+// row once for the softmax statistics (an online max and sum in fp32, 8 bf16 per load), writes
+// the token's loss, and (training) reads it again to overwrite it with bf16 dlogits =
+// dlogits_scale / T * (softmax - onehot(target)), zero in the padded columns: the numbers of
+// crossentropy_forward_backward (crossentropy.hpp) with the logits read and dlogits stored bf16,
+// as the bf16 twin stores them. A second op averages each sample's token losses in order.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+
+#include "kernels/gpu_ops/common.hpp"
+#include "kernels/gpu_ops/ops.hpp"
+
+namespace eth::kernels::gpu_ops {
+
+constexpr int kClassifierThreads = 512;
+constexpr int kBf16PerVector = 8;  // one 16-byte load or store
+constexpr int kSampleMeanLossesThreads = 128;
+
+struct alignas(16) Bf16x8 {
+  bf16 h[kBf16PerVector];
+};
+
+// A running softmax statistic: the max of the values seen and the sum of exp(value - max).
+struct SoftmaxStat {
+  float max, sum;
+};
+
+// The statistic of the union of two sets of values. Empty sets are (-inf, 0); combining two
+// must not evaluate exp(-inf - -inf).
+SIMT_DEVICE SoftmaxStat combine(SoftmaxStat a, SoftmaxStat b) {
+  const float m = simt::fmaxf_(a.max, b.max);
+  if (m == -INFINITY) return a;
+  return {m, a.sum * simt::expf_(a.max - m) + b.sum * simt::expf_(b.max - m)};
+}
+
+// Block r owns row r of the chunk (Vp columns, Vp a multiple of 8); thread i its 8-column
+// vectors i, i + 512, ... The statistics combine by butterfly within each warp, then every
+// thread combines the 16 warps' in warp order: the same result in every thread, every run.
+struct ClassifierRowsBf16Kernel {
+  static constexpr const char* kName = "classifier_rows_bf16";
+  Global<float> token_losses;      // (rows)
+  Global<bf16> logits;             // (rows, Vp) overwritten with dlogits when dlogits_scale_over_T != 0
+  Global<const int32_t> targets;   // (rows)
+  int V, Vp;
+  float dlogits_scale_over_T;
+
+  struct Smem {
+    simt::SharedArray<SoftmaxStat, kClassifierThreads / kWarp> per_warp;
+  };
+
+  SIMT_DEVICE void operator()(Thread& t) const {
+    Smem& s = t.shared<Smem>();
+    const size_t r = t.block_idx().x;
+    const Global<Bf16x8> row(reinterpret_cast<Bf16x8*>(logits.get() + r * Vp));
+    const int first = static_cast<int>(t.thread_idx().x), stride = static_cast<int>(t.block_dim().x);
+    const int vectors = Vp / kBf16PerVector, real_vectors = (V + kBf16PerVector - 1) / kBf16PerVector;
+
+    SoftmaxStat stat{-INFINITY, 0.f};
+    for (int j = first; j < real_vectors; j += stride) {
+      const Bf16x8 x = row[j];
+      const int valid = V - j * kBf16PerVector;  // columns past V (the padding) are left out
+      float m = stat.max;
+      SIMT_UNROLL
+      for (int k = 0; k < kBf16PerVector; k++)
+        if (k < valid) m = simt::fmaxf_(m, simt::to_float(x.h[k]));
+      float sum = stat.sum * simt::expf_(stat.max - m);  // 0 while stat is empty: exp(-inf)
+      SIMT_UNROLL
+      for (int k = 0; k < kBf16PerVector; k++)
+        if (k < valid) sum += simt::expf_(simt::to_float(x.h[k]) - m);
+      stat = {m, sum};
+    }
+    for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+      const SoftmaxStat other{t.shfl_xor(simt::kFullMask, stat.max, offset),
+                              t.shfl_xor(simt::kFullMask, stat.sum, offset)};
+      stat = combine(stat, other);
+    }
+    if (t.lane() == 0) s.per_warp(t.warp()) = stat;
+    const int target = targets[r];
+    // Read before the barrier below, after which the gradient pass overwrites the row.
+    const float target_logit = first == 0 ? simt::to_float(logits[r * Vp + target]) : 0.f;
+    t.sync();
+    stat = s.per_warp(0);
+    for (int w = 1; w < stride / kWarp; w++) stat = combine(stat, s.per_warp(w));
+    if (first == 0) token_losses[r] = simt::logf_(stat.sum) - (target_logit - stat.max);
+    if (dlogits_scale_over_T == 0.f) return;
+
+    const float g = dlogits_scale_over_T;
+    const float inv_sum = 1.f / stat.sum;
+    for (int j = first; j < vectors; j += stride) {
+      const Bf16x8 x = j < real_vectors ? row[j] : Bf16x8{};
+      Bf16x8 d;
+      SIMT_UNROLL
+      for (int k = 0; k < kBf16PerVector; k++) {
+        const int v = j * kBf16PerVector + k;
+        float dv = 0.f;
+        if (v < V) {
+          dv = g * simt::expf_(simt::to_float(x.h[k]) - stat.max) * inv_sum;
+          if (v == target) dv -= g;
+        }
+        d.h[k] = simt::to_bf16(dv);
+      }
+      row[j] = d;
+    }
+  }
+};
+
+// sample_losses[b] = mean over t of token_losses[b, t], summed in t order in double; one thread
+// per b.
+struct SampleMeanLossesKernel {
+  static constexpr const char* kName = "sample_mean_losses";
+  Global<float> sample_losses;        // (B)
+  Global<const float> token_losses;   // (B, T)
+  int B, T;
+
+  SIMT_DEVICE void operator()(Thread& t) const {
+    const int b = static_cast<int>(global_index(t));
+    if (b >= B) return;
+    double s = 0.0;
+    for (int i = 0; i < T; i++) s += token_losses[static_cast<size_t>(b) * T + i];
+    sample_losses[b] = static_cast<float>(s / T);
+  }
+};
+
+template <class Launch>
+void classifier_rows_bf16(Launch& launch, float* token_losses, bf16* logits, const int32_t* targets, int rows, int V,
+                          int Vp, float dlogits_scale_over_T) {
+  if (rows == 0) return;
+  if (Vp % kBf16PerVector != 0 || reinterpret_cast<uintptr_t>(logits) % sizeof(Bf16x8) != 0)
+    throw std::invalid_argument("classifier_rows_bf16: Vp must be a multiple of 8 and the logits 16-byte aligned");
+  launch.kernel(ClassifierRowsBf16Kernel{token_losses, logits, targets, V, Vp, dlogits_scale_over_T},
+                LaunchShape{Dim3(static_cast<unsigned>(rows)), Dim3(kClassifierThreads),
+                            sizeof(ClassifierRowsBf16Kernel::Smem)});
+}
+
+template <class Launch>
+void sample_mean_losses(Launch& launch, float* sample_losses, const float* token_losses, int B, int T) {
+  if (B == 0) return;
+  launch.kernel(SampleMeanLossesKernel{sample_losses, token_losses, B, T},
+                LaunchShape{Dim3(grid_for(static_cast<size_t>(B), kSampleMeanLossesThreads)),
+                            Dim3(kSampleMeanLossesThreads), 0});
+}
+
+}  // namespace eth::kernels::gpu_ops

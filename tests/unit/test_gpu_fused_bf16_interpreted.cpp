@@ -1,0 +1,418 @@
+// The fused bf16 kernels of the stage step (kernels/gpu_ops/{layernorm,classifier,optimizer}_bf16.hpp)
+// run through the kernel interpreter (HostLaunch: the very kernels and grids the CUDA backend
+// launches), each against
+//   (a) the bf16 twin: the CPU ops (kernels/cpu/gpt_ops.hpp) in fp32 on the same bf16 inputs,
+//       rounded at the twin's storage points (kernels/bf16_rounding_backend.cpp), and
+//   (b) a float64 reference: the same CPU ops in double on the same bf16 inputs, unrounded.
+// Shapes are not multiples of the kernels' blocks or tiles (N = 37 or 133 rows, C = 80 or 200,
+// V = 101 of Vp = 128, n = 1037); inputs are random, O(1) and non-zero; outputs are poisoned with
+// NaN first, accumulated outputs seeded with non-zero values.
+//
+// Every tolerance is per element, stated where it is used and derived from the arithmetic. Units:
+// bf16 keeps 8 significant bits, so storing rounds by at most u = 2^-8 relative (half its ulp,
+// 2^-7 relative at most); fp32 rounds by e = 2^-24 relative. Each check prints the largest error
+// and the largest ratio error / tolerance it measured (1 would be at the bound).
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernels/bf16.hpp"
+#include "kernels/cpu/gpt_ops.hpp"
+#include "kernels/emulated/host_launch.hpp"
+#include "kernels/gpu_ops/classifier_bf16.hpp"
+#include "kernels/gpu_ops/layernorm_bf16.hpp"
+#include "kernels/gpu_ops/optimizer.hpp"
+#include "kernels/gpu_ops/optimizer_bf16.hpp"
+#include "lib/base/random.hpp"
+
+namespace {
+
+namespace gpu_ops = eth::kernels::gpu_ops;
+namespace cpu = eth::kernels::cpu;
+using eth::kernels::bf16;
+using eth::kernels::emulated::HostLaunch;
+using eth::kernels::simt::to_bf16;
+using eth::kernels::simt::to_float;
+using Vec = std::vector<float>;
+using Vec64 = std::vector<double>;
+using Bf16s = std::vector<bf16>;
+
+constexpr double kU = 1.0 / 256;              // bf16 storage rounding, relative: 2^-8
+constexpr double kE = 1.0 / (1 << 24);        // fp32 rounding, relative: 2^-24
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr bf16 kBf16NaN{0xffffu};
+
+// offset + scale * U(-1, 1), deterministic per stream.
+Vec random_floats(size_t n, uint64_t stream, float scale = 1.f, float offset = 0.f) {
+  Vec v(n);
+  for (size_t i = 0; i < n; i++) v[i] = offset + scale * static_cast<float>(2.0 * eth::uniform_at(stream, i) - 1.0);
+  return v;
+}
+Bf16s to_bf16s(const Vec& v) {
+  Bf16s out(v.size());
+  for (size_t i = 0; i < v.size(); i++) out[i] = to_bf16(v[i]);
+  return out;
+}
+Bf16s random_bf16s(size_t n, uint64_t stream, float scale = 1.f, float offset = 0.f) {
+  return to_bf16s(random_floats(n, stream, scale, offset));
+}
+Vec floats(const Bf16s& v) {
+  Vec out(v.size());
+  for (size_t i = 0; i < v.size(); i++) out[i] = to_float(v[i]);
+  return out;
+}
+template <typename T>
+Vec64 doubles(const std::vector<T>& v) {
+  return Vec64(v.begin(), v.end());
+}
+Vec64 doubles(const Bf16s& v) { return doubles(floats(v)); }
+void round_bf16(Vec& v) {
+  for (float& x : v) x = to_float(to_bf16(x));
+}
+template <typename T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+// Every element within its tolerance tol(i); prints the largest error and the largest ratio
+// error / tolerance, and on failure the worst element. NaN (a poisoned element never written)
+// fails.
+void expect_close(const std::string& what, const Vec64& ours, const Vec64& ref, const std::function<double(size_t)>& tol) {
+  ASSERT_EQ(ours.size(), ref.size()) << what;
+  double max_err = 0, worst_ratio = 0;
+  size_t worst = 0;
+  for (size_t i = 0; i < ours.size(); i++) {
+    const double err = std::fabs(ours[i] - ref[i]);
+    const double ratio = std::isnan(err) ? INFINITY : err / tol(i);
+    max_err = std::max(max_err, std::isnan(err) ? INFINITY : err);
+    if (ratio > worst_ratio || (i == 0 && std::isnan(err))) worst_ratio = ratio, worst = i;
+  }
+  std::printf("  %-52s max |err| %.3e   max err/tol %.3f\n", what.c_str(), max_err, worst_ratio);
+  EXPECT_LE(worst_ratio, 1.0) << what << ": element " << worst << " is " << ours[worst] << ", reference " << ref[worst]
+                              << ", tolerance " << tol(worst);
+}
+
+// ---- AdamW with bf16 copies ------------------------------------------------------------------
+
+TEST(FusedBf16, AdamWStateIsTheFp32OpsBitForBitAndCopiesAreTheRoundedParameters) {
+  const size_t n = 1037;
+  const float lr = 3e-3f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, wd = 0.1f, grad_scale = 0.5f;
+  const int step = 3;
+  const float c1 = 1.f - static_cast<float>(std::pow(double{beta1}, step));
+  const float c2 = 1.f - static_cast<float>(std::pow(double{beta2}, step));
+  const Vec p0 = random_floats(n, 1), g = random_floats(n, 2), m0 = random_floats(n, 3, 0.1f);
+  Vec v0 = random_floats(n, 4, 0.01f);
+  for (float& x : v0) x = std::fabs(x);
+
+  HostLaunch launch;
+  Vec p = p0, m = m0, v = v0;
+  Bf16s copies(n, kBf16NaN);
+  gpu_ops::adamw_update_bf16(launch, p.data(), copies.data(), g.data(), m.data(), v.data(), n, lr, beta1, beta2, eps,
+                             wd, grad_scale, c1, c2);
+  Vec p_fp32 = p0, m_fp32 = m0, v_fp32 = v0;
+  gpu_ops::adamw_update(launch, p_fp32.data(), g.data(), m_fp32.data(), v_fp32.data(), n, lr, beta1, beta2, eps, wd,
+                        grad_scale, c1, c2);
+  EXPECT_TRUE(same_bits(p, p_fp32)) << "params differ from adamw_update's";
+  EXPECT_TRUE(same_bits(m, m_fp32)) << "m differs from adamw_update's";
+  EXPECT_TRUE(same_bits(v, v_fp32)) << "v differs from adamw_update's";
+  EXPECT_TRUE(same_bits(copies, to_bf16s(p))) << "a copy is not its rounded parameter";
+  EXPECT_EQ(launch.kernel_counts().at("adamw_update_bf16").launches, 1u);
+
+  // (a) The CPU twin (cpu::adamw_update<float>): the same formula in the same order. Its
+  // corrections come from the same pow; only the host compiler's contraction could differ, so
+  // allow one fp32 rounding per term: 4 e (|p| + |lr step|) covers it.
+  Vec p_cpu = p0, m_cpu = m0, v_cpu = v0;
+  cpu::adamw_update<float>(p_cpu.data(), g.data(), m_cpu.data(), v_cpu.data(), n, lr, beta1, beta2, eps, wd,
+                           grad_scale, step);
+  expect_close("adamw params vs CPU twin", doubles(p), doubles(p_cpu),
+               [&](size_t i) { return 4 * kE * (std::fabs(p_cpu[i]) + std::fabs(p_cpu[i] - p0[i])) + 1e-30; });
+  expect_close("adamw m vs CPU twin", doubles(m), doubles(m_cpu), [&](size_t i) { return 4 * kE * std::fabs(m_cpu[i]) + 1e-30; });
+  expect_close("adamw v vs CPU twin", doubles(v), doubles(v_cpu), [&](size_t i) { return 4 * kE * std::fabs(v_cpu[i]) + 1e-30; });
+
+  // (b) float64: m and v round 4 times (3 products, 1 sum), so |err| <= 8 e |terms|; the step
+  // lr m^/(sqrt v^ + eps) carries ~8 more roundings and the error of m and v: relative 16 e of
+  // the step, plus e |p| for the final subtraction; bounds doubled for margin.
+  Vec64 p64 = doubles(p0), m64 = doubles(m0), v64 = doubles(v0), step64(n);
+  cpu::adamw_update<double>(p64.data(), doubles(g).data(), m64.data(), v64.data(), n, lr, beta1, beta2, eps, wd,
+                            grad_scale, step);
+  for (size_t i = 0; i < n; i++) step64[i] = std::fabs(p64[i] - p0[i]);
+  expect_close("adamw m vs float64", doubles(m), m64,
+               [&](size_t i) { return 8 * kE * (beta1 * std::fabs(m0[i]) + std::fabs(grad_scale * g[i])); });
+  expect_close("adamw v vs float64", doubles(v), v64, [&](size_t i) {
+    return 8 * kE * (beta2 * v0[i] + grad_scale * grad_scale * g[i] * g[i]);
+  });
+  expect_close("adamw params vs float64", doubles(p), p64,
+               [&](size_t i) { return 2 * (kE * std::fabs(p64[i]) + 16 * kE * step64[i]); });
+  // The copies against the float64 parameters: one bf16 rounding (u) on top of the above.
+  expect_close("adamw copies vs float64", doubles(copies), p64,
+               [&](size_t i) { return kU * std::fabs(p64[i]) + 2 * (kE * std::fabs(p64[i]) + 16 * kE * step64[i]); });
+}
+
+// ---- residual + layernorm forward ------------------------------------------------------------
+
+struct Shape {
+  int N, C;
+};
+
+void check_fused_forward(Shape s) {
+  const int N = s.N, C = s.C;
+  const size_t NC = static_cast<size_t>(N) * C;
+  SCOPED_TRACE("N = " + std::to_string(N) + ", C = " + std::to_string(C));
+  std::printf("fused residual + layernorm forward, N = %d, C = %d\n", N, C);
+  // A non-zero mean per row, so that the mean's term is exercised.
+  const Bf16s a = random_bf16s(NC, 11, 1.f, 0.3f), b = random_bf16s(NC, 12);
+  const Bf16s weight = random_bf16s(static_cast<size_t>(C), 13, 0.5f, 1.f), bias = random_bf16s(static_cast<size_t>(C), 14, 0.3f);
+
+  HostLaunch launch;
+  Bf16s residual(NC, kBf16NaN), out(NC, kBf16NaN);
+  Vec mean(static_cast<size_t>(N), kNaN), rstd(static_cast<size_t>(N), kNaN);
+  gpu_ops::fused_residual_layernorm_forward_bf16(launch, residual.data(), out.data(), mean.data(), rstd.data(), a.data(),
+                                                 b.data(), weight.data(), bias.data(), N, C);
+  EXPECT_EQ(launch.kernel_counts().at("fused_residual_layernorm_forward_bf16").launches, 1u);
+
+  // (a) The twin: residual_forward then round; layernorm_forward on the rounded residual, then round.
+  const Vec af = floats(a), bf = floats(b), wf = floats(weight), biasf = floats(bias);
+  Vec res_twin(NC), out_twin(NC), mean_twin(static_cast<size_t>(N)), rstd_twin(static_cast<size_t>(N));
+  cpu::residual_forward<float>(res_twin.data(), af.data(), bf.data(), NC);
+  round_bf16(res_twin);
+  cpu::layernorm_forward<float>(out_twin.data(), mean_twin.data(), rstd_twin.data(), res_twin.data(), wf.data(),
+                                biasf.data(), N, C);
+  round_bf16(out_twin);
+  // One fp32 add and one rounding on both sides: equal bits.
+  EXPECT_TRUE(same_bits(floats(residual), res_twin)) << "the residual is not the twin's";
+  // Both sides sum the same values in double, in different orders (1e-16 relative), then round
+  // to fp32: at most one fp32 ulp apart (2 e relative).
+  expect_close("mean vs twin", doubles(mean), doubles(mean_twin), [&](size_t i) { return 2 * kE * std::fabs(mean_twin[i]) + 1e-15; });
+  expect_close("rstd vs twin", doubles(rstd), doubles(rstd_twin), [&](size_t i) { return 2 * kE * rstd_twin[i]; });
+  // out: the fp32 values before storing agree to a few e (the statistics' last bits, and FMA
+  // contraction on the GPU), so a stored value is the twin's or, where the two straddle a
+  // rounding boundary, one bf16 ulp away: at most 2 u relative.
+  expect_close("out vs twin", doubles(out), doubles(out_twin), [&](size_t i) { return 2 * kU * std::fabs(out_twin[i]) + 1e-30; });
+
+  // (b) float64 from the same bf16 inputs: the residual exact, the layernorm unrounded.
+  Vec64 res64(NC), out64(NC), mean64(static_cast<size_t>(N)), rstd64(static_cast<size_t>(N));
+  cpu::residual_forward<double>(res64.data(), doubles(a).data(), doubles(b).data(), NC);
+  cpu::layernorm_forward<double>(out64.data(), mean64.data(), rstd64.data(), res64.data(), doubles(weight).data(),
+                                 doubles(bias).data(), N, C);
+  // The stored residual: one bf16 rounding of the exact sum.
+  expect_close("residual vs float64", doubles(residual), res64, [&](size_t i) { return kU * std::fabs(res64[i]); });
+  // The kernel normalises the rounded residual r' = r (1 + d), |d| <= u. Per row, with mean |r|
+  // and rms r over the row: |mean' - mean| <= u mean|r| <= u rms r; the standard deviation moves
+  // by at most u rms r, so rstd relatively by u rms r rstd; norm_i = (r_i - mean) rstd moves by
+  // u (|r_i| + rms r) rstd + |norm_i| u rms r rstd; out_i by |w_i| times that, plus its own
+  // storage rounding u |out_i|. fp32 rounding (a few e) is far below; each bound is doubled.
+  Vec64 rms(static_cast<size_t>(N), 0.0);
+  for (size_t i = 0; i < NC; i++) rms[i / C] += res64[i] * res64[i] / C;
+  for (double& r : rms) r = std::sqrt(r);
+  expect_close("mean vs float64", doubles(mean), mean64, [&](size_t n) { return 2 * kU * rms[n] + 2 * kE * std::fabs(mean64[n]); });
+  expect_close("rstd vs float64", doubles(rstd), rstd64, [&](size_t n) { return 2 * (kU * rms[n] * rstd64[n] + kE) * rstd64[n]; });
+  expect_close("out vs float64", doubles(out), out64, [&](size_t i) {
+    const size_t n = i / C, c = i % C;
+    const double norm = (res64[i] - mean64[n]) * rstd64[n];
+    const double dnorm = kU * (std::fabs(res64[i]) + rms[n] + std::fabs(norm) * rms[n]) * rstd64[n];
+    return 2 * (std::fabs(wf[c]) * dnorm + kU * std::fabs(out64[i]));
+  });
+}
+
+TEST(FusedBf16, ResidualLayerNormForwardMatchesTheTwinAndFloat64) {
+  for (Shape s : {Shape{37, 80}, Shape{37, 200}}) check_fused_forward(s);
+}
+
+// ---- layernorm backward, one launch ----------------------------------------------------------
+
+struct BackwardResult {
+  Bf16s dinp;
+  Vec dweight, dbias;
+};
+
+struct BackwardInputs {
+  int N, C;
+  Bf16s dout, inp, weight, dinp0;
+  Vec mean, rstd, dweight0, dbias0;
+
+  BackwardInputs(int n, int c) : N(n), C(c) {
+    const size_t NC = static_cast<size_t>(N) * C;
+    dout = random_bf16s(NC, 21);
+    inp = random_bf16s(NC, 22, 1.f, 0.2f);
+    weight = random_bf16s(static_cast<size_t>(C), 23, 0.5f, 1.f);
+    dinp0 = random_bf16s(NC, 24);
+    dweight0 = random_floats(static_cast<size_t>(C), 25);
+    dbias0 = random_floats(static_cast<size_t>(C), 26);
+    // The statistics the forward pass keeps, fp32, from the bf16 input.
+    Vec scratch(NC);
+    mean.resize(static_cast<size_t>(N));
+    rstd.resize(static_cast<size_t>(N));
+    const Vec ones(static_cast<size_t>(C), 1.f), zeros(static_cast<size_t>(C), 0.f);
+    cpu::layernorm_forward<float>(scratch.data(), mean.data(), rstd.data(), floats(inp).data(), ones.data(), zeros.data(),
+                                  N, C);
+  }
+
+  BackwardResult run(HostLaunch& launch) const {
+    BackwardResult r{dinp0, dweight0, dbias0};
+    gpu_ops::layernorm_backward_bf16(launch, r.dinp.data(), r.dweight.data(), r.dbias.data(), dout.data(), inp.data(),
+                                     weight.data(), mean.data(), rstd.data(), N, C);
+    return r;
+  }
+};
+
+void check_backward(Shape s) {
+  const int N = s.N, C = s.C;
+  const size_t NC = static_cast<size_t>(N) * C;
+  SCOPED_TRACE("N = " + std::to_string(N) + ", C = " + std::to_string(C));
+  std::printf("layernorm backward, N = %d, C = %d (%d blocks)\n", N, C,
+              static_cast<int>(gpu_ops::ceil_div(static_cast<size_t>(N), gpu_ops::kLayerNormBackwardRowsPerBlock)));
+  const BackwardInputs in(N, C);
+  HostLaunch launch;
+  const BackwardResult r = in.run(launch);
+  EXPECT_EQ(launch.kernel_counts().at("layernorm_backward_bf16").launches, 1u) << "one launch";
+  EXPECT_EQ(launch.kernel_counts().size(), 1u) << "and no other kernel";
+  EXPECT_EQ(launch.counters(1)[0], 0u) << "the last block leaves the counter zero";
+
+  // (a) The twin: layernorm_backward in fp32 on the bf16 values, dinp rounded after the add.
+  const Vec doutf = floats(in.dout), inpf = floats(in.inp), wf = floats(in.weight);
+  Vec dinp_twin = floats(in.dinp0), dw_twin = in.dweight0, db_twin = in.dbias0;
+  cpu::layernorm_backward<float>(dinp_twin.data(), dw_twin.data(), db_twin.data(), doutf.data(), inpf.data(), wf.data(),
+                                 in.mean.data(), in.rstd.data(), N, C);
+  round_bf16(dinp_twin);
+  // dinp: the same double expressions, their row sums in another order (1e-16 relative), cast
+  // to fp32 and added: equal before storing up to one fp32 ulp of the sum, so the stored value
+  // is the twin's or one bf16 ulp away: 2 u relative.
+  expect_close("dinp vs twin", doubles(r.dinp), doubles(dinp_twin), [&](size_t i) { return 2 * kU * std::fabs(dinp_twin[i]) + 1e-30; });
+  // dweight, dbias: the same fp32 terms (norm * dout: 3 roundings; dout: exact) added in another
+  // order (the twin row by row into the seed, the kernel per block, then the blocks, then the
+  // seed): each side within (N + 4) e of sum |terms| + |seed| of the exact sum, so apart by
+  // twice that.
+  Vec64 abs_dw(static_cast<size_t>(C), 0.0), abs_db(static_cast<size_t>(C), 0.0);
+  for (size_t i = 0; i < NC; i++) {
+    const size_t n = i / C, c = i % C;
+    abs_dw[c] += std::fabs((inpf[i] - in.mean[n]) * in.rstd[n] * doutf[i]);
+    abs_db[c] += std::fabs(doutf[i]);
+  }
+  const double k_sum = 2.0 * (N + 4) * kE;
+  expect_close("dweight vs twin", doubles(r.dweight), doubles(dw_twin),
+               [&](size_t c) { return k_sum * (abs_dw[c] + std::fabs(in.dweight0[c])); });
+  expect_close("dbias vs twin", doubles(r.dbias), doubles(db_twin),
+               [&](size_t c) { return k_sum * (abs_db[c] + std::fabs(in.dbias0[c])); });
+
+  // (b) float64 on the same values (mean and rstd the fp32 ones the kernel reads).
+  Vec64 dinp64 = doubles(in.dinp0), dw64 = doubles(in.dweight0), db64 = doubles(in.dbias0);
+  cpu::layernorm_backward<double>(dinp64.data(), dw64.data(), db64.data(), doubles(in.dout).data(), doubles(in.inp).data(),
+                                  doubles(in.weight).data(), doubles(in.mean).data(), doubles(in.rstd).data(), N, C);
+  // dinp: one bf16 rounding (u |dinp|) on top of fp32 roundings (x - mean in fp32: e |x - mean|
+  // rstd |dnorm|-sized terms; the cast and the add: 2 e |dinp0| and |dx|), bounded by 8 e times
+  // the magnitude of the row's terms; doubled.
+  Vec64 row_scale(static_cast<size_t>(N), 0.0);
+  for (size_t i = 0; i < NC; i++) {
+    const size_t n = i / C, c = i % C;
+    row_scale[n] = std::max<double>(row_scale[n], std::fabs(wf[c] * doutf[i]) * in.rstd[n] *
+                                                     (1 + std::fabs(inpf[i] - in.mean[n]) * in.rstd[n]));
+  }
+  expect_close("dinp vs float64", doubles(r.dinp), dinp64, [&](size_t i) {
+    return kU * std::fabs(dinp64[i]) + 2 * 8 * kE * (std::fabs(to_float(in.dinp0[i])) + 2 * row_scale[i / C]);
+  });
+  expect_close("dweight vs float64", doubles(r.dweight), dw64,
+               [&](size_t c) { return k_sum * (abs_dw[c] + std::fabs(in.dweight0[c])); });
+  expect_close("dbias vs float64", doubles(r.dbias), db64,
+               [&](size_t c) { return k_sum * (abs_db[c] + std::fabs(in.dbias0[c])); });
+
+  // A rerun on a fresh launch with 4 host threads, so that blocks finish in another order and
+  // another block is the last: the same bits.
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(4);
+  for (int rerun = 0; rerun < 3; rerun++) {
+    HostLaunch again;
+    const BackwardResult r2 = in.run(again);
+    EXPECT_TRUE(same_bits(r2.dweight, r.dweight)) << "dweight differs on rerun " << rerun;
+    EXPECT_TRUE(same_bits(r2.dbias, r.dbias)) << "dbias differs on rerun " << rerun;
+    EXPECT_TRUE(same_bits(r2.dinp, r.dinp)) << "dinp differs on rerun " << rerun;
+    EXPECT_EQ(again.counters(1)[0], 0u);
+  }
+  omp_set_num_threads(saved);
+}
+
+TEST(FusedBf16, LayerNormBackwardInOneLaunchMatchesTheTwinAndFloat64AndRepeatsItsBits) {
+  // 2 blocks, the second of 5 rows; 5 blocks, the last of 5 rows.
+  for (Shape s : {Shape{37, 80}, Shape{133, 200}}) check_backward(s);
+}
+
+// ---- classifier ------------------------------------------------------------------------------
+
+TEST(FusedBf16, ClassifierRowsInChunksMatchTheTwinAndFloat64) {
+  const int B = 3, T = 13, V = 101, Vp = 128, rows = B * T, chunk = 20;  // chunks of 20 and 19 rows
+  const float dlogits_scale = 0.7f;
+  const float g = dlogits_scale / static_cast<float>(T);  // as the twin computes it
+  const size_t RV = static_cast<size_t>(rows) * Vp;
+  // Logits of spread 3 (softmax far from uniform), and 40 in the padded columns: if they
+  // entered the max or the sum, the losses would be off by ~35.
+  Vec logits_f = random_floats(RV, 31, 3.f);
+  for (size_t i = 0; i < RV; i++)
+    if (static_cast<int>(i % Vp) >= V) logits_f[i] = 40.f;
+  const Bf16s logits0 = to_bf16s(logits_f);
+  std::vector<int32_t> targets(static_cast<size_t>(rows));
+  for (int r = 0; r < rows; r++) targets[r] = static_cast<int32_t>(eth::uniform_at(32, r) * V);
+  targets[0] = V - 1;  // the last real column, in the last, partial vector
+
+  const auto run = [&](HostLaunch& launch, Bf16s& logits, Vec& token_losses, float scale_over_T) {
+    for (int first = 0; first < rows; first += chunk) {
+      const int n = std::min(chunk, rows - first);
+      gpu_ops::classifier_rows_bf16(launch, token_losses.data() + first, logits.data() + static_cast<size_t>(first) * Vp,
+                                    targets.data() + first, n, V, Vp, scale_over_T);
+    }
+  };
+  HostLaunch launch;
+  Bf16s logits = logits0;
+  Vec token_losses(static_cast<size_t>(rows), kNaN), losses(static_cast<size_t>(B), kNaN);
+  run(launch, logits, token_losses, g);
+  gpu_ops::sample_mean_losses(launch, losses.data(), token_losses.data(), B, T);
+  EXPECT_EQ(launch.kernel_counts().at("classifier_rows_bf16").launches, 2u);
+
+  // (a) The twin: crossentropy_forward_backward in fp32 on the bf16 logits, dlogits rounded.
+  Vec twin = floats(logits0), losses_twin(static_cast<size_t>(B));
+  cpu::crossentropy_forward_backward<float>(losses_twin.data(), twin.data(), targets.data(), B, T, V, Vp, dlogits_scale);
+  round_bf16(twin);
+  // (b) float64.
+  Vec64 ref64 = doubles(logits0), losses64(static_cast<size_t>(B));
+  cpu::crossentropy_forward_backward<double>(losses64.data(), ref64.data(), targets.data(), B, T, V, Vp, dlogits_scale);
+
+  // The softmax sum: the kernel adds in fp32 (8 terms per thread, rescaled by exp(max_old -
+  // max) when the max grows, then 5 + 4 pairwise combinations), the twin in double; each term
+  // and rescaling is within ~4 e, so the sum is within (8 + 9 + 4) * 4 e ~ 2^-18 relative of
+  // exact; the loss log(sum) - (x_t - max) then within 2^-18 absolute plus 2 e of its value.
+  const double k_sum = 1.0 / (1 << 18);
+  expect_close("sample losses vs twin", doubles(losses), doubles(losses_twin),
+               [&](size_t b) { return k_sum + 4 * kE * std::fabs(losses_twin[b]); });
+  expect_close("sample losses vs float64", doubles(losses), losses64,
+               [&](size_t b) { return k_sum + 4 * kE * std::fabs(losses64[b]); });
+  // dlogits = g (p - onehot): p within 2^-18 + a few e relative (the sum above, exp, the two
+  // products), so before storing both sides agree to g (2^-18 p + 2^-18 onehot); stored bf16,
+  // they may then be one bf16 ulp apart (2 u relative) where they straddle a boundary.
+  const double ag = std::fabs(g);
+  for (size_t i = 0; i < RV; i++) {
+    if (static_cast<int>(i % Vp) >= V) {
+      ASSERT_EQ(logits[i].bits, 0u) << "padded column " << i % Vp << " of row " << i / Vp;
+    }
+  }
+  expect_close("dlogits vs twin", doubles(logits), doubles(twin),
+               [&](size_t i) { return 2 * kU * std::fabs(twin[i]) + 2 * k_sum * ag + 1e-30; });
+  // Against float64: one bf16 rounding (u) of the value plus the fp32 error above.
+  expect_close("dlogits vs float64", doubles(logits), ref64,
+               [&](size_t i) { return kU * std::fabs(ref64[i]) + 2 * k_sum * ag + 1e-30; });
+
+  // Inference (dlogits_scale 0): the logits untouched, the same losses bit for bit.
+  HostLaunch inference;
+  Bf16s untouched = logits0;
+  Vec token_losses2(static_cast<size_t>(rows), kNaN);
+  run(inference, untouched, token_losses2, 0.f);
+  EXPECT_TRUE(same_bits(untouched, logits0)) << "the logits were written with dlogits_scale 0";
+  EXPECT_TRUE(same_bits(token_losses2, token_losses)) << "the losses depend on dlogits_scale";
+}
+
+}  // namespace
