@@ -1,9 +1,109 @@
 // CudaLaunch's library calls, in one translation unit so that CUB's sort kernels are compiled once.
 #include <cub/device/device_radix_sort.cuh>
 
+#include <stdexcept>
+#include <string>
+
 #include "kernels/cuda/cuda_launch.cuh"
 
 namespace eth::kernels::cuda {
+namespace {
+
+// cuBLASLt's recommendation for Hopper (32 MiB; 4 MiB suffice before it), allocated once.
+constexpr size_t kLtWorkspaceBytes = size_t{32} << 20;
+
+// The descriptors of one cuBLASLt call, destroyed on every path out (host objects: creating them
+// allocates no device memory, and the heuristic caches its answer per descriptor contents).
+struct LtCall {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulPreference_t preference = nullptr;
+  ~LtCall() {
+    if (preference) cublasLtMatmulPreferenceDestroy(preference);
+    if (d) cublasLtMatrixLayoutDestroy(d);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+cublasLtEpilogue_t lt_epilogue(gpu_ops::GemmEpilogue e) {
+  using gpu_ops::GemmEpilogue;
+  switch (e) {
+    case GemmEpilogue::none: return CUBLASLT_EPILOGUE_DEFAULT;
+    case GemmEpilogue::bias: return CUBLASLT_EPILOGUE_BIAS;
+    case GemmEpilogue::gelu_aux: return CUBLASLT_EPILOGUE_GELU_AUX;
+    case GemmEpilogue::gelu_aux_bias: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    case GemmEpilogue::dgelu: return CUBLASLT_EPILOGUE_DGELU;
+    case GemmEpilogue::bgradb: return CUBLASLT_EPILOGUE_BGRADB;
+  }
+  throw std::logic_error("gemm_bf16: unknown epilogue");
+}
+
+// One attribute of a matmul descriptor, its size from its type; the caller checks the status, so
+// that a failure names the caller's line.
+template <typename T>
+cublasStatus_t set(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute, const T& value) {
+  return cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof value);
+}
+
+}  // namespace
+
+CudaLaunch::CudaLaunch(cudaStream_t stream, cublasHandle_t cublas)
+    : stream_(stream), cublas_(cublas), scratch_(stream), sort_scratch_(stream), counters_(stream) {
+  CUBLAS_CHECK(cublasLtCreate(&cublaslt_));
+  CUDA_CHECK(cudaMalloc(&lt_workspace_, kLtWorkspaceBytes));
+}
+
+CudaLaunch::~CudaLaunch() {
+  // Work still queued may use the workspace.
+  cudaStreamSynchronize(stream_);
+  cudaFree(lt_workspace_);
+  cublasLtDestroy(cublaslt_);
+}
+
+// The contract's column-major view maps one to one onto cuBLASLt's: A and B bf16 as stored, C = D
+// (beta 1 accumulates in place), fp32 compute and scale.
+void CudaLaunch::gemm_bf16(const gpu_ops::GemmBf16& g) {
+  gpu_ops::check_gemm_bf16(g);
+  LtCall call;
+  CUBLAS_CHECK(cublasLtMatmulDescCreate(&call.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_TRANSA, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N));
+  CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_TRANSB, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N));
+  CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_EPILOGUE, lt_epilogue(g.epilogue)));
+  if (gpu_ops::adds_bias(g.epilogue)) {  // the bias in D's type, bf16: cuBLASLt's default, said explicitly
+    CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(g.bias)));
+    CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(CUDA_R_16BF)));
+  }
+  if (g.epilogue == gpu_ops::GemmEpilogue::bgradb) {  // the bias gradient in C's type, fp32
+    CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<void*>(g.bias_grad)));
+    CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(CUDA_R_32F)));
+  }
+  if (gpu_ops::uses_aux(g.epilogue)) {
+    CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, static_cast<void*>(g.aux)));
+    CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, static_cast<int64_t>(g.ldaux)));
+    CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, static_cast<int32_t>(CUDA_R_16BF)));
+  }
+  const cudaDataType_t d_type = g.D_bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.a, CUDA_R_16BF, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.b, CUDA_R_16BF, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.d, d_type, g.m, g.n, g.ldd));
+  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&call.preference));
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(call.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                    &kLtWorkspaceBytes, sizeof kLtWorkspaceBytes));
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  int found = 0;
+  CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(cublaslt_, call.op, call.a, call.b, call.d, call.d, call.preference, 1,
+                                              &heuristic, &found));
+  if (found == 0)
+    throw std::runtime_error(std::string("cuBLASLt error at ") + __FILE__ + ":" + std::to_string(__LINE__) +
+                             ": no algorithm for gemm_bf16 m " + std::to_string(g.m) + " n " + std::to_string(g.n) +
+                             " k " + std::to_string(g.k) + " epilogue " + std::to_string(static_cast<int>(g.epilogue)));
+  const float alpha = 1.f, beta = g.accumulate ? 1.f : 0.f;
+  void* d = g.D_bf16 ? static_cast<void*>(g.D_bf16) : static_cast<void*>(g.D_fp32);
+  CUBLAS_CHECK(cublasLtMatmul(cublaslt_, call.op, &alpha, g.A, call.a, g.B, call.b, &beta, d, call.d, d, call.d,
+                              &heuristic.algo, lt_workspace_, kLtWorkspaceBytes, stream_));
+}
 
 void CudaLaunch::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* A, int lda,
                       const float* B, int ldb, float beta, float* C, int ldc) {

@@ -1,8 +1,9 @@
 // The Launch of kernels/gpu_ops/ops.hpp on the CUDA backend: kernels of the dialect enqueued on
-// the backend's stream (the dialect's device side: simt::DeviceThread), GEMMs through cuBLAS and
-// the pair sort through CUB on the same stream.
+// the backend's stream (the dialect's device side: simt::DeviceThread), fp32 GEMMs through
+// cuBLAS, bf16 GEMMs through cuBLASLt and the pair sort through CUB, all on the same stream.
 #pragma once
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_common.cuh"
+#include "kernels/gpu_ops/gemm_bf16.hpp"
 #include "kernels/simt/simt.hpp"
 
 namespace eth::kernels::cuda {
@@ -23,9 +25,11 @@ __global__ void simt_entry(Kernel kernel) {
 
 class CudaLaunch {
  public:
-  CudaLaunch(cudaStream_t stream, cublasHandle_t cublas) : stream_(stream), cublas_(cublas), scratch_(stream),
-                                                           sort_scratch_(stream),
-                                                           counters_(stream) {}
+  // Creates the cuBLASLt handle and its workspace: the only device allocation gemm_bf16 uses.
+  CudaLaunch(cudaStream_t stream, cublasHandle_t cublas);
+  ~CudaLaunch();
+  CudaLaunch(const CudaLaunch&) = delete;
+  CudaLaunch& operator=(const CudaLaunch&) = delete;
 
   template <typename Kernel>
   void kernel(const Kernel& k, const simt::LaunchShape& shape) {
@@ -42,6 +46,7 @@ class CudaLaunch {
   void* scratch(size_t bytes) { return scratch_.get(bytes); }
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* A, int lda, const float* B,
             int ldb, float beta, float* C, int ldc);
+  void gemm_bf16(const gpu_ops::GemmBf16& g);
   // Stable: values of one key keep their order (cuda_launch.cu).
   void sort_pairs(const int32_t* keys_in, int32_t* keys_out, const int32_t* values_in, int32_t* values_out, int n);
   void read_back(void* host, const void* src, size_t bytes);
@@ -50,6 +55,8 @@ class CudaLaunch {
  private:
   cudaStream_t stream_;
   cublasHandle_t cublas_;
+  cublasLtHandle_t cublaslt_ = nullptr;
+  void* lt_workspace_ = nullptr;  // kLtWorkspaceBytes, for cuBLASLt's split-k and stream-k kernels
   Scratch scratch_;       // the ops' intermediates
   Scratch sort_scratch_;  // CUB's temporary storage, apart: the sort runs inside an op that holds scratch_
   Counters counters_;     // the grid counters, zero between ops

@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "kernels/gpu_ops/elementwise.hpp"
+#include "kernels/simt/types.hpp"
+
 namespace eth::kernels::emulated {
 
 void* HostLaunch::scratch(size_t bytes) {
@@ -29,6 +32,68 @@ void HostLaunch::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alp
   c.calls += 1;
   c.bytes_read += 4 * (uint64_t(m) * k + uint64_t(k) * n + (beta != 0.f ? mn : 0));
   c.bytes_written += 4 * mn;
+  c.flops += 2 * mn * uint64_t(k);
+}
+
+namespace {
+
+// A stored column-major (rows, cols) bf16 matrix with leading dimension ld, widened to fp32 with
+// the same ld (exact: every bf16 is an fp32). Rows past `rows` are not read.
+std::vector<float> widen(const bf16* p, int rows, int cols, int ld) {
+  std::vector<float> out(static_cast<size_t>(ld) * cols, 0.f);
+  for (int j = 0; j < cols; j++)
+    for (int i = 0; i < rows; i++) out[size_t(j) * ld + i] = simt::to_float(p[size_t(j) * ld + i]);
+  return out;
+}
+
+}  // namespace
+
+// The fp32 result of op(A) op(B) (+ D) in an (m, n) buffer, then the epilogue element by element
+// as cuBLASLt defines it (kernels/gpu_ops/gemm_bf16.hpp), then the store: one rounding to bf16.
+void HostLaunch::gemm_bf16(const gpu_ops::GemmBf16& g) {
+  using gpu_ops::GemmEpilogue;
+  gpu_ops::check_gemm_bf16(g);
+  const int m = g.m, n = g.n, k = g.k;
+  const std::vector<float> A = widen(g.A, g.trans_a ? k : m, g.trans_a ? m : k, g.lda);
+  const std::vector<float> B = widen(g.B, g.trans_b ? n : k, g.trans_b ? k : n, g.ldb);
+  std::vector<float> acc(size_t(m) * n, 0.f);  // (m, n), ld m
+  if (g.accumulate)
+    for (int j = 0; j < n; j++) std::copy_n(g.D_fp32 + size_t(j) * g.ldd, m, acc.data() + size_t(j) * m);
+  cblas_sgemm(CblasColMajor, g.trans_a ? CblasTrans : CblasNoTrans, g.trans_b ? CblasTrans : CblasNoTrans, m, n, k,
+              1.f, A.data(), g.lda, B.data(), g.ldb, g.accumulate ? 1.f : 0.f, acc.data(), m);
+
+  const bool gelu_aux = g.epilogue == GemmEpilogue::gelu_aux || g.epilogue == GemmEpilogue::gelu_aux_bias;
+  for (int j = 0; j < n; j++) {
+    for (int i = 0; i < m; i++) {
+      float x = acc[size_t(j) * m + i];
+      const size_t at_aux = size_t(j) * g.ldaux + i;
+      if (gpu_ops::adds_bias(g.epilogue)) x += simt::to_float(g.bias[i]);
+      if (gelu_aux) {
+        g.aux[at_aux] = simt::to_bf16(x);
+        x = gpu_ops::gelu(x);
+      }
+      if (g.epilogue == GemmEpilogue::dgelu) x *= gpu_ops::gelu_grad(simt::to_float(g.aux[at_aux]));
+      const size_t at = size_t(j) * g.ldd + i;
+      if (g.D_bf16 != nullptr) g.D_bf16[at] = simt::to_bf16(x);
+      else g.D_fp32[at] = x;
+    }
+  }
+  if (g.epilogue == GemmEpilogue::bgradb) {
+    for (int j = 0; j < n; j++) {  // op(B)[r, j] is stored B[j, r] when trans_b, else B[r, j]
+      float sum = 0.f;
+      for (int r = 0; r < k; r++) sum += g.trans_b ? B[size_t(r) * g.ldb + j] : B[size_t(j) * g.ldb + r];
+      g.bias_grad[j] = sum;
+    }
+  }
+
+  LibraryCounts& c = library_["cublaslt_matmul_bf16"];
+  const uint64_t mn = uint64_t(m) * n;
+  c.calls += 1;
+  c.bytes_read += 2 * (uint64_t(m) * k + uint64_t(k) * n) + (g.accumulate ? 4 * mn : 0) +
+                  (gpu_ops::adds_bias(g.epilogue) ? 2 * uint64_t(m) : 0) +
+                  (g.epilogue == GemmEpilogue::dgelu ? 2 * mn : 0);
+  c.bytes_written += (g.D_bf16 ? 2 : 4) * mn + (gelu_aux ? 2 * mn : 0) +
+                     (g.epilogue == GemmEpilogue::bgradb ? 4 * uint64_t(n) : 0);
   c.flops += 2 * mn * uint64_t(k);
 }
 

@@ -1,7 +1,9 @@
 // The Launch of kernels/gpu_ops/ops.hpp that runs an op on the host: its kernels in the kernel
 // interpreter (kernels/simt/interpreter.hpp), its library calls at their contracts — sgemm as
-// cuBLAS defines it (column-major, fp32 in and out, fp32 accumulation: OpenBLAS here), the pair
-// sort as CUB's stable radix sort orders it. Memory is host memory. Counts what the GPU would
+// cuBLAS defines it (column-major, fp32 in and out, fp32 accumulation: OpenBLAS here), the bf16
+// GEMM as cuBLASLt defines it (bf16 operands widened to fp32 exactly, OpenBLAS sgemm, the
+// epilogue on the fp32 result, one rounding to bf16 where D is bf16), the pair sort as CUB's
+// stable radix sort orders it. Memory is host memory. Counts what the GPU would
 // launch: the interpreter's kernels, and the library calls with the bytes they must move at least.
 #pragma once
 
@@ -11,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/gpu_ops/gemm_bf16.hpp"
 #include "kernels/simt/interpreter.hpp"
 
 namespace eth::kernels::emulated {
@@ -33,6 +36,7 @@ class HostLaunch {
   void* scratch(size_t bytes);
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* A, int lda, const float* B,
             int ldb, float beta, float* C, int ldc);
+  void gemm_bf16(const gpu_ops::GemmBf16& g);
   void sort_pairs(const int32_t* keys_in, int32_t* keys_out, const int32_t* values_in, int32_t* values_out, int n);
   void read_back(void* host, const void* src, size_t bytes);
   // Zero on return; throws std::logic_error when the previous op left one of them non-zero.

@@ -14,16 +14,22 @@ constexpr float kGeluCubic = 0.044715f;
 constexpr float kGeluCubic3 = static_cast<float>(3 * 0.044715);
 constexpr int kElementwiseThreads = 256;
 
+// GPT-2's GELU and its derivative: the one expression of the GELU kernels, the bf16 matmuls'
+// dGELU kernel and HostLaunch's cuBLASLt epilogues (on the host SIMT_DEVICE is plain inline).
+SIMT_DEVICE float gelu(float x) { return 0.5f * x * (1.f + simt::tanhf_(kGeluScale * (x + kGeluCubic * x * x * x))); }
+SIMT_DEVICE float gelu_grad(float x) {
+  const float th = simt::tanhf_(kGeluScale * (x + kGeluCubic * x * x * x));
+  const float sech2 = 1.f - th * th;
+  return 0.5f * (1.f + th) + 0.5f * x * sech2 * kGeluScale * (1.f + kGeluCubic3 * x * x);
+}
+
 struct GeluForwardKernel {
   static constexpr const char* kName = "gelu_forward";
   Global<float> out;       // (n)
   Global<const float> inp;  // (n)
   size_t n;
   SIMT_DEVICE void operator()(Thread& t) const {
-    for (size_t i = global_index(t); i < n; i += grid_stride(t)) {
-      const float x = inp[i];
-      out[i] = 0.5f * x * (1.f + simt::tanhf_(kGeluScale * (x + kGeluCubic * x * x * x)));
-    }
+    for (size_t i = global_index(t); i < n; i += grid_stride(t)) out[i] = gelu(inp[i]);
   }
 };
 
@@ -34,13 +40,7 @@ struct GeluBackwardKernel {
   Global<const float> dout;  // (n)
   size_t n;
   SIMT_DEVICE void operator()(Thread& t) const {
-    for (size_t i = global_index(t); i < n; i += grid_stride(t)) {
-      const float x = inp[i];
-      const float th = simt::tanhf_(kGeluScale * (x + kGeluCubic * x * x * x));
-      const float sech2 = 1.f - th * th;
-      const float local = 0.5f * (1.f + th) + 0.5f * x * sech2 * kGeluScale * (1.f + kGeluCubic3 * x * x);
-      dinp[i] = local * dout[i];
-    }
+    for (size_t i = global_index(t); i < n; i += grid_stride(t)) dinp[i] = gelu_grad(inp[i]) * dout[i];
   }
 };
 
