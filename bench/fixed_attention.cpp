@@ -9,14 +9,18 @@ std::string FixedAttention::name() const {
          "-attention";
 }
 
-void FixedAttention::attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C, int NH) {
-  timed("attention_forward", [&] { kernels::cpu::attention_forward(path_, out, saved, qkv, B, T, C, NH); });
+void FixedAttention::attention_forward(Tensor out, float* saved, ConstTensor qkv, int B, int T, int C, int NH) {
+  timed("attention_forward",
+        [&] { kernels::cpu::attention_forward(path_, out.as_f32(), saved, qkv.as_f32(), B, T, C, NH); });
 }
 
-void FixedAttention::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
+void FixedAttention::attention_backward(Tensor dqkv, ConstTensor dout, ConstTensor qkv, ConstTensor out,
                                         const float* saved, int B, int T, int C, int NH) {
   timed("attention_backward",
-        [&] { kernels::cpu::attention_backward(path_, dqkv, dout, qkv, out, saved, B, T, C, NH); });
+        [&] {
+          kernels::cpu::attention_backward(path_, dqkv.as_f32(), dout.as_f32(), qkv.as_f32(), out.as_f32(), saved, B,
+                                           T, C, NH);
+        });
 }
 
 }  // namespace eth::bench

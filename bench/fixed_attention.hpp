@@ -15,8 +15,8 @@ class FixedAttention final : public TimingBackend {
 
   std::string name() const override;
   kernels::AttentionPath attention_path(int) const override { return path_; }
-  void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C, int NH) override;
-  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* saved,
+  void attention_forward(Tensor out, float* saved, ConstTensor qkv, int B, int T, int C, int NH) override;
+  void attention_backward(Tensor dqkv, ConstTensor dout, ConstTensor qkv, ConstTensor out, const float* saved,
                           int B, int T, int C, int NH) override;
 
  private:

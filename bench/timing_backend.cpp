@@ -27,50 +27,50 @@ void TimingBackend::copy(void* dst, const void* src, size_t bytes) {
 void TimingBackend::fill_zero(float* x, size_t n) {
   timed("fill_zero", [&] { inner_.fill_zero(x, n); });
 }
-void TimingBackend::encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+void TimingBackend::encoder_forward(Tensor out, const int32_t* tokens, ConstTensor wte, ConstTensor wpe,
                                     int B, int T, int C) {
   timed("encoder_forward", [&] { inner_.encoder_forward(out, tokens, wte, wpe, B, T, C); });
 }
-void TimingBackend::encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+void TimingBackend::encoder_backward(float* dwte, float* dwpe, ConstTensor dout, const int32_t* tokens,
                                      int B, int T, int C) {
   timed("encoder_backward", [&] { inner_.encoder_backward(dwte, dwpe, dout, tokens, B, T, C); });
 }
-void TimingBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                                      const float* weight, const float* bias, int N, int C) {
+void TimingBackend::layernorm_forward(Tensor out, float* mean, float* rstd, ConstTensor inp,
+                                      ConstTensor weight, ConstTensor bias, int N, int C) {
   timed("layernorm_forward", [&] { inner_.layernorm_forward(out, mean, rstd, inp, weight, bias, N, C); });
 }
-void TimingBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                       const float* inp, const float* weight, const float* mean,
+void TimingBackend::layernorm_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout,
+                                       ConstTensor inp, ConstTensor weight, const float* mean,
                                        const float* rstd, int N, int C) {
   timed("layernorm_backward",
         [&] { inner_.layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C); });
 }
-void TimingBackend::matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+void TimingBackend::matmul_forward(Tensor out, ConstTensor inp, ConstTensor weight, ConstTensor bias,
                                    int N, int C, int OC) {
   timed(matmul_key("matmul_forward", C, OC), [&] { inner_.matmul_forward(out, inp, weight, bias, N, C, OC); });
 }
-void TimingBackend::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                    const float* inp, const float* weight, int N, int C, int OC) {
+void TimingBackend::matmul_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout,
+                                    ConstTensor inp, ConstTensor weight, int N, int C, int OC) {
   timed(matmul_key("matmul_backward", C, OC),
         [&] { inner_.matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC); });
 }
-void TimingBackend::attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C, int NH) {
+void TimingBackend::attention_forward(Tensor out, float* saved, ConstTensor qkv, int B, int T, int C, int NH) {
   timed("attention_forward", [&] { inner_.attention_forward(out, saved, qkv, B, T, C, NH); });
 }
-void TimingBackend::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
+void TimingBackend::attention_backward(Tensor dqkv, ConstTensor dout, ConstTensor qkv, ConstTensor out,
                                        const float* saved, int B, int T, int C, int NH) {
   timed("attention_backward", [&] { inner_.attention_backward(dqkv, dout, qkv, out, saved, B, T, C, NH); });
 }
-void TimingBackend::gelu_forward(float* out, const float* inp, size_t n) {
+void TimingBackend::gelu_forward(Tensor out, ConstTensor inp, size_t n) {
   timed("gelu_forward", [&] { inner_.gelu_forward(out, inp, n); });
 }
-void TimingBackend::gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) {
+void TimingBackend::gelu_backward(Tensor dinp, ConstTensor inp, ConstTensor dout, size_t n) {
   timed("gelu_backward", [&] { inner_.gelu_backward(dinp, inp, dout, n); });
 }
-void TimingBackend::residual_forward(float* out, const float* a, const float* b, size_t n) {
+void TimingBackend::residual_forward(Tensor out, ConstTensor a, ConstTensor b, size_t n) {
   timed("residual_forward", [&] { inner_.residual_forward(out, a, b, n); });
 }
-void TimingBackend::crossentropy_forward_backward(float* sample_losses, float* logits, const int32_t* targets,
+void TimingBackend::crossentropy_forward_backward(float* sample_losses, Tensor logits, const int32_t* targets,
                                                   int B, int T, int V, int Vp, float dlogits_scale) {
   timed("crossentropy_forward_backward", [&] {
     inner_.crossentropy_forward_backward(sample_losses, logits, targets, B, T, V, Vp, dlogits_scale);

@@ -11,6 +11,9 @@
 
 namespace eth::bench {
 
+using kernels::ConstTensor;
+using kernels::Tensor;
+
 struct OpTotal {
   double ms = 0.0;
   long calls = 0;
@@ -35,26 +38,26 @@ class TimingBackend : public kernels::ForwardingBackend {
   void copy(void* dst, const void* src, size_t bytes) override;
   void fill_zero(float* x, size_t n) override;
 
-  void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
+  void encoder_forward(Tensor out, const int32_t* tokens, ConstTensor wte, ConstTensor wpe, int B,
                        int T, int C) override;
-  void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
+  void encoder_backward(float* dwte, float* dwpe, ConstTensor dout, const int32_t* tokens, int B,
                         int T, int C) override;
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                         const float* bias, int N, int C) override;
-  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                          const float* weight, const float* mean, const float* rstd, int N,
+  void layernorm_forward(Tensor out, float* mean, float* rstd, ConstTensor inp, ConstTensor weight,
+                         ConstTensor bias, int N, int C) override;
+  void layernorm_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
+                          ConstTensor weight, const float* mean, const float* rstd, int N,
                           int C) override;
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+  void matmul_forward(Tensor out, ConstTensor inp, ConstTensor weight, ConstTensor bias, int N, int C,
                       int OC) override;
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                       const float* weight, int N, int C, int OC) override;
-  void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C, int NH) override;
-  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* saved,
+  void matmul_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
+                       ConstTensor weight, int N, int C, int OC) override;
+  void attention_forward(Tensor out, float* saved, ConstTensor qkv, int B, int T, int C, int NH) override;
+  void attention_backward(Tensor dqkv, ConstTensor dout, ConstTensor qkv, ConstTensor out, const float* saved,
                           int B, int T, int C, int NH) override;
-  void gelu_forward(float* out, const float* inp, size_t n) override;
-  void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override;
-  void residual_forward(float* out, const float* a, const float* b, size_t n) override;
-  void crossentropy_forward_backward(float* sample_losses, float* logits, const int32_t* targets, int B,
+  void gelu_forward(Tensor out, ConstTensor inp, size_t n) override;
+  void gelu_backward(Tensor dinp, ConstTensor inp, ConstTensor dout, size_t n) override;
+  void residual_forward(Tensor out, ConstTensor a, ConstTensor b, size_t n) override;
+  void crossentropy_forward_backward(float* sample_losses, Tensor logits, const int32_t* targets, int B,
                                      int T, int V, int Vp, float dlogits_scale) override;
   void accumulate_sum(double* total, const float* x, size_t n) override;
   double sum_of_squares(const float* x, size_t n) override;

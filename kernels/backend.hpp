@@ -11,9 +11,11 @@
 // Conventions:
 //   - Every operation is enqueued on the compute stream (kernels/device.hpp: the execution
 //     model, memory and events); only sum_of_squares waits for its result.
-//   - All buffers are float32 (one double accumulator excepted) and live where the backend
-//     computes (host memory for the CPU). A bf16 job keeps them so: its bf16 values are fp32
-//     numbers that bf16 represents exactly (kernels/bf16_rounding_backend.hpp).
+//   - Buffers live where the backend computes (host memory for the CPU). Those of the precision
+//     path's element type are Tensor / ConstTensor (kernels/tensor.hpp): the activations, their
+//     gradients and the parameter copies the kernels read. The rest are float32 on every path:
+//     master parameters' gradients, layernorm's mean and rstd, attention's saved statistics,
+//     losses (and one double accumulator).
 //   - Parameter gradients ACCUMULATE (+=); they are zeroed once per optimizer step.
 //   - Activation gradients are OVERWRITTEN (=), except layernorm_backward's dinp, which
 //     accumulates so that the residual stream's gradient needs no separate add.
@@ -27,6 +29,7 @@
 #include "kernels/attention_path.hpp"
 #include "kernels/device.hpp"
 #include "kernels/precision.hpp"
+#include "kernels/tensor.hpp"
 
 namespace eth::kernels {
 
@@ -52,45 +55,45 @@ class Backend : public Device {
   virtual void round_to_bf16(float* out, const float* inp, size_t n) = 0;
 
   // ---- GPT-2 forward and backward --------------------------------------------------------
-  virtual void encoder_forward(float* out,           // (B, T, C)
+  virtual void encoder_forward(Tensor out,            // (B, T, C)
                                const int32_t* tokens,  // (B, T)
-                               const float* wte,     // (Vp, C)
-                               const float* wpe,     // (maxT, C)
+                               ConstTensor wte,       // (Vp, C)
+                               ConstTensor wpe,       // (maxT, C)
                                int B, int T, int C) = 0;
   // Either gradient may be null: it is then left out (the runtime adds a step's last word
   // embedding rows late, lib/runtime/late_embedding_rows.hpp).
   virtual void encoder_backward(float* dwte,            // (Vp, C) accumulated, or null
                                 float* dwpe,            // (maxT, C) accumulated, or null
-                                const float* dout,      // (B, T, C)
+                                ConstTensor dout,       // (B, T, C)
                                 const int32_t* tokens,  // (B, T)
                                 int B, int T, int C) = 0;
 
-  virtual void layernorm_forward(float* out,         // (N, C)
-                                 float* mean,        // (N)
-                                 float* rstd,        // (N)
-                                 const float* inp,   // (N, C)
-                                 const float* weight, const float* bias,  // (C)
+  virtual void layernorm_forward(Tensor out,          // (N, C)
+                                 float* mean,         // (N)
+                                 float* rstd,         // (N)
+                                 ConstTensor inp,     // (N, C)
+                                 ConstTensor weight, ConstTensor bias,  // (C)
                                  int N, int C) = 0;
-  virtual void layernorm_backward(float* dinp,         // (N, C) accumulated
+  virtual void layernorm_backward(Tensor dinp,         // (N, C) accumulated
                                   float* dweight, float* dbias,  // (C) accumulated
-                                  const float* dout,   // (N, C)
-                                  const float* inp,    // (N, C)
-                                  const float* weight, // (C)
+                                  ConstTensor dout,    // (N, C)
+                                  ConstTensor inp,     // (N, C)
+                                  ConstTensor weight,  // (C)
                                   const float* mean, const float* rstd,  // (N)
                                   int N, int C) = 0;
 
   // out = inp @ weight^T + bias
-  virtual void matmul_forward(float* out,           // (N, OC)
-                              const float* inp,     // (N, C)
-                              const float* weight,  // (OC, C)
-                              const float* bias,    // (OC) or nullptr
+  virtual void matmul_forward(Tensor out,          // (N, OC)
+                              ConstTensor inp,     // (N, C)
+                              ConstTensor weight,  // (OC, C)
+                              ConstTensor bias,    // (OC) or nullptr
                               int N, int C, int OC) = 0;
-  virtual void matmul_backward(float* dinp,          // (N, C) overwritten
+  virtual void matmul_backward(Tensor dinp,          // (N, C) overwritten
                                float* dweight,       // (OC, C) accumulated
                                float* dbias,         // (OC) accumulated, or nullptr
-                               const float* dout,    // (N, OC)
-                               const float* inp,     // (N, C)
-                               const float* weight,  // (OC, C)
+                               ConstTensor dout,     // (N, OC)
+                               ConstTensor inp,      // (N, C)
+                               ConstTensor weight,   // (OC, C)
                                int N, int C, int OC) = 0;
 
   // Causal self-attention; qkv holds q, k, v side by side per token. What forward keeps for
@@ -104,14 +107,14 @@ class Backend : public Device {
     return kernels::attention_saved_floats(attention_path(T), static_cast<size_t>(B), static_cast<size_t>(NH),
                                            static_cast<size_t>(T));
   }
-  virtual void attention_forward(float* out,        // (B, T, C)
+  virtual void attention_forward(Tensor out,        // (B, T, C)
                                  float* saved,      // attention_saved_floats(B, NH, T)
-                                 const float* qkv,  // (B, T, 3C)
+                                 ConstTensor qkv,   // (B, T, 3C)
                                  int B, int T, int C, int NH) = 0;
-  virtual void attention_backward(float* dqkv,        // (B, T, 3C) overwritten
-                                  const float* dout,  // (B, T, C)
-                                  const float* qkv,   // (B, T, 3C)
-                                  const float* out,   // (B, T, C) forward's
+  virtual void attention_backward(Tensor dqkv,        // (B, T, 3C) overwritten
+                                  ConstTensor dout,   // (B, T, C)
+                                  ConstTensor qkv,    // (B, T, 3C)
+                                  ConstTensor out,    // (B, T, C) forward's
                                   const float* saved, // forward's
                                   int B, int T, int C, int NH) = 0;
 
@@ -121,24 +124,24 @@ class Backend : public Device {
   // position T0 + i) attends causally to cached positions [0, T0 + i]. The caches hold positions
   // [0, T0) from earlier calls; T0 + Tn <= Tmax. Keeps nothing for backward (inference only).
   // With T0 = 0 and Tn = T it computes what attention_forward does.
-  virtual void attention_decode(float* out,            // (B, Tn, C)
-                                float* k_cache,        // (B, NH, Tmax, hs), hs = C / NH
-                                float* v_cache,        // (B, NH, Tmax, hs)
-                                const float* qkv_new,  // (B, Tn, 3C)
+  virtual void attention_decode(Tensor out,            // (B, Tn, C)
+                                Tensor k_cache,        // (B, NH, Tmax, hs), hs = C / NH
+                                Tensor v_cache,        // (B, NH, Tmax, hs)
+                                ConstTensor qkv_new,   // (B, Tn, 3C)
                                 int B, int Tn, int T0, int Tmax, int C, int NH) = 0;
 
   // GELU, tanh approximation (GPT-2's).
-  virtual void gelu_forward(float* out, const float* inp, size_t n) = 0;  // (n)
-  virtual void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) = 0;
+  virtual void gelu_forward(Tensor out, ConstTensor inp, size_t n) = 0;  // (n)
+  virtual void gelu_backward(Tensor dinp, ConstTensor inp, ConstTensor dout, size_t n) = 0;
 
-  virtual void residual_forward(float* out, const float* a, const float* b, size_t n) = 0;
+  virtual void residual_forward(Tensor out, ConstTensor a, ConstTensor b, size_t n) = 0;
 
   // Fused softmax + cross-entropy over the first V of Vp logits. Writes each sample's loss,
   // the mean over its T tokens. When dlogits_scale != 0 it then overwrites logits with
   // dlogits = dlogits_scale * (softmax - onehot(target)) / T (zero in the padded columns);
   // with 0 the logits are left untouched (evaluation). Probabilities are never stored.
   virtual void crossentropy_forward_backward(float* sample_losses,    // (B)
-                                             float* logits,           // (B, T, Vp)
+                                             Tensor logits,           // (B, T, Vp)
                                              const int32_t* targets,  // (B, T)
                                              int B, int T, int V, int Vp,
                                              float dlogits_scale) = 0;

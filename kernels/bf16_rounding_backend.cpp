@@ -26,7 +26,7 @@ class Bf16RoundingBackend final : public ForwardingBackend {
            ": fp32 compute, rounded to bf16 at the storage points)";
   }
 
-  void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+  void encoder_forward(Tensor out, const int32_t* tokens, ConstTensor wte, ConstTensor wpe, int B, int T,
                        int C) override {
     // out = bf16(wte)[token] + bf16(wpe)[t], in fp32 as the kernel adds them, then rounded. The
     // call does not say how many rows wte has, and which it reads is known on the device only:
@@ -35,68 +35,70 @@ class Bf16RoundingBackend final : public ForwardingBackend {
     float* zeros = scratch(1, rows(T, C));
     inner_.fill_zero(zeros, rows(T, C));
     inner_.encoder_forward(out, tokens, wte, zeros, B, T, C);
-    round(out, rows(B * T, C));
-    const float* positions = param(0, wpe, rows(T, C));
+    round(out.as_f32(), rows(B * T, C));
+    const float* positions = param(0, wpe.as_f32(), rows(T, C));
     for (int b = 0; b < B; b++) {
-      float* sample = out + rows(b * T, C);
+      float* sample = out.as_f32() + rows(b * T, C);
       inner_.residual_forward(sample, sample, positions, rows(T, C));
     }
-    round(out, rows(B * T, C));
+    round(out.as_f32(), rows(B * T, C));
   }
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                         const float* bias, int N, int C) override {
-    inner_.layernorm_forward(out, mean, rstd, inp, param(0, weight, size_t(C)), param(1, bias, size_t(C)), N, C);
-    round(out, rows(N, C));
+  void layernorm_forward(Tensor out, float* mean, float* rstd, ConstTensor inp, ConstTensor weight,
+                         ConstTensor bias, int N, int C) override {
+    inner_.layernorm_forward(out, mean, rstd, inp, param(0, weight.as_f32(), size_t(C)), param(1, bias.as_f32(),
+                             size_t(C)), N, C);
+    round(out.as_f32(), rows(N, C));
   }
-  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                          const float* weight, const float* mean, const float* rstd, int N, int C) override {
-    inner_.layernorm_backward(dinp, dweight, dbias, dout, inp, param(0, weight, size_t(C)), mean, rstd, N, C);
-    round(dinp, rows(N, C));  // the residual stream's gradient: bf16 read, fp32 added, bf16 stored
+  void layernorm_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
+                          ConstTensor weight, const float* mean, const float* rstd, int N, int C) override {
+    inner_.layernorm_backward(dinp, dweight, dbias, dout, inp, param(0, weight.as_f32(), size_t(C)), mean, rstd, N, C);
+    round(dinp.as_f32(), rows(N, C));  // the residual stream's gradient: bf16 read, fp32 added, bf16 stored
   }
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+  void matmul_forward(Tensor out, ConstTensor inp, ConstTensor weight, ConstTensor bias, int N, int C,
                       int OC) override {
-    inner_.matmul_forward(out, inp, param(0, weight, rows(OC, C)), param(1, bias, size_t(OC)), N, C, OC);
-    round(out, rows(N, OC));
+    inner_.matmul_forward(out, inp, param(0, weight.as_f32(), rows(OC, C)), param(1, bias.as_f32(), size_t(OC)), N, C,
+                          OC);
+    round(out.as_f32(), rows(N, OC));
   }
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                       const float* weight, int N, int C, int OC) override {
-    inner_.matmul_backward(dinp, dweight, dbias, dout, inp, param(0, weight, rows(OC, C)), N, C, OC);
-    round(dinp, rows(N, C));
+  void matmul_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
+                       ConstTensor weight, int N, int C, int OC) override {
+    inner_.matmul_backward(dinp, dweight, dbias, dout, inp, param(0, weight.as_f32(), rows(OC, C)), N, C, OC);
+    round(dinp.as_f32(), rows(N, C));
   }
-  void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C, int NH) override {
+  void attention_forward(Tensor out, float* saved, ConstTensor qkv, int B, int T, int C, int NH) override {
     // saved stays fp32: lse is a softmax statistic, and the materialised path's probabilities
     // are what the blocked backward recomputes in fp32 from the bf16 q and k.
     inner_.attention_forward(out, saved, qkv, B, T, C, NH);
-    round(out, rows(B * T, C));
+    round(out.as_f32(), rows(B * T, C));
   }
-  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* saved,
+  void attention_backward(Tensor dqkv, ConstTensor dout, ConstTensor qkv, ConstTensor out, const float* saved,
                           int B, int T, int C, int NH) override {
     inner_.attention_backward(dqkv, dout, qkv, out, saved, B, T, C, NH);
-    round(dqkv, rows(B * T, 3 * C));
+    round(dqkv.as_f32(), rows(B * T, 3 * C));
   }
-  void attention_decode(float* out, float* k_cache, float* v_cache, const float* qkv_new, int B, int Tn, int T0,
+  void attention_decode(Tensor out, Tensor k_cache, Tensor v_cache, ConstTensor qkv_new, int B, int Tn, int T0,
                         int Tmax, int C, int NH) override {
     // The caches take copies of qkv's bf16 keys and values: they hold bf16 values unrounded.
     inner_.attention_decode(out, k_cache, v_cache, qkv_new, B, Tn, T0, Tmax, C, NH);
-    round(out, rows(B * Tn, C));
+    round(out.as_f32(), rows(B * Tn, C));
   }
-  void gelu_forward(float* out, const float* inp, size_t n) override {
+  void gelu_forward(Tensor out, ConstTensor inp, size_t n) override {
     inner_.gelu_forward(out, inp, n);
-    round(out, n);
+    round(out.as_f32(), n);
   }
-  void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {
+  void gelu_backward(Tensor dinp, ConstTensor inp, ConstTensor dout, size_t n) override {
     inner_.gelu_backward(dinp, inp, dout, n);
-    round(dinp, n);
+    round(dinp.as_f32(), n);
   }
-  void residual_forward(float* out, const float* a, const float* b, size_t n) override {
+  void residual_forward(Tensor out, ConstTensor a, ConstTensor b, size_t n) override {
     inner_.residual_forward(out, a, b, n);
-    round(out, n);
+    round(out.as_f32(), n);
   }
-  void crossentropy_forward_backward(float* sample_losses, float* logits, const int32_t* targets, int B, int T,
+  void crossentropy_forward_backward(float* sample_losses, Tensor logits, const int32_t* targets, int B, int T,
                                      int V, int Vp, float dlogits_scale) override {
     // The loss is fp32 from the bf16 logits; the dlogits that overwrite them are stored bf16.
     inner_.crossentropy_forward_backward(sample_losses, logits, targets, B, T, V, Vp, dlogits_scale);
-    if (dlogits_scale != 0) round(logits, rows(B * T, Vp));
+    if (dlogits_scale != 0) round(logits.as_f32(), rows(B * T, Vp));
   }
 
  private:

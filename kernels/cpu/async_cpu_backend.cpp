@@ -105,54 +105,55 @@ class AsyncCpuBackend final : public Backend {
   }
 
   // ---- GPT-2 forward and backward --------------------------------------------------------
-  void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+  void encoder_forward(Tensor out, const int32_t* tokens, ConstTensor wte, ConstTensor wpe, int B, int T,
                        int C) override {
     enqueue([=, this] { cpu_->encoder_forward(out, tokens, wte, wpe, B, T, C); });
   }
-  void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T,
+  void encoder_backward(float* dwte, float* dwpe, ConstTensor dout, const int32_t* tokens, int B, int T,
                         int C) override {
     enqueue([=, this] { cpu_->encoder_backward(dwte, dwpe, dout, tokens, B, T, C); });
   }
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                         const float* bias, int N, int C) override {
+  void layernorm_forward(Tensor out, float* mean, float* rstd, ConstTensor inp, ConstTensor weight,
+                         ConstTensor bias, int N, int C) override {
     enqueue([=, this] { cpu_->layernorm_forward(out, mean, rstd, inp, weight, bias, N, C); });
   }
-  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                          const float* weight, const float* mean, const float* rstd, int N, int C) override {
+  void layernorm_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
+                          ConstTensor weight, const float* mean, const float* rstd, int N, int C) override {
     enqueue([=, this] { cpu_->layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C); });
   }
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+  void matmul_forward(Tensor out, ConstTensor inp, ConstTensor weight, ConstTensor bias, int N, int C,
                       int OC) override {
     enqueue([=, this] { cpu_->matmul_forward(out, inp, weight, bias, N, C, OC); });
   }
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                       const float* weight, int N, int C, int OC) override {
+  void matmul_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
+                       ConstTensor weight, int N, int C, int OC) override {
     enqueue([=, this] { cpu_->matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC); });
   }
   AttentionPath attention_path(int T) const override { return cpu_->attention_path(T); }
-  void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C, int NH) override {
+  void attention_forward(Tensor out, float* saved, ConstTensor qkv, int B, int T, int C, int NH) override {
     enqueue([=, this] { cpu_->attention_forward(out, saved, qkv, B, T, C, NH); });
   }
-  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* saved,
+  void attention_backward(Tensor dqkv, ConstTensor dout, ConstTensor qkv, ConstTensor out, const float* saved,
                           int B, int T, int C, int NH) override {
     enqueue([=, this] { cpu_->attention_backward(dqkv, dout, qkv, out, saved, B, T, C, NH); });
   }
-  void attention_decode(float* out, float* k_cache, float* v_cache, const float* qkv_new, int B, int Tn, int T0,
+  void attention_decode(Tensor out, Tensor k_cache, Tensor v_cache, ConstTensor qkv_new, int B, int Tn, int T0,
                         int Tmax, int C, int NH) override {
     enqueue([=, this] { cpu_->attention_decode(out, k_cache, v_cache, qkv_new, B, Tn, T0, Tmax, C, NH); });
   }
-  void gelu_forward(float* out, const float* inp, size_t n) override {
+  void gelu_forward(Tensor out, ConstTensor inp, size_t n) override {
     enqueue([=, this] { cpu_->gelu_forward(out, inp, n); });
   }
-  void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {
+  void gelu_backward(Tensor dinp, ConstTensor inp, ConstTensor dout, size_t n) override {
     enqueue([=, this] { cpu_->gelu_backward(dinp, inp, dout, n); });
   }
-  void residual_forward(float* out, const float* a, const float* b, size_t n) override {
+  void residual_forward(Tensor out, ConstTensor a, ConstTensor b, size_t n) override {
     enqueue([=, this] { cpu_->residual_forward(out, a, b, n); });
   }
-  void crossentropy_forward_backward(float* sample_losses, float* logits, const int32_t* targets, int B, int T,
+  void crossentropy_forward_backward(float* sample_losses, Tensor logits, const int32_t* targets, int B, int T,
                                      int V, int Vp, float dlogits_scale) override {
-    enqueue([=, this] { cpu_->crossentropy_forward_backward(sample_losses, logits, targets, B, T, V, Vp, dlogits_scale); });
+    enqueue([=, this] { cpu_->crossentropy_forward_backward(sample_losses, logits, targets, B, T, V, Vp,
+            dlogits_scale); });
   }
   void accumulate_sum(double* total, const float* x, size_t n) override {
     enqueue([=, this] { cpu_->accumulate_sum(total, x, n); });

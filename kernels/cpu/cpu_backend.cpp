@@ -90,7 +90,8 @@ class CpuBackend final : public Backend {
   }
   bool event_done(void*) override { return true; }
   void wait_event(void*) override {}
-  double elapsed_ms(void* start, void* end) override { return *static_cast<double*>(end) - *static_cast<double*>(start); }
+  double elapsed_ms(void* start,
+                    void* end) override { return *static_cast<double*>(end) - *static_cast<double*>(start); }
   void stall(double ms) override { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); }
   void enqueue_host_function(std::function<void()> fn) override { fn(); }
 
@@ -98,54 +99,57 @@ class CpuBackend final : public Backend {
   std::string precision_path() const override { return "fp32"; }
   void round_to_bf16(float* out, const float* inp, size_t n) override { cpu::round_to_bf16(out, inp, n); }
 
-  void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+  void encoder_forward(Tensor out, const int32_t* tokens, ConstTensor wte, ConstTensor wpe,
                        int B, int T, int C) override {
-    cpu::encoder_forward(out, tokens, wte, wpe, B, T, C);
+    cpu::encoder_forward(out.as_f32(), tokens, wte.as_f32(), wpe.as_f32(), B, T, C);
   }
-  void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+  void encoder_backward(float* dwte, float* dwpe, ConstTensor dout, const int32_t* tokens,
                         int B, int T, int C) override {
-    cpu::encoder_backward(dwte, dwpe, dout, tokens, B, T, C);
+    cpu::encoder_backward(dwte, dwpe, dout.as_f32(), tokens, B, T, C);
   }
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                         const float* weight, const float* bias, int N, int C) override {
-    cpu::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+  void layernorm_forward(Tensor out, float* mean, float* rstd, ConstTensor inp,
+                         ConstTensor weight, ConstTensor bias, int N, int C) override {
+    cpu::layernorm_forward(out.as_f32(), mean, rstd, inp.as_f32(), weight.as_f32(), bias.as_f32(), N, C);
   }
-  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                          const float* inp, const float* weight, const float* mean,
+  void layernorm_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout,
+                          ConstTensor inp, ConstTensor weight, const float* mean,
                           const float* rstd, int N, int C) override {
-    cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+    cpu::layernorm_backward(dinp.as_f32(), dweight, dbias, dout.as_f32(), inp.as_f32(), weight.as_f32(), mean, rstd,
+                            N, C);
   }
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+  void matmul_forward(Tensor out, ConstTensor inp, ConstTensor weight, ConstTensor bias,
                       int N, int C, int OC) override {
-    cpu::matmul_forward(out, inp, weight, bias, N, C, OC);
+    cpu::matmul_forward(out.as_f32(), inp.as_f32(), weight.as_f32(), bias.as_f32(), N, C, OC);
   }
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                       const float* inp, const float* weight, int N, int C, int OC) override {
-    cpu::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+  void matmul_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout,
+                       ConstTensor inp, ConstTensor weight, int N, int C, int OC) override {
+    cpu::matmul_backward(dinp.as_f32(), dweight, dbias, dout.as_f32(), inp.as_f32(), weight.as_f32(), N, C, OC);
   }
   AttentionPath attention_path(int T) const override { return cpu_attention_path(T); }
-  void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
+  void attention_forward(Tensor out, float* saved, ConstTensor qkv, int B, int T, int C,
                          int NH) override {
-    cpu::attention_forward(attention_path(T), out, saved, qkv, B, T, C, NH);
+    cpu::attention_forward(attention_path(T), out.as_f32(), saved, qkv.as_f32(), B, T, C, NH);
   }
-  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
+  void attention_backward(Tensor dqkv, ConstTensor dout, ConstTensor qkv, ConstTensor out,
                           const float* saved, int B, int T, int C, int NH) override {
-    cpu::attention_backward(attention_path(T), dqkv, dout, qkv, out, saved, B, T, C, NH);
+    cpu::attention_backward(attention_path(T), dqkv.as_f32(), dout.as_f32(), qkv.as_f32(), out.as_f32(), saved, B, T,
+                            C, NH);
   }
-  void attention_decode(float* out, float* k_cache, float* v_cache, const float* qkv_new, int B, int Tn, int T0,
+  void attention_decode(Tensor out, Tensor k_cache, Tensor v_cache, ConstTensor qkv_new, int B, int Tn, int T0,
                         int Tmax, int C, int NH) override {
-    cpu::attention_decode(out, k_cache, v_cache, qkv_new, B, Tn, T0, Tmax, C, NH);
+    cpu::attention_decode(out.as_f32(), k_cache.as_f32(), v_cache.as_f32(), qkv_new.as_f32(), B, Tn, T0, Tmax, C, NH);
   }
-  void gelu_forward(float* out, const float* inp, size_t n) override { cpu::gelu_forward(out, inp, n); }
-  void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {
-    cpu::gelu_backward(dinp, inp, dout, n);
+  void gelu_forward(Tensor out, ConstTensor inp, size_t n) override { cpu::gelu_forward(out.as_f32(), inp.as_f32(),
+                    n); }
+  void gelu_backward(Tensor dinp, ConstTensor inp, ConstTensor dout, size_t n) override {
+    cpu::gelu_backward(dinp.as_f32(), inp.as_f32(), dout.as_f32(), n);
   }
-  void residual_forward(float* out, const float* a, const float* b, size_t n) override {
-    cpu::residual_forward(out, a, b, n);
+  void residual_forward(Tensor out, ConstTensor a, ConstTensor b, size_t n) override {
+    cpu::residual_forward(out.as_f32(), a.as_f32(), b.as_f32(), n);
   }
-  void crossentropy_forward_backward(float* sample_losses, float* logits, const int32_t* targets,
+  void crossentropy_forward_backward(float* sample_losses, Tensor logits, const int32_t* targets,
                                      int B, int T, int V, int Vp, float dlogits_scale) override {
-    cpu::crossentropy_forward_backward(sample_losses, logits, targets, B, T, V, Vp, dlogits_scale);
+    cpu::crossentropy_forward_backward(sample_losses, logits.as_f32(), targets, B, T, V, Vp, dlogits_scale);
   }
   void accumulate_sum(double* total, const float* x, size_t n) override {
     double sum = 0.0;

@@ -22,53 +22,58 @@ class GpuOpsBackend : public Base {
   void round_to_bf16(float* out, const float* inp, size_t n) override {
     gpu_ops::round_to_bf16(launch(), out, inp, n);
   }
-  void encoder_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+  void encoder_forward(Tensor out, const int32_t* tokens, ConstTensor wte, ConstTensor wpe, int B, int T,
                        int C) override {
-    gpu_ops::encoder_forward(launch(), out, tokens, wte, wpe, B, T, C);
+    gpu_ops::encoder_forward(launch(), out.as_f32(), tokens, wte.as_f32(), wpe.as_f32(), B, T, C);
   }
-  void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T,
+  void encoder_backward(float* dwte, float* dwpe, ConstTensor dout, const int32_t* tokens, int B, int T,
                         int C) override {
-    gpu_ops::encoder_backward(launch(), dwte, dwpe, dout, tokens, B, T, C);
+    gpu_ops::encoder_backward(launch(), dwte, dwpe, dout.as_f32(), tokens, B, T, C);
   }
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                         const float* bias, int N, int C) override {
-    gpu_ops::layernorm_forward(launch(), out, mean, rstd, inp, weight, bias, N, C);
+  void layernorm_forward(Tensor out, float* mean, float* rstd, ConstTensor inp, ConstTensor weight,
+                         ConstTensor bias, int N, int C) override {
+    gpu_ops::layernorm_forward(launch(), out.as_f32(), mean, rstd, inp.as_f32(), weight.as_f32(), bias.as_f32(), N, C);
   }
-  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                          const float* weight, const float* mean, const float* rstd, int N, int C) override {
-    gpu_ops::layernorm_backward(launch(), dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  void layernorm_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
+                          ConstTensor weight, const float* mean, const float* rstd, int N, int C) override {
+    gpu_ops::layernorm_backward(launch(), dinp.as_f32(), dweight, dbias, dout.as_f32(), inp.as_f32(), weight.as_f32(),
+                                mean, rstd, N, C);
   }
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+  void matmul_forward(Tensor out, ConstTensor inp, ConstTensor weight, ConstTensor bias, int N, int C,
                       int OC) override {
-    gpu_ops::matmul_forward(launch(), out, inp, weight, bias, N, C, OC);
+    gpu_ops::matmul_forward(launch(), out.as_f32(), inp.as_f32(), weight.as_f32(), bias.as_f32(), N, C, OC);
   }
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                       const float* weight, int N, int C, int OC) override {
-    gpu_ops::matmul_backward(launch(), dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+  void matmul_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
+                       ConstTensor weight, int N, int C, int OC) override {
+    gpu_ops::matmul_backward(launch(), dinp.as_f32(), dweight, dbias, dout.as_f32(), inp.as_f32(), weight.as_f32(), N,
+                             C, OC);
   }
   // The blocked kernel at every T: on a GPU the materialised one would only cost memory.
   AttentionPath attention_path(int) const override { return AttentionPath::blocked; }
-  void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH) override {
-    gpu_ops::attention_forward(launch(), out, lse, qkv, B, T, C, NH);
+  void attention_forward(Tensor out, float* lse, ConstTensor qkv, int B, int T, int C, int NH) override {
+    gpu_ops::attention_forward(launch(), out.as_f32(), lse, qkv.as_f32(), B, T, C, NH);
   }
-  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse,
+  void attention_backward(Tensor dqkv, ConstTensor dout, ConstTensor qkv, ConstTensor out, const float* lse,
                           int B, int T, int C, int NH) override {
-    gpu_ops::attention_backward(launch(), dqkv, dout, qkv, out, lse, B, T, C, NH);
+    gpu_ops::attention_backward(launch(), dqkv.as_f32(), dout.as_f32(), qkv.as_f32(), out.as_f32(), lse, B, T, C, NH);
   }
-  void attention_decode(float* out, float* k_cache, float* v_cache, const float* qkv_new, int B, int Tn, int T0,
+  void attention_decode(Tensor out, Tensor k_cache, Tensor v_cache, ConstTensor qkv_new, int B, int Tn, int T0,
                         int Tmax, int C, int NH) override {
-    gpu_ops::attention_decode(launch(), out, k_cache, v_cache, qkv_new, B, Tn, T0, Tmax, C, NH);
+    gpu_ops::attention_decode(launch(), out.as_f32(), k_cache.as_f32(), v_cache.as_f32(), qkv_new.as_f32(), B, Tn, T0,
+                              Tmax, C, NH);
   }
-  void gelu_forward(float* out, const float* inp, size_t n) override { gpu_ops::gelu_forward(launch(), out, inp, n); }
-  void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {
-    gpu_ops::gelu_backward(launch(), dinp, inp, dout, n);
+  void gelu_forward(Tensor out, ConstTensor inp, size_t n) override { gpu_ops::gelu_forward(launch(), out.as_f32(),
+                    inp.as_f32(), n); }
+  void gelu_backward(Tensor dinp, ConstTensor inp, ConstTensor dout, size_t n) override {
+    gpu_ops::gelu_backward(launch(), dinp.as_f32(), inp.as_f32(), dout.as_f32(), n);
   }
-  void residual_forward(float* out, const float* a, const float* b, size_t n) override {
-    gpu_ops::residual_forward(launch(), out, a, b, n);
+  void residual_forward(Tensor out, ConstTensor a, ConstTensor b, size_t n) override {
+    gpu_ops::residual_forward(launch(), out.as_f32(), a.as_f32(), b.as_f32(), n);
   }
-  void crossentropy_forward_backward(float* sample_losses, float* logits, const int32_t* targets, int B, int T,
+  void crossentropy_forward_backward(float* sample_losses, Tensor logits, const int32_t* targets, int B, int T,
                                      int V, int Vp, float dlogits_scale) override {
-    gpu_ops::crossentropy_forward_backward(launch(), sample_losses, logits, targets, B, T, V, Vp, dlogits_scale);
+    gpu_ops::crossentropy_forward_backward(launch(), sample_losses, logits.as_f32(), targets, B, T, V, Vp,
+                                           dlogits_scale);
   }
   void accumulate_sum(double* total, const float* x, size_t n) override {
     gpu_ops::accumulate_sum(launch(), total, x, n);

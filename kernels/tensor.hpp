@@ -1,0 +1,74 @@
+// A buffer of the kernel interface whose element type is the precision path's: fp32 on the fp32
+// and tf32 paths, bf16 on the bf16 path (docs/design.md, "Precision") — the activations kept for
+// backward and sent between stages, their gradients, and the parameter copies the kernels read.
+// It is an address and that element type; shapes stay in comments, as everywhere else.
+//
+//   Tensor       written (or read and written)
+//   ConstTensor  read only
+//
+// Both convert implicitly from a plain pointer of either element type (and from null), so that a
+// caller on the fp32 path passes its float* as before; a backend takes the type it computes on
+// (as_f32, as_bf16: asserting that the buffer is of that type).
+#pragma once
+
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/bf16.hpp"
+
+namespace eth::kernels {
+
+enum class ElementType : uint8_t { f32, bf16 };
+
+constexpr size_t element_bytes(ElementType type) { return type == ElementType::bf16 ? 2 : 4; }
+constexpr const char* element_type_name(ElementType type) { return type == ElementType::bf16 ? "bf16" : "fp32"; }
+
+class Tensor {
+ public:
+  Tensor(std::nullptr_t = nullptr) {}
+  Tensor(float* p) : data_(p), type_(ElementType::f32) {}
+  Tensor(bf16* p) : data_(p), type_(ElementType::bf16) {}
+
+  ElementType type() const { return type_; }
+  void* data() const { return data_; }
+  explicit operator bool() const { return data_ != nullptr; }
+  float* as_f32() const {
+    assert(data_ == nullptr || type_ == ElementType::f32);
+    return static_cast<float*>(data_);
+  }
+  bf16* as_bf16() const {
+    assert(data_ == nullptr || type_ == ElementType::bf16);
+    return static_cast<bf16*>(data_);
+  }
+
+ private:
+  void* data_ = nullptr;
+  ElementType type_ = ElementType::f32;
+};
+
+class ConstTensor {
+ public:
+  ConstTensor(std::nullptr_t = nullptr) {}
+  ConstTensor(const float* p) : data_(p), type_(ElementType::f32) {}
+  ConstTensor(const bf16* p) : data_(p), type_(ElementType::bf16) {}
+  ConstTensor(Tensor t) : data_(t.data()), type_(t.type()) {}
+
+  ElementType type() const { return type_; }
+  const void* data() const { return data_; }
+  explicit operator bool() const { return data_ != nullptr; }
+  const float* as_f32() const {
+    assert(data_ == nullptr || type_ == ElementType::f32);
+    return static_cast<const float*>(data_);
+  }
+  const bf16* as_bf16() const {
+    assert(data_ == nullptr || type_ == ElementType::bf16);
+    return static_cast<const bf16*>(data_);
+  }
+
+ private:
+  const void* data_ = nullptr;
+  ElementType type_ = ElementType::f32;
+};
+
+}  // namespace eth::kernels
