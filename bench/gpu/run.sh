@@ -8,7 +8,9 @@
 # Parts, each under its own timeout; the script exits non-zero when any part fails:
 #   1. kernel checks: every op and a whole stage step of the CUDA backend against the CPU twin;
 #      the kernel interpreter against the hardware: each emulated warp instruction (shuffles,
-#      votes, mma.m16n8k16, ldmatrix, cp.async) bit for bit, and the launches of a stage step
+#      votes, mma.m16n8k16, ldmatrix, cp.async) bit for bit, and the launches of a stage step;
+#      the bf16 kernels (flash attention, cuBLASLt GEMMs with epilogues, fused layernorms,
+#      classifier, AdamW) against the interpreter, output by output (tests/gpu/bf16_kernel_check.cpp)
 #   2. the float64 PyTorch oracle on the CUDA backend (3 clipped AdamW steps of tiny)
 #   3. equivalence against one rank of a 2-rank (two stages) and a 4-rank (split stage beside a
 #      one-rank pipeline) plan, every rank on the one GPU: the MPI path through pinned buffers
@@ -73,6 +75,8 @@ if [ "$backend" = cuda ]; then
   part "kernel checks: CUDA backend against the CPU twin" 180 "$ETH_BUILD/tests/gpu/gpu_checks"
   part "the kernel interpreter against the GPU: instructions bit for bit, launch counts" 120 \
     "$ETH_BUILD/tests/gpu/simt_hardware_check"
+  part "the bf16 kernels on the GPU against the interpreter (flash attention, cuBLASLt, fused)" 150 \
+    "$ETH_BUILD/tests/gpu/bf16_kernel_check"
 fi
 part "float64 PyTorch oracle on the $backend backend" 150 env ETH_BACKEND="$backend" \
   sh tests/oracle/run_oracle.sh "$ETH_BUILD/tests/oracle/oracle_dump" inputs/models/tiny.yaml "$tmp/oracle"
