@@ -30,9 +30,7 @@ class GpuMemory {
     CUDA_CHECK(cudaDeviceSynchronize());
     std::vector<T> host(n);
     CUDA_CHECK(cudaMemcpy(host.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
-    std::vector<double> v(n);
-    for (size_t i = 0; i < n; i++) v[i] = widen(host[i]);
-    return v;
+    return widened(host.data(), n);
   }
 
  private:
@@ -43,8 +41,6 @@ class GpuMemory {
     buffers_.push_back(p);
     return static_cast<T*>(p);
   }
-  static double widen(kernels::bf16 x) { return kernels::simt::to_float(x); }
-  static double widen(float x) { return x; }
   std::vector<void*> buffers_;
 };
 

@@ -30,9 +30,7 @@ class HostMemory {
   }
   template <typename T>
   std::vector<double> get(const T* p, size_t n) const {
-    std::vector<double> v(n);
-    for (size_t i = 0; i < n; i++) v[i] = widen(p[i]);
-    return v;
+    return widened(p, n);
   }
 
  private:
@@ -42,8 +40,6 @@ class HostMemory {
     buffers_.emplace_back(static_cast<std::byte*>(std::aligned_alloc(256, (n * sizeof(T) + 255) / 256 * 256)));
     return reinterpret_cast<T*>(buffers_.back().get());
   }
-  static double widen(kernels::bf16 x) { return kernels::simt::to_float(x); }
-  static double widen(float x) { return x; }
   struct Free {
     void operator()(std::byte* p) const { std::free(p); }
   };

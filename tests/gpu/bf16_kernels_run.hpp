@@ -34,6 +34,16 @@ inline std::vector<bf16> bf16s(size_t n, uint64_t stream, float scale, float off
   return v;
 }
 
+inline double widen(bf16 x) { return kernels::simt::to_float(x); }
+inline double widen(float x) { return x; }
+// n values in host memory, widened to double.
+template <typename T>
+std::vector<double> widened(const T* host, size_t n) {
+  std::vector<double> v(n);
+  for (size_t i = 0; i < n; i++) v[i] = widen(host[i]);
+  return v;
+}
+
 template <class Launch, class Memory>
 std::vector<Output> run_cases(Launch& launch, Memory& mem) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
