@@ -62,6 +62,18 @@ struct ColumnPartialsKernel {
   }
 };
 
+// Column c of (chunks, C) partials summed over the chunks in chunk order: the one order every
+// deterministic column sum here finishes in (ColumnFinishKernel, layernorm_bf16's last block).
+SIMT_DEVICE Float2 sum_of_partials(Global<const Float2> partials, int chunks, int C, int c) {
+  Float2 sum{0.f, 0.f};
+  for (int k = 0; k < chunks; k++) {
+    const Float2 p = partials[static_cast<size_t>(k) * C + c];
+    sum.x += p.x;
+    sum.y += p.y;
+  }
+  return sum;
+}
+
 // dst_x[c] += the sum of the partials' x over the chunks, in chunk order; dst_y likewise with
 // y, unless it is null. One thread per column c.
 struct ColumnFinishKernel {
@@ -74,12 +86,7 @@ struct ColumnFinishKernel {
   SIMT_DEVICE void operator()(Thread& t) const {
     const int c = static_cast<int>(t.block_idx().x * t.block_dim().x + t.thread_idx().x);
     if (c >= C) return;
-    Float2 sum{0.f, 0.f};
-    for (int k = 0; k < chunks; k++) {
-      const Float2 p = partials[static_cast<size_t>(k) * C + c];
-      sum.x += p.x;
-      sum.y += p.y;
-    }
+    const Float2 sum = sum_of_partials(partials, chunks, C, c);
     dst_x[c] += sum.x;
     if (dst_y) dst_y[c] += sum.y;
   }

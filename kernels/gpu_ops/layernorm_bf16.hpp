@@ -104,12 +104,7 @@ struct LayerNormBackwardBf16Kernel {
 
     const int blocks = static_cast<int>(t.grid_dim().x);
     for (int c = first; c < C; c += stride) {
-      Float2 sum{0.f, 0.f};
-      for (int k = 0; k < blocks; k++) {
-        const Float2 p = partials[static_cast<size_t>(k) * C + c];
-        sum.x += p.x;
-        sum.y += p.y;
-      }
+      const Float2 sum = sum_of_partials(partials, blocks, C, c);
       dweight[c] += sum.x;
       dbias[c] += sum.y;
     }
