@@ -24,7 +24,10 @@ void TimingBackend::copy_to_host_async(void* dst, const void* src, size_t bytes)
 void TimingBackend::copy(void* dst, const void* src, size_t bytes) {
   timed("copy", [&] { inner_.copy(dst, src, bytes); });
 }
-void TimingBackend::fill_zero(float* x, size_t n) {
+void TimingBackend::convert(Tensor out, ConstTensor inp, size_t n) {
+  timed("convert", [&] { inner_.convert(out, inp, n); });
+}
+void TimingBackend::fill_zero(Tensor x, size_t n) {
   timed("fill_zero", [&] { inner_.fill_zero(x, n); });
 }
 void TimingBackend::encoder_forward(Tensor out, const int32_t* tokens, ConstTensor wte, ConstTensor wpe,

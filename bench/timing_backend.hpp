@@ -36,7 +36,8 @@ class TimingBackend : public kernels::ForwardingBackend {
   void copy_to_device_async(void* dst, const void* src, size_t bytes) override;
   void copy_to_host_async(void* dst, const void* src, size_t bytes) override;
   void copy(void* dst, const void* src, size_t bytes) override;
-  void fill_zero(float* x, size_t n) override;
+  void fill_zero(Tensor x, size_t n) override;
+  void convert(Tensor out, ConstTensor inp, size_t n) override;
 
   void encoder_forward(Tensor out, const int32_t* tokens, ConstTensor wte, ConstTensor wpe, int B,
                        int T, int C) override;

@@ -50,9 +50,14 @@ class Backend : public Device {
   // for the start-up table: "fp32", "bf16 (CPU twin: fp32 compute, ...)".
   virtual Precision precision() const = 0;
   virtual std::string precision_path() const = 0;
+  // The element type of its Tensors: the activations, their gradients and the parameter copies.
+  ElementType storage() const { return storage_type(precision()); }
   // out = inp rounded to the nearest bf16 value, ties to even, held in fp32 (n); out may be inp.
   // NaN stays NaN, infinities stay, finite values past bf16's largest become infinite.
   virtual void round_to_bf16(float* out, const float* inp, size_t n) = 0;
+  // out = inp in out's element type (n elements): fp32 -> bf16 rounds as round_to_bf16 does,
+  // bf16 -> fp32 is exact, a type to itself copies. out and inp do not overlap.
+  virtual void convert(Tensor out, ConstTensor inp, size_t n) = 0;
 
   // ---- GPT-2 forward and backward --------------------------------------------------------
   virtual void encoder_forward(Tensor out,            // (B, T, C)

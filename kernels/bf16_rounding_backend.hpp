@@ -1,23 +1,32 @@
-// bf16 mixed precision by rounding: wraps any fp32 backend and rounds, fp32 -> bf16 -> fp32 to
-// nearest even, at exactly the points where a bf16 device path stores bf16 (docs/design.md,
-// "Precision"). Everything in between is the inner backend's fp32 arithmetic, and every buffer
-// stays float32 holding bf16-representable values where the rule says bf16.
+// bf16 mixed precision on fp32 arithmetic: wraps any fp32 backend, stores bf16 where the bf16
+// path stores it (docs/design.md, "Precision") and computes every op in the inner backend's fp32.
+// Each op widens its bf16 inputs (exactly) into fp32 working copies, runs the fp32 op, and
+// narrows its outputs to bf16, rounding to nearest even: the numbers of a bf16 kernel that loads
+// bf16, computes in fp32 and stores bf16.
 //
 // Over the CPU backend this is the bf16 CPU twin: the reference that CI trains with and that
 // the CUDA bf16 kernels are checked against. Over the CUDA fp32 backend it is the path of GPUs
-// without bf16 units (V100, T4): fp32 compute, the same numbers as the twin, so devices of old
-// and new generations can share one bf16 job.
+// without bf16 units (V100, T4): fp32 compute on the same bf16 storage and the same numbers as
+// the twin, so devices of old and new generations can share one bf16 job.
 //
-//   bf16 (rounded here)                          fp32 (passed through)
-//   every parameter a kernel reads, as its       master parameters, AdamW moments, parameter
-//     bf16 copy (rounded into scratch when read)   gradients (accumulated, summed across ranks)
-//   encoder, layernorm, matmul, attention,       layernorm mean and rstd, attention's saved
-//     GELU and residual outputs; the logits        statistics (lse, or probabilities on the
-//   activation gradients: matmul's dinp,           materialised path), losses, sums of squares
-//     layernorm's accumulated dinp, attention's
-//     dqkv, GELU's dinp, the dlogits
+//   bf16 (Tensors of the bf16 path)              fp32 (float* on every path)
+//   encoder, layernorm, matmul, attention,       master parameters, AdamW moments, parameter
+//     GELU and residual outputs; the logits        gradients (accumulated, summed across ranks)
+//   activation gradients: matmul's dinp,         layernorm mean and rstd, attention's saved
+//     layernorm's accumulated dinp, attention's    statistics (lse, or probabilities on the
+//     dqkv, GELU's dinp, the dlogits                materialised path), losses, sums of squares
+//   every parameter a kernel reads, as its bf16
+//     copy: a master given as fp32 is rounded when read (the numbers of a copy refreshed by
+//     each optimizer step, without tracking which rank's step or shard's broadcast wrote it)
+//
+// A Tensor given as fp32 is taken as holding bf16 values and rounded in place when written, so
+// that a caller may also keep bf16 values in fp32 buffers (the same numbers, twice the bytes).
+//
+// The working copies live in one fp32 workspace, grown to the largest op's need (then kept):
+// bf16_rounding_workspace_bytes is that size for a GPT stage, which the memory model counts.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 
 #include "kernels/backend.hpp"
@@ -26,5 +35,11 @@ namespace eth::kernels {
 
 // `inner` must compute in fp32 (precision() == fp32).
 std::unique_ptr<Backend> make_bf16_rounding_backend(std::unique_ptr<Backend> inner);
+
+// The workspace the backend holds after a training step of a pipeline stage of GPT-2 ops on
+// micro-batches of B samples of T tokens, C channels, Vp padded vocabulary, with the embedding
+// and with the head as given; `gathered_rows`: the rows of one more embedding backward, of
+// rows gathered from the tied group (lib/runtime/late_embedding_rows.hpp), 0 where none.
+size_t bf16_rounding_workspace_bytes(int B, int T, int C, int Vp, bool embedding, bool head, size_t gathered_rows);
 
 }  // namespace eth::kernels

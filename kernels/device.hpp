@@ -21,6 +21,8 @@
 #include <string>
 #include <utility>
 
+#include "kernels/tensor.hpp"
+
 namespace eth::kernels {
 
 class Device {
@@ -62,7 +64,7 @@ class Device {
   // Enqueued; pinned_dst holds the bytes once an event recorded after the copy has completed.
   virtual void copy_to_host_async(void* pinned_dst, const void* src, size_t bytes) = 0;
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;  // device to device, enqueued
-  virtual void fill_zero(float* x, size_t n) = 0;                   // enqueued
+  virtual void fill_zero(Tensor x, size_t n) = 0;                   // n elements of x's type, enqueued
 
   // ---- ordering ------------------------------------------------------------------------
   virtual void synchronize() = 0;  // waits until all queued work has completed

@@ -37,7 +37,7 @@ class ForwardingBackend : public Backend {
     inner_.copy_to_host_async(dst, src, bytes);
   }
   void copy(void* dst, const void* src, size_t bytes) override { inner_.copy(dst, src, bytes); }
-  void fill_zero(float* x, size_t n) override { inner_.fill_zero(x, n); }
+  void fill_zero(Tensor x, size_t n) override { inner_.fill_zero(x, n); }
 
   // ---- ordering ------------------------------------------------------------------------
   void synchronize() override { inner_.synchronize(); }
@@ -55,6 +55,7 @@ class ForwardingBackend : public Backend {
   Precision precision() const override { return inner_.precision(); }
   std::string precision_path() const override { return inner_.precision_path(); }
   void round_to_bf16(float* out, const float* inp, size_t n) override { inner_.round_to_bf16(out, inp, n); }
+  void convert(Tensor out, ConstTensor inp, size_t n) override { inner_.convert(out, inp, n); }
 
   // ---- GPT-2 forward and backward --------------------------------------------------------
   void encoder_forward(Tensor out, const int32_t* tokens, ConstTensor wte, ConstTensor wpe, int B, int T,

@@ -22,4 +22,8 @@ const char* precision_name(Precision precision) {
   return "?";
 }
 
+ElementType storage_type(Precision precision) {
+  return precision == Precision::bf16 ? ElementType::bf16 : ElementType::f32;
+}
+
 }  // namespace eth::kernels

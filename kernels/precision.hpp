@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "kernels/tensor.hpp"
+
 namespace eth::kernels {
 
 enum class Precision {
@@ -17,5 +19,8 @@ enum class Precision {
 // "auto", "fp32", "tf32", "bf16"; throws std::invalid_argument naming the values it expects.
 Precision parse_precision(const std::string& text);
 const char* precision_name(Precision precision);
+// The element type a path stores its activations, their gradients and its parameter copies in
+// (Tensor): bf16 on the bf16 path, fp32 on the others. `precision` is resolved (not automatic).
+ElementType storage_type(Precision precision);
 
 }  // namespace eth::kernels

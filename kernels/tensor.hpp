@@ -8,7 +8,8 @@
 //
 // Both convert implicitly from a plain pointer of either element type (and from null), so that a
 // caller on the fp32 path passes its float* as before; a backend takes the type it computes on
-// (as_f32, as_bf16: asserting that the buffer is of that type).
+// (as_f32, as_bf16: asserting that the buffer is of that type). `t + n` is the tensor n elements
+// of its type further on, as with a pointer.
 #pragma once
 
 #include <cassert>
@@ -29,10 +30,12 @@ class Tensor {
   Tensor(std::nullptr_t = nullptr) {}
   Tensor(float* p) : data_(p), type_(ElementType::f32) {}
   Tensor(bf16* p) : data_(p), type_(ElementType::bf16) {}
+  Tensor(void* p, ElementType type) : data_(p), type_(type) {}
 
   ElementType type() const { return type_; }
   void* data() const { return data_; }
   explicit operator bool() const { return data_ != nullptr; }
+  Tensor operator+(size_t elements) const { return {static_cast<char*>(data_) + elements * element_bytes(type_), type_}; }
   float* as_f32() const {
     assert(data_ == nullptr || type_ == ElementType::f32);
     return static_cast<float*>(data_);
@@ -52,11 +55,15 @@ class ConstTensor {
   ConstTensor(std::nullptr_t = nullptr) {}
   ConstTensor(const float* p) : data_(p), type_(ElementType::f32) {}
   ConstTensor(const bf16* p) : data_(p), type_(ElementType::bf16) {}
+  ConstTensor(const void* p, ElementType type) : data_(p), type_(type) {}
   ConstTensor(Tensor t) : data_(t.data()), type_(t.type()) {}
 
   ElementType type() const { return type_; }
   const void* data() const { return data_; }
   explicit operator bool() const { return data_ != nullptr; }
+  ConstTensor operator+(size_t elements) const {
+    return {static_cast<const char*>(data_) + elements * element_bytes(type_), type_};
+  }
   const float* as_f32() const {
     assert(data_ == nullptr || type_ == ElementType::f32);
     return static_cast<const float*>(data_);

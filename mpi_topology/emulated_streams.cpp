@@ -143,10 +143,10 @@ class EmulatedStreams final : public StreamCollectives {
     queue(stream).enqueue([ops = std::move(group_)] { run_point_to_point(ops); });
     group_.clear();
   }
-  void send(const float* data, size_t n, int peer, Communicator* c, Stream stream) override {
-    point_to_point({const_cast<float*>(data), n, peer, c, stream, true});
+  void send(const WireWord* data, size_t n, int peer, Communicator* c, Stream stream) override {
+    point_to_point({const_cast<WireWord*>(data), n, peer, c, stream, true});
   }
-  void recv(float* data, size_t n, int peer, Communicator* c, Stream stream) override {
+  void recv(WireWord* data, size_t n, int peer, Communicator* c, Stream stream) override {
     point_to_point({data, n, peer, c, stream, false});
   }
   void copy(void* dst, const void* src, size_t bytes, Stream stream) override {
@@ -172,7 +172,7 @@ class EmulatedStreams final : public StreamCollectives {
 
  private:
   struct PointToPoint {
-    float* data;
+    WireWord* data;
     size_t n;
     int peer;
     Communicator* comm;
@@ -190,9 +190,9 @@ class EmulatedStreams final : public StreamCollectives {
         const int count = static_cast<int>(std::min(mpi_count_limit(), op.n - first));
         requests.push_back(MPI_REQUEST_NULL);
         if (op.send)
-          check(MPI_Issend(op.data + first, count, MPI_FLOAT, op.peer, 0, op.comm->comm, &requests.back()), "MPI_Issend");
+          check(MPI_Issend(op.data + first, count, wire_word_type(), op.peer, 0, op.comm->comm, &requests.back()), "MPI_Issend");
         else
-          check(MPI_Irecv(op.data + first, count, MPI_FLOAT, op.peer, 0, op.comm->comm, &requests.back()), "MPI_Irecv");
+          check(MPI_Irecv(op.data + first, count, wire_word_type(), op.peer, 0, op.comm->comm, &requests.back()), "MPI_Irecv");
       }
     }
     wait_all(requests);

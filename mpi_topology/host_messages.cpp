@@ -28,14 +28,14 @@ void recv_floats(float* data, size_t n, int from, int tag, const std::string& wh
   watched_wait_all(requests, {what, {from}});
 }
 
-void gather_labelled_rows(MPI_Comm comm, const std::vector<int>& members, const float* rows, const int32_t* ids,
-                          int count, int width, std::vector<float>& all_rows, std::vector<int32_t>& all_ids,
+void gather_labelled_rows(MPI_Comm comm, const std::vector<int>& members, const WireWord* rows, const int32_t* ids,
+                          int count, int width, std::vector<WireWord>& all_rows, std::vector<int32_t>& all_ids,
                           const std::string& what) {
   std::vector<int> counts(members.size());
   MPI_Request request;
   MPI_CHECK(MPI_Iallgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm, &request));
   watched_wait_one(request, {what, members});
-  // Rows and ids in size_t: the rows of all members (count * width floats each) may pass 2^31.
+  // Rows and ids in size_t: the rows of all members (count * width words each) may pass 2^31.
   std::vector<size_t> id_counts(counts.begin(), counts.end()), row_counts;
   for (size_t c : id_counts) row_counts.push_back(c * static_cast<size_t>(width));
   int me = 0;
@@ -48,7 +48,7 @@ void gather_labelled_rows(MPI_Comm comm, const std::vector<int>& members, const 
   std::copy(rows, rows + row_counts[static_cast<size_t>(me)], all_rows.begin() + static_cast<ptrdiff_t>(first * width));
   std::vector<MPI_Request> requests;
   large_iallgatherv(all_ids.data(), id_counts, MPI_INT32_T, comm, requests);
-  large_iallgatherv(all_rows.data(), row_counts, MPI_FLOAT, comm, requests);
+  large_iallgatherv(all_rows.data(), row_counts, wire_word_type(), comm, requests);
   watched_wait_all(requests, {what, members});
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "mpi_topology/watchdog.hpp"
+#include "mpi_topology/wire_word.hpp"
 
 namespace eth {
 
@@ -24,10 +25,10 @@ void send_floats(const float* data, size_t n, int to, int tag, const std::string
 void recv_floats(float* data, size_t n, int from, int tag, const std::string& what);
 
 // Collective over `comm` (of the world ranks `members`): every member contributes `count` rows
-// of `width` floats, each with an id; every member receives all of them in member order (rows:
-// (total, width), ids: (total)).
-void gather_labelled_rows(MPI_Comm comm, const std::vector<int>& members, const float* rows, const int32_t* ids,
-                          int count, int width, std::vector<float>& all_rows, std::vector<int32_t>& all_ids,
+// of `width` words (wire_word.hpp: rows of any element type), each with an id; every member
+// receives all of them in member order (rows: (total, width), ids: (total)).
+void gather_labelled_rows(MPI_Comm comm, const std::vector<int>& members, const WireWord* rows, const int32_t* ids,
+                          int count, int width, std::vector<WireWord>& all_rows, std::vector<int32_t>& all_ids,
                           const std::string& what);
 
 }  // namespace eth

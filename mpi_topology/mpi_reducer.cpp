@@ -20,7 +20,7 @@ class MpiReducer final : public SumReducer {
 
   int add_slice(const ProcessGroup& group, float* data, size_t n, const std::string& what) override {
     // A slice summed over nobody else needs no mirror.
-    slices_.push_back({&group, WireBuffer(device_, data, n, direct_ || group.size() == 1), kernels::Event(device_),
+    slices_.push_back({&group, WireBuffer<float>(device_, data, n, direct_ || group.size() == 1), kernels::Event(device_),
                        State::idle, {}, {}, {}, what});
     return static_cast<int>(slices_.size()) - 1;
   }
@@ -72,7 +72,7 @@ class MpiReducer final : public SumReducer {
   enum class State { idle, armed, summing };
   struct Slice {
     const ProcessGroup* group;
-    WireBuffer wire;
+    WireBuffer<float> wire;
     kernels::Event final;  // the slice (and its mirror) is final
     State state;
     PendingReduce pending;

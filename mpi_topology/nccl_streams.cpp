@@ -150,11 +150,11 @@ class NcclStreams final : public StreamCollectives {
   }
   void group_start() override { NCCL_CHECK(nccl().group_start()); }
   void group_end() override { NCCL_CHECK(nccl().group_end()); }
-  void send(const float* data, size_t n, int peer, Communicator* c, Stream s) override {
-    NCCL_CHECK(nccl().send(data, n, ncclFloat, peer, c->comm, stream(s)));
+  void send(const WireWord* data, size_t n, int peer, Communicator* c, Stream s) override {
+    NCCL_CHECK(nccl().send(data, n * sizeof(WireWord), ncclUint8, peer, c->comm, stream(s)));
   }
-  void recv(float* data, size_t n, int peer, Communicator* c, Stream s) override {
-    NCCL_CHECK(nccl().recv(data, n, ncclFloat, peer, c->comm, stream(s)));
+  void recv(WireWord* data, size_t n, int peer, Communicator* c, Stream s) override {
+    NCCL_CHECK(nccl().recv(data, n * sizeof(WireWord), ncclUint8, peer, c->comm, stream(s)));
   }
   void copy(void* dst, const void* src, size_t bytes, Stream s) override {
     CUDA_RT_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream(s)));

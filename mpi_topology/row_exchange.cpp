@@ -84,16 +84,16 @@ std::vector<RowMessage> RowExchange::receives_of(int world_rank, size_t row_elem
   return messages;
 }
 
-void RowExchange::post_sends(int world_rank, const float* rows, size_t row_elems, int tag, MPI_Comm comm,
+void RowExchange::post_sends(int world_rank, const WireWord* rows, size_t row_words, int tag, MPI_Comm comm,
                              std::vector<MPI_Request>& requests) const {
-  for (const RowMessage& m : sends_of(world_rank, row_elems))
-    large_isend(rows + m.offset, m.count, MPI_FLOAT, m.peer, tag, comm, requests);
+  for (const RowMessage& m : sends_of(world_rank, row_words))
+    large_isend(rows + m.offset, m.count, wire_word_type(), m.peer, tag, comm, requests);
 }
 
-void RowExchange::post_recvs(int world_rank, float* rows, size_t row_elems, int tag, MPI_Comm comm,
+void RowExchange::post_recvs(int world_rank, WireWord* rows, size_t row_words, int tag, MPI_Comm comm,
                              std::vector<MPI_Request>& requests) const {
-  for (const RowMessage& m : receives_of(world_rank, row_elems))
-    large_irecv(rows + m.offset, m.count, MPI_FLOAT, m.peer, tag, comm, requests);
+  for (const RowMessage& m : receives_of(world_rank, row_words))
+    large_irecv(rows + m.offset, m.count, wire_word_type(), m.peer, tag, comm, requests);
 }
 
 }  // namespace eth

@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "mpi_topology/wire_word.hpp"
+
 namespace eth {
 
 struct RowTransfer {
@@ -37,11 +39,11 @@ class RowExchange {
   RowExchange(std::vector<int> from_ranks, std::vector<int> from_rows, std::vector<int> to_ranks,
               std::vector<int> to_rows);
 
-  // Posts this rank's non-blocking sends of `rows` ((its from_rows, row_elems)); it must be a sender.
-  void post_sends(int world_rank, const float* rows, size_t row_elems, int tag, MPI_Comm comm,
+  // Posts this rank's non-blocking sends of `rows` ((its from_rows, row_words) words); it must be a sender.
+  void post_sends(int world_rank, const WireWord* rows, size_t row_words, int tag, MPI_Comm comm,
                   std::vector<MPI_Request>& requests) const;
-  // Posts this rank's non-blocking receives into `rows` ((its to_rows, row_elems)); a receiver.
-  void post_recvs(int world_rank, float* rows, size_t row_elems, int tag, MPI_Comm comm,
+  // Posts this rank's non-blocking receives into `rows` ((its to_rows, row_words) words); a receiver.
+  void post_recvs(int world_rank, WireWord* rows, size_t row_words, int tag, MPI_Comm comm,
                   std::vector<MPI_Request>& requests) const;
 
   // This rank's messages, as a sender or as a receiver, in row order, of rows of `row_elems`.

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "kernels/device.hpp"
+#include "mpi_topology/wire_word.hpp"
 
 namespace eth {
 
@@ -55,8 +56,9 @@ class StreamCollectives {
   // the communicator.
   virtual void group_start() = 0;
   virtual void group_end() = 0;
-  virtual void send(const float* data, size_t n, int peer, Communicator* comm, Stream stream) = 0;
-  virtual void recv(float* data, size_t n, int peer, Communicator* comm, Stream stream) = 0;
+  // n words (wire_word.hpp): a stage's rows of any element type.
+  virtual void send(const WireWord* data, size_t n, int peer, Communicator* comm, Stream stream) = 0;
+  virtual void recv(WireWord* data, size_t n, int peer, Communicator* comm, Stream stream) = 0;
   // Host and device memory, either direction, issued on `stream` (pinned host memory only).
   virtual void copy(void* dst, const void* src, size_t bytes, Stream stream) = 0;
 

@@ -56,20 +56,4 @@ std::string mpi_buffer_paths(const kernels::Device& device) {
          (setting() == "0" ? "ETH_MPI_CUDA_AWARE=0" : "this MPI is not CUDA-aware") + ")";
 }
 
-WireBuffer::WireBuffer(kernels::Device& device, float* buffer, size_t n, bool direct)
-    : device_(&device), buffer_(buffer), n_(n), wire_(buffer) {
-  if (!direct) {
-    mirror_ = kernels::DeviceBuffer<float>(device, n, kernels::Memory::pinned);
-    wire_ = mirror_.data();
-  }
-}
-
-void WireBuffer::stage_out() {
-  if (wire_ != buffer_) device_->copy_to_host_async(wire_, buffer_, n_ * sizeof(float));
-}
-
-void WireBuffer::stage_in() {
-  if (wire_ != buffer_) device_->copy_to_device_async(buffer_, wire_, n_ * sizeof(float));
-}
-
 }  // namespace eth

@@ -31,27 +31,40 @@ bool mpi_reads_device_buffers(const kernels::Device& device, MpiTraffic traffic)
 // One line for the log: which path each kind of message takes through MPI, and why.
 std::string mpi_buffer_paths(const kernels::Device& device);
 
-// A device buffer as MPI sees it. Direct: wire() is the buffer itself and staging does nothing.
-// Staged: wire() is a pinned mirror; stage_out() enqueues device -> mirror (record an event
-// after it, and let MPI read the mirror once the event is done), stage_in() enqueues
-// mirror -> device (call it once MPI has filled the mirror; later work on the stream sees it).
+// A device buffer of n elements of T as MPI sees it (T: float for gradient sums, WireWord for
+// stage transfers, lib/runtime/stage_transfers.hpp). Direct: wire() is the buffer itself and
+// staging does nothing. Staged: wire() is a pinned mirror; stage_out() enqueues device -> mirror
+// (record an event after it, and let MPI read the mirror once the event is done), stage_in()
+// enqueues mirror -> device (call it once MPI has filled the mirror; later work on the stream
+// sees it).
+template <typename T>
 class WireBuffer {
  public:
   WireBuffer() = default;
-  WireBuffer(kernels::Device& device, float* buffer, size_t n, bool direct);
+  WireBuffer(kernels::Device& device, T* buffer, size_t n, bool direct)
+      : device_(&device), buffer_(buffer), n_(n), wire_(buffer) {
+    if (!direct) {
+      mirror_ = kernels::DeviceBuffer<T>(device, n, kernels::Memory::pinned);
+      wire_ = mirror_.data();
+    }
+  }
 
-  float* wire() { return wire_; }
-  float* buffer() { return buffer_; }
+  T* wire() { return wire_; }
+  T* buffer() { return buffer_; }
   size_t size() const { return n_; }
-  void stage_out();
-  void stage_in();
+  void stage_out() {
+    if (wire_ != buffer_) device_->copy_to_host_async(wire_, buffer_, n_ * sizeof(T));
+  }
+  void stage_in() {
+    if (wire_ != buffer_) device_->copy_to_device_async(buffer_, wire_, n_ * sizeof(T));
+  }
 
  private:
   kernels::Device* device_ = nullptr;
-  float* buffer_ = nullptr;
+  T* buffer_ = nullptr;
   size_t n_ = 0;
-  kernels::DeviceBuffer<float> mirror_;  // (n) pinned, when staged
-  float* wire_ = nullptr;
+  kernels::DeviceBuffer<T> mirror_;  // (n) pinned, when staged
+  T* wire_ = nullptr;
 };
 
 }  // namespace eth

@@ -63,7 +63,7 @@ class AsyncCpuBackend final : public Backend {
   void copy(void* dst, const void* src, size_t bytes) override {
     enqueue([=] { std::memcpy(dst, src, bytes); });
   }
-  void fill_zero(float* x, size_t n) override {
+  void fill_zero(Tensor x, size_t n) override {
     enqueue([=, this] { cpu_->fill_zero(x, n); });
   }
 
@@ -100,6 +100,9 @@ class AsyncCpuBackend final : public Backend {
   // ---- precision -----------------------------------------------------------------------
   Precision precision() const override { return cpu_->precision(); }
   std::string precision_path() const override { return cpu_->precision_path(); }
+  void convert(Tensor out, ConstTensor inp, size_t n) override {
+    enqueue([=, this] { cpu_->convert(out, inp, n); });
+  }
   void round_to_bf16(float* out, const float* inp, size_t n) override {
     enqueue([=, this] { cpu_->round_to_bf16(out, inp, n); });
   }

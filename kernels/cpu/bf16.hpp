@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/bf16.hpp"
+
 namespace eth::kernels::cpu {
 
 inline float round_to_bf16(float x) {
@@ -30,6 +32,20 @@ inline float round_to_bf16(float x) {
 inline void round_to_bf16(float* out, const float* inp, size_t n) {
 #pragma omp parallel for schedule(static) if (n > 65536)
   for (size_t i = 0; i < n; i++) out[i] = round_to_bf16(inp[i]);
+}
+
+// The stored forms (kernels/bf16.hpp): the bf16 nearest to x, and a bf16's exact fp32 value.
+inline bf16 to_bf16(float x) {
+  uint32_t bits;
+  const float rounded = round_to_bf16(x);
+  std::memcpy(&bits, &rounded, sizeof bits);
+  return bf16{static_cast<uint16_t>(bits >> 16)};
+}
+inline float to_float(bf16 h) {
+  const uint32_t bits = uint32_t{h.bits} << 16;
+  float x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
 }
 
 }  // namespace eth::kernels::cpu

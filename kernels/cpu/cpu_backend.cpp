@@ -78,7 +78,7 @@ class CpuBackend final : public Backend {
   void copy_to_device_async(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void copy_to_host_async(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void copy(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void fill_zero(float* x, size_t n) override { std::memset(x, 0, n * sizeof(float)); }
+  void fill_zero(Tensor x, size_t n) override { std::memset(x.data(), 0, n * element_bytes(x.type())); }
 
   void synchronize() override {}
   // A plain event is nothing; a timed one holds the time it was recorded, in ms.
@@ -98,6 +98,21 @@ class CpuBackend final : public Backend {
   Precision precision() const override { return Precision::fp32; }
   std::string precision_path() const override { return "fp32"; }
   void round_to_bf16(float* out, const float* inp, size_t n) override { cpu::round_to_bf16(out, inp, n); }
+  void convert(Tensor out, ConstTensor inp, size_t n) override {
+    if (out.type() == inp.type()) {
+      std::memcpy(out.data(), inp.data(), n * element_bytes(out.type()));
+    } else if (out.type() == ElementType::bf16) {
+      bf16* o = out.as_bf16();
+      const float* in = inp.as_f32();
+#pragma omp parallel for schedule(static) if (n > 65536)
+      for (size_t i = 0; i < n; i++) o[i] = cpu::to_bf16(in[i]);
+    } else {
+      float* o = out.as_f32();
+      const bf16* in = inp.as_bf16();
+#pragma omp parallel for schedule(static) if (n > 65536)
+      for (size_t i = 0; i < n; i++) o[i] = cpu::to_float(in[i]);
+    }
+  }
 
   void encoder_forward(Tensor out, const int32_t* tokens, ConstTensor wte, ConstTensor wpe,
                        int B, int T, int C) override {

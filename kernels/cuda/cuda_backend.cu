@@ -91,8 +91,8 @@ class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunc
     // cudaMemcpyDefault: unified addressing tells device from host memory, should a caller pass one.
     CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_));
   }
-  void fill_zero(float* x, size_t n) override {
-    CUDA_CHECK(cudaMemsetAsync(x, 0, n * sizeof(float), stream_));
+  void fill_zero(Tensor x, size_t n) override {
+    CUDA_CHECK(cudaMemsetAsync(x.data(), 0, n * element_bytes(x.type()), stream_));
   }
 
   // ---- ordering ------------------------------------------------------------------------

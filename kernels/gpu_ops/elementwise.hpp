@@ -66,6 +66,26 @@ struct RoundToBf16Kernel {
   }
 };
 
+// Between the stored forms: fp32 -> bf16 (the same rounding), bf16 -> fp32 (exact).
+struct ToBf16Kernel {
+  static constexpr const char* kName = "convert_to_bf16";
+  Global<bf16> out;         // (n)
+  Global<const float> inp;  // (n)
+  size_t n;
+  SIMT_DEVICE void operator()(Thread& t) const {
+    for (size_t i = global_index(t); i < n; i += grid_stride(t)) out[i] = simt::to_bf16(inp[i]);
+  }
+};
+struct FromBf16Kernel {
+  static constexpr const char* kName = "convert_from_bf16";
+  Global<float> out;       // (n)
+  Global<const bf16> inp;  // (n)
+  size_t n;
+  SIMT_DEVICE void operator()(Thread& t) const {
+    for (size_t i = global_index(t); i < n; i += grid_stride(t)) out[i] = simt::to_float(inp[i]);
+  }
+};
+
 inline LaunchShape elementwise_shape(size_t n) {
   return {Dim3(grid_for(n, kElementwiseThreads)), Dim3(kElementwiseThreads), 0};
 }
@@ -88,6 +108,16 @@ void residual_forward(Launch& launch, float* out, const float* a, const float* b
 template <class Launch>
 void round_to_bf16(Launch& launch, float* out, const float* inp, size_t n) {
   if (n > 0) launch.kernel(RoundToBf16Kernel{out, inp, n}, elementwise_shape(n));
+}
+
+template <class Launch>
+void convert(Launch& launch, bf16* out, const float* inp, size_t n) {
+  if (n > 0) launch.kernel(ToBf16Kernel{out, inp, n}, elementwise_shape(n));
+}
+
+template <class Launch>
+void convert(Launch& launch, float* out, const bf16* inp, size_t n) {
+  if (n > 0) launch.kernel(FromBf16Kernel{out, inp, n}, elementwise_shape(n));
 }
 
 }  // namespace eth::kernels::gpu_ops

@@ -22,6 +22,11 @@ class GpuOpsBackend : public Base {
   void round_to_bf16(float* out, const float* inp, size_t n) override {
     gpu_ops::round_to_bf16(launch(), out, inp, n);
   }
+  void convert(Tensor out, ConstTensor inp, size_t n) override {
+    if (out.type() == inp.type()) return this->copy(out.data(), inp.data(), n * element_bytes(out.type()));
+    if (out.type() == ElementType::bf16) return gpu_ops::convert(launch(), out.as_bf16(), inp.as_f32(), n);
+    gpu_ops::convert(launch(), out.as_f32(), inp.as_bf16(), n);
+  }
   void encoder_forward(Tensor out, const int32_t* tokens, ConstTensor wte, ConstTensor wpe, int B, int T,
                        int C) override {
     gpu_ops::encoder_forward(launch(), out.as_f32(), tokens, wte.as_f32(), wpe.as_f32(), B, T, C);

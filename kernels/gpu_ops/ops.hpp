@@ -99,6 +99,10 @@ template <class Launch>
 void residual_forward(Launch& launch, float* out, const float* a, const float* b, size_t n);
 template <class Launch>
 void round_to_bf16(Launch& launch, float* out, const float* inp, size_t n);
+template <class Launch>
+void convert(Launch& launch, bf16* out, const float* inp, size_t n);  // rounded to nearest even
+template <class Launch>
+void convert(Launch& launch, float* out, const bf16* inp, size_t n);  // exact
 
 // crossentropy.hpp
 template <class Launch>

@@ -28,6 +28,8 @@ struct StepTimes {
   // The backend's allocation high-water mark so far (kernels/device.hpp; 0 where not tracked),
   // set by the trainer so that it is gathered with the times.
   double peak_device_bytes = 0;
+  // Bytes sent to neighbouring stages in the step (activations and gradients, as stored).
+  double stage_bytes_sent = 0;
   double idle_ms() const { return step_ms - compute_ms - comm_wait_ms - reduce_ms - optimizer_ms; }
 };
 
@@ -42,6 +44,7 @@ class StepTrace {
   const StepTimes& step_times() const { return times_; }      // of the current step, so far
   void end_step();
   void set_device_compute(double ms) { times_.device_compute_ms = ms; }
+  void set_stage_bytes_sent(double bytes) { times_.stage_bytes_sent = bytes; }
   // An instant event of the whole job (a re-balance), drawn across every row; rank 0's are written.
   void mark(const std::string& name, const nlohmann::json& args);
 

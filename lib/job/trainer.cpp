@@ -51,8 +51,9 @@ std::unique_ptr<Running> start(const Job& job, Plan plan, kernels::Backend& back
   // A plan that does not fit this rank's device, as the topology describes it or as the backend
   // finds it: one line naming rank and device.
   const size_t free_bytes = backend.free_memory_bytes();
-  running->planned_bytes = plan_device_bytes(job.model, running->plan, ctx.world_size, o.seq_len, o.adamw.shard,
-                                             backend.attention_path(o.seq_len));
+  running->planned_bytes = plan_device_bytes(job.model, running->plan, ctx.world_size, o.seq_len,
+                                             {backend.attention_path(o.seq_len), backend.storage(), o.adamw.shard,
+                                              o.grad_sync == GradSyncMode::block});
   const size_t needed = running->planned_bytes[ctx.world_rank];
   char host[MPI_MAX_PROCESSOR_NAME];
   int host_length = 0;
@@ -178,7 +179,8 @@ struct Training {
       ranks.push_back({{"compute_ms", t.compute_ms}, {"device_compute_ms", t.device_compute_ms},
                        {"comm_wait_ms", t.comm_wait_ms}, {"reduce_ms", t.reduce_ms},
                        {"optimizer_ms", t.optimizer_ms}, {"idle_ms", t.idle_ms()},
-                       {"peak_bytes", t.peak_device_bytes}, {"planned_bytes", planned}});
+                       {"peak_bytes", t.peak_device_bytes}, {"planned_bytes", planned},
+                       {"stage_bytes_sent", t.stage_bytes_sent}});
     }
     nlohmann::json record = {{"step", step + 1}, {"loss", r.loss}, {"lr", lr}, {"grad_norm", r.grad_norm}, {"ms", ms},
                              {"tokens_per_s", rate.tokens_per_s}, {"eta_s", rate.eta_s},

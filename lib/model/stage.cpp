@@ -6,42 +6,50 @@
 namespace eth {
 
 Stage::ActLayout Stage::act_layout(const GptConfig& config, LayerRange layers, int B, int T,
-                                   kernels::AttentionPath attention, Recompute recompute) {
+                                   kernels::AttentionPath attention, kernels::ElementType storage,
+                                   Recompute recompute) {
+  using kernels::ElementType;
   const size_t BT = static_cast<size_t>(B) * T;
   const size_t C = static_cast<size_t>(config.channels);
   const size_t NH = static_cast<size_t>(config.num_heads);
   const size_t n = static_cast<size_t>(layers.count());
   const bool last = layers.end == config.num_layers, full = recompute == Recompute::full;
   const size_t saved = kernels::attention_saved_floats(attention, static_cast<size_t>(B), NH, static_cast<size_t>(T));
-  const std::array<size_t, kActs> floats = {BT * C, BT, BT, BT * 3 * C, saved, BT * C,
-                                            BT * C, BT * C, BT, BT, BT * 4 * C, BT * 4 * C, BT * C};
+  const std::array<size_t, kActs> elements = {BT * C, BT, BT, BT * 3 * C, saved, BT * C,
+                                              BT * C, BT * C, BT, BT, BT * 4 * C, BT * 4 * C, BT * C};
+  auto type_of = [storage](int t) {
+    const bool statistic = t == ln1_mean || t == ln1_rstd || t == att_saved || t == ln2_mean || t == ln2_rstd;
+    return statistic ? ElementType::f32 : storage;
+  };
+  // Every tensor starts on a 16-byte boundary: the GPU kernels' vector loads (and cp.async) need it.
+  auto bytes = [](size_t count, ElementType type) { return (count * kernels::element_bytes(type) + 15) / 16 * 16; };
   auto kept = [recompute](int t) { return recompute == Recompute::none || (recompute == Recompute::selective && t > atty); };
   // One layer's record in the slot and in the shared set: the tensors each holds, packed.
   ActLayout out{};
   size_t slot_record = 0, shared_record = 0;
   for (int t = 0; t < kActs; t++) {
     size_t& record = kept(t) ? slot_record : shared_record;
-    out.layer[t] = {!kept(t), record, 0};
-    record += floats[t];
+    out.layer[t] = {!kept(t), record, 0, type_of(t)};
+    record += bytes(elements[t], type_of(t));
   }
   // The slot: input, its layers' records, then the output (full) or the final layernorm (last
   // stage). The shared set: every layer's record (full) or one (selective), then the final
   // layernorm (full, last stage).
   size_t slot_at = 0, shared_at = 0;
-  auto take = [](size_t& at, size_t n_floats) { size_t here = at; at += n_floats; return here; };
-  out.input = take(slot_at, BT * C);
+  auto take = [](size_t& at, size_t n_bytes) { size_t here = at; at += n_bytes; return here; };
+  out.input = {false, take(slot_at, bytes(BT * C, storage)), 0, storage};
   const size_t slot_layers = take(slot_at, slot_record * n);
   const size_t shared_layers = take(shared_at, shared_record * (full ? n : 1));
   for (Place& p : out.layer) {
     p.stride = p.shared ? (full ? shared_record : 0) : slot_record;
     p.offset += p.shared ? shared_layers : slot_layers;
   }
-  if (full) out.output = take(slot_at, BT * C);
+  if (full) out.output = {false, take(slot_at, bytes(BT * C, storage)), 0, storage};
   if (last) {
     size_t& at = full ? shared_at : slot_at;
-    out.lnf = {full, take(at, BT * C), 0};
-    out.lnf_mean = {full, take(at, BT), 0};
-    out.lnf_rstd = {full, take(at, BT), 0};
+    out.lnf = {full, take(at, bytes(BT * C, storage)), 0, storage};
+    out.lnf_mean = {full, take(at, bytes(BT, ElementType::f32)), 0, ElementType::f32};
+    out.lnf_rstd = {full, take(at, bytes(BT, ElementType::f32)), 0, ElementType::f32};
   }
   out.slot_size = slot_at;
   out.shared_size = shared_at;
@@ -49,15 +57,17 @@ Stage::ActLayout Stage::act_layout(const GptConfig& config, LayerRange layers, i
 }
 
 Stage::ActivationFootprint Stage::activation_footprint(const GptConfig& config, LayerRange layers, int B, int T,
-                                                       kernels::AttentionPath attention, Recompute recompute) {
+                                                       kernels::AttentionPath attention, kernels::ElementType storage,
+                                                       Recompute recompute) {
   const size_t BT = static_cast<size_t>(B) * T;
   const size_t C = static_cast<size_t>(config.channels);
+  const size_t e = kernels::element_bytes(storage);
   const bool last = layers.end == config.num_layers;
-  // The last stage's logits, per-sample losses (B) and loss sum (a double: 2 floats).
-  const size_t head = last ? BT * static_cast<size_t>(config.padded_vocab_size) + B + 2 : 0;
-  const ActLayout acts = act_layout(config, layers, B, T, attention, recompute);
+  // The last stage's logits (storage type), per-sample losses (B floats) and loss sum (a double).
+  const size_t head = last ? BT * static_cast<size_t>(config.padded_vocab_size) * e + 4 * B + 8 : 0;
+  const ActLayout acts = act_layout(config, layers, B, T, attention, storage, recompute);
   // branch, dresidual, dbtc (C each), dqkv (3C), dfch (4C), the head's, the shared recomputed set
-  const size_t scratch = BT * 10 * C + head + acts.shared_size;
+  const size_t scratch = BT * 10 * C * e + head + acts.shared_size;
   return {acts.slot_size, scratch};
 }
 
@@ -70,17 +80,19 @@ Stage::Stage(const GptConfig& config, LayerRange layers, int B, int T, int slots
       slots_(slots),
       rows_(static_cast<size_t>(slots), B),
       backend_(backend),
+      storage_(backend.storage()),
       recompute_(recompute),
-      acts_(act_layout(config, layers, B, T, backend.attention_path(T), recompute)) {
+      acts_(act_layout(config, layers, B, T, backend.attention_path(T), storage_, recompute)) {
   assert(B > 0 && T > 0 && T <= config.max_seq_len && slots > 0);
   const size_t BT = static_cast<size_t>(B) * T;
   const size_t C = static_cast<size_t>(config.channels);
   const size_t Vp = static_cast<size_t>(config.padded_vocab_size);
+  const size_t e = kernels::element_bytes(storage_);
 
   params_ = kernels::DeviceBuffer<float>(backend, layout_.size());
   grads_ = kernels::DeviceBuffer<float>(backend, layout_.size());
-  activations_ = kernels::DeviceBuffer<float>(backend, acts_.slot_size * static_cast<size_t>(slots));
-  if (acts_.shared_size > 0) shared_ = kernels::DeviceBuffer<float>(backend, acts_.shared_size);
+  activations_ = kernels::DeviceBuffer<std::byte>(backend, acts_.slot_size * static_cast<size_t>(slots));
+  if (acts_.shared_size > 0) shared_ = kernels::DeviceBuffer<std::byte>(backend, acts_.shared_size);
   if (layout_.has_embedding()) {
     tokens_ = kernels::DeviceBuffer<int32_t>(backend, BT * slots);
     tokens_upload_ = kernels::DeviceBuffer<int32_t>(backend, BT * slots, kernels::Memory::pinned);
@@ -90,29 +102,31 @@ Stage::Stage(const GptConfig& config, LayerRange layers, int B, int T, int slots
     targets_ = kernels::DeviceBuffer<int32_t>(backend, BT);
     targets_upload_ = kernels::DeviceBuffer<int32_t>(backend, BT, kernels::Memory::pinned);
     targets_uploaded_ = kernels::Event(backend);
-    logits_ = kernels::DeviceBuffer<float>(backend, BT * Vp);
+    logits_ = kernels::DeviceBuffer<std::byte>(backend, BT * Vp * e);
     sample_losses_ = kernels::DeviceBuffer<float>(backend, static_cast<size_t>(B));
     loss_sum_ = kernels::DeviceBuffer<double>(backend, 1);
     const double zero = 0.0;
     backend.copy_to_device(loss_sum_.data(), &zero, sizeof(double));
   }
-  branch_ = kernels::DeviceBuffer<float>(backend, BT * C);
-  dresidual_ = kernels::DeviceBuffer<float>(backend, BT * C);
-  dbtc_ = kernels::DeviceBuffer<float>(backend, BT * C);
-  dqkv_ = kernels::DeviceBuffer<float>(backend, BT * 3 * C);
-  dfch_ = kernels::DeviceBuffer<float>(backend, BT * 4 * C);
+  branch_ = kernels::DeviceBuffer<std::byte>(backend, BT * C * e);
+  dresidual_ = kernels::DeviceBuffer<std::byte>(backend, BT * C * e);
+  dbtc_ = kernels::DeviceBuffer<std::byte>(backend, BT * C * e);
+  dqkv_ = kernels::DeviceBuffer<std::byte>(backend, BT * 3 * C * e);
+  dfch_ = kernels::DeviceBuffer<std::byte>(backend, BT * 4 * C * e);
   zero_grads();
 }
 
 void Stage::zero_grads() { backend_.fill_zero(grads_.data(), grads_.size()); }
 
-float* Stage::slot_base(int slot) {
-  assert(0 <= slot && slot < slots_);
-  return activations_.data() + acts_.slot_size * static_cast<size_t>(slot);
+kernels::Tensor Stage::slot_tensor(int slot, Place place, int local_layer) {
+  assert(0 <= slot && slot < slots_ && !place.shared);
+  return at(slot, place, local_layer);
 }
 
-float* Stage::at(int slot, Place place, int local_layer) {
-  return (place.shared ? shared_.data() : slot_base(slot)) + place.offset + place.stride * static_cast<size_t>(local_layer);
+kernels::Tensor Stage::at(int slot, Place place, int local_layer) {
+  assert(0 <= slot && slot < slots_);
+  std::byte* base = place.shared ? shared_.data() : activations_.data() + acts_.slot_size * static_cast<size_t>(slot);
+  return {base + place.offset + place.stride * static_cast<size_t>(local_layer), place.type};
 }
 
 Stage::LayerActs Stage::layer_acts(int slot, int local_layer) {
@@ -121,25 +135,23 @@ Stage::LayerActs Stage::layer_acts(int slot, int local_layer) {
   return a;
 }
 
-const float* Stage::layer_input(int slot, int local_layer) {
-  if (local_layer == 0) return slot_base(slot) + acts_.input;
+kernels::ConstTensor Stage::layer_input(int slot, int local_layer) {
+  if (local_layer == 0) return slot_tensor(slot, acts_.input);
   return at(slot, acts_.layer[res3], local_layer - 1);
 }
 
-const float* Stage::output(int slot) const {
-  const float* s = activations_.data() + acts_.slot_size * static_cast<size_t>(slot);
-  if (recompute_ == Recompute::full) return s + acts_.output;
-  const Place last = acts_.layer[res3];  // kept in the slot unless full
-  return s + last.offset + last.stride * static_cast<size_t>(layout_.layers().count() - 1);
+kernels::Tensor Stage::output(int slot) {
+  if (recompute_ == Recompute::full) return slot_tensor(slot, acts_.output);
+  return at(slot, acts_.layer[res3], layout_.layers().count() - 1);  // kept in the slot unless full
 }
 
-void Stage::forward(int slot, const int32_t* host_tokens, const float* input, int rows) {
+void Stage::forward(int slot, const int32_t* host_tokens, kernels::ConstTensor input, int rows) {
   if (rows == 0) rows = B_;
   assert(0 < rows && rows <= B_);
   rows_[slot] = rows;
   const int B = rows, T = T_, C = config_.channels;
   const size_t BTC = static_cast<size_t>(B) * T * C;
-  float* s = slot_base(slot);
+  const kernels::Tensor in = input_buffer(slot);
   float* p = params_.data();
 
   if (layout_.has_embedding()) {
@@ -150,15 +162,17 @@ void Stage::forward(int slot, const int32_t* host_tokens, const float* input, in
     std::copy(host_tokens, host_tokens + B * T, upload);
     backend_.copy_to_device_async(tokens, upload, sizeof(int32_t) * B * T);
     tokens_uploaded_[slot].record();
-    backend_.encoder_forward(s + acts_.input, tokens, p + layout_.wte(), p + layout_.wpe(), B, T, C);
-  } else if (input != s + acts_.input) {
-    backend_.copy(s + acts_.input, input, sizeof(float) * BTC);
+    backend_.encoder_forward(in, tokens, p + layout_.wte(), p + layout_.wpe(), B, T, C);
+  } else if (input.data() != in.data()) {
+    assert(input.type() == storage_);
+    backend_.copy(in.data(), input.data(), BTC * kernels::element_bytes(storage_));
   }
   layers_forward(slot);
   if (recompute_ == Recompute::full) {
     // The output leaves the shared set, which the next backward's recomputation overwrites
     // while a send may still read the output.
-    backend_.copy(s + acts_.output, layer_acts(slot, layout_.layers().count() - 1)[res3], sizeof(float) * BTC);
+    backend_.copy(output(slot).data(), layer_acts(slot, layout_.layers().count() - 1)[res3].data(),
+                  BTC * kernels::element_bytes(storage_));
     shared_holds_ = slot;
   }
 }
@@ -169,9 +183,9 @@ void Stage::attention_half_forward(int slot, int i) {
   const float* lp = params_.data() + layout_.layer(layout_.layers().begin + i);
   const LayerOffsets& w = layout_.layer_offsets();
   const LayerActs a = layer_acts(slot, i);
-  backend_.layernorm_forward(a[ln1], a[ln1_mean], a[ln1_rstd], layer_input(slot, i), lp + w.ln1_w, lp + w.ln1_b, N, C);
+  backend_.layernorm_forward(a[ln1], a[ln1_mean].as_f32(), a[ln1_rstd].as_f32(), layer_input(slot, i), lp + w.ln1_w, lp + w.ln1_b, N, C);
   backend_.matmul_forward(a[qkv], a[ln1], lp + w.qkv_w, lp + w.qkv_b, N, C, 3 * C);
-  backend_.attention_forward(a[atty], a[att_saved], a[qkv], B, T, C, NH);
+  backend_.attention_forward(a[atty], a[att_saved].as_f32(), a[qkv], B, T, C, NH);
 }
 
 void Stage::layers_forward(int slot) {
@@ -183,21 +197,21 @@ void Stage::layers_forward(int slot) {
   const LayerRange range = layout_.layers();
   for (int l = range.begin; l < range.end; l++) {
     const int i = l - range.begin;
-    const float* x = layer_input(slot, i);  // (B, T, C)
+    const kernels::ConstTensor x = layer_input(slot, i);  // (B, T, C)
     const LayerActs a = layer_acts(slot, i);
     const float* lp = p + layout_.layer(l);
     attention_half_forward(slot, i);
-    backend_.matmul_forward(branch_.data(), a[atty], lp + w.attproj_w, lp + w.attproj_b, N, C, C);
-    backend_.residual_forward(a[res2], x, branch_.data(), BTC);
-    backend_.layernorm_forward(a[ln2], a[ln2_mean], a[ln2_rstd], a[res2], lp + w.ln2_w, lp + w.ln2_b, N, C);
+    backend_.matmul_forward(scratch(branch_), a[atty], lp + w.attproj_w, lp + w.attproj_b, N, C, C);
+    backend_.residual_forward(a[res2], x, scratch(branch_), BTC);
+    backend_.layernorm_forward(a[ln2], a[ln2_mean].as_f32(), a[ln2_rstd].as_f32(), a[res2], lp + w.ln2_w, lp + w.ln2_b, N, C);
     backend_.matmul_forward(a[fch], a[ln2], lp + w.fc_w, lp + w.fc_b, N, C, 4 * C);
     backend_.gelu_forward(a[fch_gelu], a[fch], BTC * 4);
-    backend_.matmul_forward(branch_.data(), a[fch_gelu], lp + w.fcproj_w, lp + w.fcproj_b, N, 4 * C, C);
-    backend_.residual_forward(a[res3], a[res2], branch_.data(), BTC);
+    backend_.matmul_forward(scratch(branch_), a[fch_gelu], lp + w.fcproj_w, lp + w.fcproj_b, N, 4 * C, C);
+    backend_.residual_forward(a[res3], a[res2], scratch(branch_), BTC);
   }
   if (layout_.has_head()) {
-    const float* last = layer_acts(slot, range.count() - 1)[res3];  // the output, before it is copied out (full)
-    backend_.layernorm_forward(at(slot, acts_.lnf), at(slot, acts_.lnf_mean), at(slot, acts_.lnf_rstd), last,
+    const kernels::ConstTensor last = layer_acts(slot, range.count() - 1)[res3];  // the output, before it is copied out (full)
+    backend_.layernorm_forward(at(slot, acts_.lnf), at(slot, acts_.lnf_mean).as_f32(), at(slot, acts_.lnf_rstd).as_f32(), last,
                                p + layout_.lnf_w(), p + layout_.lnf_b(), N, C);
   }
 }
@@ -210,9 +224,9 @@ void Stage::loss(int slot, const int32_t* host_targets, bool with_grad, int coun
   std::copy(host_targets, host_targets + N, targets_upload_.data());
   backend_.copy_to_device_async(targets_.data(), targets_upload_.data(), sizeof(int32_t) * N);
   targets_uploaded_.record();
-  backend_.matmul_forward(logits_.data(), at(slot, acts_.lnf), params_.data() + layout_.head_wte(), nullptr,
+  backend_.matmul_forward(scratch(logits_), at(slot, acts_.lnf), params_.data() + layout_.head_wte(), nullptr,
                           N, C, config_.padded_vocab_size);
-  backend_.crossentropy_forward_backward(sample_losses_.data(), logits_.data(), targets_.data(), B, T,
+  backend_.crossentropy_forward_backward(sample_losses_.data(), scratch(logits_), targets_.data(), B, T,
                                          config_.vocab_size, config_.padded_vocab_size,
                                          with_grad ? 1.0f : 0.0f);
   const int counted = counted_rows < 0 ? B : std::min(counted_rows, B);
@@ -228,7 +242,7 @@ double Stage::take_loss_sum() {
   return sum;
 }
 
-void Stage::backward(int slot, const float* doutput, const std::function<void(int unit)>& on_unit_done,
+void Stage::backward(int slot, kernels::ConstTensor doutput, const std::function<void(int unit)>& on_unit_done,
                      KeptEmbeddingRows keep) {
   auto done = [&on_unit_done](int unit) {
     if (on_unit_done) on_unit_done(unit);
@@ -238,7 +252,7 @@ void Stage::backward(int slot, const float* doutput, const std::function<void(in
   const size_t BTC = static_cast<size_t>(N) * C;
   const float* p = params_.data();
   float* g = grads_.data();
-  float* dres = dresidual_.data();  // (B, T, C): gradient of the residual stream, flowing down
+  const kernels::Tensor dres = scratch(dresidual_);  // (B, T, C): gradient of the residual stream, flowing down
 
   if (recompute_ == Recompute::full && shared_holds_ != slot) {
     layers_forward(slot);  // the same kernels on the same input: the same activations, bit for bit
@@ -246,48 +260,50 @@ void Stage::backward(int slot, const float* doutput, const std::function<void(in
   }
   if (layout_.has_head()) {
     // logits holds dlogits, left by loss(slot, targets, true).
-    backend_.matmul_backward(dbtc_.data(), g + layout_.head_wte(), nullptr, logits_.data(),
+    backend_.matmul_backward(scratch(dbtc_), g + layout_.head_wte(), nullptr, scratch(logits_),
                              at(slot, acts_.lnf), p + layout_.head_wte(), N, C, config_.padded_vocab_size);
     backend_.fill_zero(dres, BTC);
-    backend_.layernorm_backward(dres, g + layout_.lnf_w(), g + layout_.lnf_b(), dbtc_.data(),
-                                output(slot), p + layout_.lnf_w(), at(slot, acts_.lnf_mean),
-                                at(slot, acts_.lnf_rstd), N, C);
+    backend_.layernorm_backward(dres, g + layout_.lnf_w(), g + layout_.lnf_b(), scratch(dbtc_),
+                                output(slot), p + layout_.lnf_w(), at(slot, acts_.lnf_mean).as_f32(),
+                                at(slot, acts_.lnf_rstd).as_f32(), N, C);
     done(config_.num_layers + 1);
   } else {
-    backend_.copy(dres, doutput, sizeof(float) * BTC);
+    assert(doutput.type() == storage_);
+    backend_.copy(dres.data(), doutput.data(), BTC * kernels::element_bytes(storage_));
   }
 
   const LayerOffsets& w = layout_.layer_offsets();
   const LayerRange range = layout_.layers();
   for (int l = range.end - 1; l >= range.begin; l--) {
     const int i = l - range.begin;
-    const float* x = layer_input(slot, i);
+    const kernels::ConstTensor x = layer_input(slot, i);
     const LayerActs a = layer_acts(slot, i);
     const float* lp = p + layout_.layer(l);
     float* lg = g + layout_.layer(l);
     // res3 = res2 + fcproj(gelu(fc(ln2(res2)))): dres flows through both paths.
-    backend_.matmul_backward(dfch_.data(), lg + w.fcproj_w, lg + w.fcproj_b, dres, a[fch_gelu],
+    backend_.matmul_backward(scratch(dfch_), lg + w.fcproj_w, lg + w.fcproj_b, dres, a[fch_gelu],
                              lp + w.fcproj_w, N, 4 * C, C);
-    backend_.gelu_backward(dfch_.data(), a[fch], dfch_.data(), BTC * 4);
-    backend_.matmul_backward(dbtc_.data(), lg + w.fc_w, lg + w.fc_b, dfch_.data(), a[ln2], lp + w.fc_w, N, C, 4 * C);
-    backend_.layernorm_backward(dres, lg + w.ln2_w, lg + w.ln2_b, dbtc_.data(), a[res2], lp + w.ln2_w,
-                                a[ln2_mean], a[ln2_rstd], N, C);
+    backend_.gelu_backward(scratch(dfch_), a[fch], scratch(dfch_), BTC * 4);
+    backend_.matmul_backward(scratch(dbtc_), lg + w.fc_w, lg + w.fc_b, scratch(dfch_), a[ln2], lp + w.fc_w, N, C, 4 * C);
+    backend_.layernorm_backward(dres, lg + w.ln2_w, lg + w.ln2_b, scratch(dbtc_), a[res2], lp + w.ln2_w,
+                                a[ln2_mean].as_f32(), a[ln2_rstd].as_f32(), N, C);
     // res2 = x + attproj(attention(qkv(ln1(x)))); selective recomputes that half's activations.
     if (recompute_ == Recompute::selective) attention_half_forward(slot, i);
-    backend_.matmul_backward(dbtc_.data(), lg + w.attproj_w, lg + w.attproj_b, dres, a[atty], lp + w.attproj_w,
+    backend_.matmul_backward(scratch(dbtc_), lg + w.attproj_w, lg + w.attproj_b, dres, a[atty], lp + w.attproj_w,
                              N, C, C);
-    backend_.attention_backward(dqkv_.data(), dbtc_.data(), a[qkv], a[atty], a[att_saved], B, T, C, NH);
-    backend_.matmul_backward(dbtc_.data(), lg + w.qkv_w, lg + w.qkv_b, dqkv_.data(), a[ln1], lp + w.qkv_w,
+    backend_.attention_backward(scratch(dqkv_), scratch(dbtc_), a[qkv], a[atty], a[att_saved].as_f32(), B, T, C, NH);
+    backend_.matmul_backward(scratch(dbtc_), lg + w.qkv_w, lg + w.qkv_b, scratch(dqkv_), a[ln1], lp + w.qkv_w,
                              N, C, 3 * C);
-    backend_.layernorm_backward(dres, lg + w.ln1_w, lg + w.ln1_b, dbtc_.data(), x, lp + w.ln1_w, a[ln1_mean],
-                                a[ln1_rstd], N, C);
+    backend_.layernorm_backward(dres, lg + w.ln1_w, lg + w.ln1_b, scratch(dbtc_), x, lp + w.ln1_w, a[ln1_mean].as_f32(),
+                                a[ln1_rstd].as_f32(), N, C);
     done(l + 1);
   }
 
   if (layout_.has_embedding()) {
     const int32_t* tokens = tokens_.data() + static_cast<size_t>(B_) * T * slot;
     if (keep.rows) {
-      backend_.copy(keep.rows, dres, sizeof(float) * BTC);
+      assert(keep.rows.type() == storage_);
+      backend_.copy(keep.rows.data(), dres.data(), BTC * kernels::element_bytes(storage_));
       backend_.copy(keep.ids, tokens, sizeof(int32_t) * N);
     }
     backend_.encoder_backward(keep.rows ? nullptr : g + layout_.wte(), g + layout_.wpe(), dres, tokens, B, T, C);

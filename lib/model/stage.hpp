@@ -19,15 +19,19 @@
 // Parameter gradients accumulate over micro-batches as sums over samples; the caller scales by
 // 1/global_batch (see the optimizer), so any split of the batch computes the same step.
 //
+// Storage: activations, their gradients, the stage's input and output and the logits are of the
+// backend's element type (Backend::storage: bf16 on the bf16 path, else fp32); parameters,
+// their gradients and the layernorm and attention statistics are fp32 on every path.
+//
 // Every call only enqueues work on the backend's stream (kernels/device.hpp): tokens and targets
 // go up through pinned buffers, one per slot, each rewritten only after its last upload ran;
 // losses are summed on the device. take_loss_sum() is the one place the host waits.
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <utility>
 #include <vector>
 
 #include "kernels/backend.hpp"
@@ -40,7 +44,7 @@ namespace eth {
 
 // Where a first stage's backward leaves its word-embedding gradient rows (Stage::backward).
 struct KeptEmbeddingRows {
-  float* rows = nullptr;   // (B, T, C) device
+  kernels::Tensor rows;    // (B, T, C) device, of the stage's storage type
   int32_t* ids = nullptr;  // (B, T) device: their token ids
 };
 
@@ -53,18 +57,18 @@ class Stage {
   const ParamLayout& layout() const { return layout_; }
   int micro_batch() const { return B_; }
   int seq_len() const { return T_; }
+  kernels::ElementType storage() const { return storage_; }
 
   float* params() { return params_.data(); }    // (layout().size())
   float* grads() { return grads_.data(); }      // (layout().size())
   void zero_grads();
 
-  void forward(int slot, const int32_t* host_tokens /* (rows, T) */, const float* input /* (rows, T, C) */,
+  void forward(int slot, const int32_t* host_tokens /* (rows, T) */, kernels::ConstTensor input /* (rows, T, C) */,
                int rows = 0 /* 0: B */);
   // Where a non-first stage's input for `slot` lives: receive into it and pass it to forward(),
   // which then uses it in place.
-  float* input_buffer(int slot) { return slot_base(slot) + acts_.input; }  // (B, T, C)
-  const float* output(int slot) const;  // (B, T, C): the last layer's residual stream
-  float* output(int slot) { return const_cast<float*>(std::as_const(*this).output(slot)); }
+  kernels::Tensor input_buffer(int slot) { return slot_tensor(slot, acts_.input); }  // (B, T, C)
+  kernels::Tensor output(int slot);  // (B, T, C): the last layer's residual stream
 
   // Last stage only. Adds the sum over the slot's samples of each sample's mean token loss to the
   // device's loss sum; with_grad leaves dlogits for backward(slot). counted_rows >= 0 adds only
@@ -72,27 +76,28 @@ class Stage {
   void loss(int slot, const int32_t* host_targets /* (B, T) */, bool with_grad, int counted_rows = -1);
   // The loss sum since the last call (waits for the stream), and resets it to zero.
   double take_loss_sum();
-  const float* logits() const { return logits_.data(); }  // (B, T, Vp), after loss(.., false)
+  kernels::ConstTensor logits() const { return {logits_.data(), storage_}; }  // (B, T, Vp), after loss(.., false)
 
   // on_unit_done(u), when given, is called as soon as the gradients of model unit u (see
   // lib/plan/grad_blocks.hpp) and of wte (on the head: before unit L+1; on the embedding: with
   // unit 0) are complete for this backward, so that their reduction can start early.
   // keep (a first stage's, lib/runtime/late_embedding_rows.hpp): the word embedding's gradient rows are
   // copied there, with their token ids, instead of being added into dwte.
-  void backward(int slot, const float* doutput /* (B, T, C) */,
+  void backward(int slot, kernels::ConstTensor doutput /* (B, T, C) */,
                 const std::function<void(int unit)>& on_unit_done = {}, KeptEmbeddingRows keep = {});
-  const float* input_grad() const { return dresidual_.data(); }  // (rows, T, C) of the last backward
+  kernels::ConstTensor input_grad() const { return {dresidual_.data(), storage_}; }  // (rows, T, C) of the last backward
 
-  // Floats a stage allocates besides parameters, gradients and optimizer state, for memory
+  // Bytes a stage allocates besides parameters, gradients and optimizer state, for memory
   // models: its activations per slot, and its scratch shared by all slots (logits and the
   // recomputed activations included). `attention` is what its backend runs at T
-  // (Backend::attention_path), which sets what each layer keeps for attention backward.
+  // (Backend::attention_path), which sets what each layer keeps for attention backward;
+  // `storage` its element type (Backend::storage).
   struct ActivationFootprint {
-    size_t per_slot;
-    size_t scratch;
+    size_t per_slot;  // bytes
+    size_t scratch;   // bytes
   };
   static ActivationFootprint activation_footprint(const GptConfig& config, LayerRange layers, int B, int T,
-                                                  kernels::AttentionPath attention,
+                                                  kernels::AttentionPath attention, kernels::ElementType storage,
                                                   Recompute recompute = Recompute::none);
 
  private:
@@ -108,28 +113,31 @@ class Stage {
     res3,                     // (B, T, C)
     kActs
   };
-  using LayerActs = std::array<float*, kActs>;  // one layer's, for one slot
+  using LayerActs = std::array<kernels::Tensor, kActs>;  // one layer's, for one slot
 
-  // Where a tensor lives: in its slot or in the shared recomputation set, at offset + i * stride
-  // for the stage's local layer i.
+  // Where a tensor lives: in its slot or in the shared recomputation set, at byte offset +
+  // i * stride for the stage's local layer i, and its element type (the statistics are fp32).
   struct Place {
     bool shared;
-    size_t offset, stride;
+    size_t offset, stride;  // bytes
+    kernels::ElementType type;
   };
   struct ActLayout {
     std::array<Place, kActs> layer;
     Place lnf, lnf_mean, lnf_rstd;  // last stage: (B, T, C), (B, T), (B, T)
-    size_t input;                   // in the slot (B, T, C): the stage input (encoded on the first stage)
-    size_t output;                  // in the slot (B, T, C), full only: the last layer's res3
-    size_t slot_size, shared_size;
+    Place input;                    // in the slot (B, T, C): the stage input (encoded on the first stage)
+    Place output;                   // in the slot (B, T, C), full only: the last layer's res3
+    size_t slot_size, shared_size;  // bytes
   };
   static ActLayout act_layout(const GptConfig& config, LayerRange layers, int B, int T,
-                              kernels::AttentionPath attention, Recompute recompute);
+                              kernels::AttentionPath attention, kernels::ElementType storage, Recompute recompute);
 
-  float* slot_base(int slot);
-  float* at(int slot, Place place, int local_layer = 0);
+  kernels::Tensor slot_tensor(int slot, Place place, int local_layer = 0);
+  kernels::Tensor at(int slot, Place place, int local_layer = 0);
   LayerActs layer_acts(int slot, int local_layer);
-  const float* layer_input(int slot, int local_layer);
+  kernels::ConstTensor layer_input(int slot, int local_layer);
+  // A (B, T, width) scratch buffer of the storage type.
+  kernels::Tensor scratch(kernels::DeviceBuffer<std::byte>& buffer) { return {buffer.data(), storage_}; }
   // The forward of the slot's layers (and final layernorm), from its input on; and of one
   // layer's attention half (ln1, qkv, attention), which selective backward recomputes.
   void layers_forward(int slot);
@@ -141,16 +149,17 @@ class Stage {
   [[maybe_unused]] int slots_;  // checked by assertions only
   std::vector<int> rows_;  // per slot: samples of its current micro-batch (<= B_)
   kernels::Backend& backend_;
+  kernels::ElementType storage_;
   Recompute recompute_;
   ActLayout acts_;
   int shared_holds_ = -1;  // full: the slot whose forward the shared set holds; -1 none
 
   kernels::DeviceBuffer<float> params_, grads_;
-  kernels::DeviceBuffer<float> activations_;    // (slots, slot_size)
-  kernels::DeviceBuffer<float> shared_;         // (shared_size): recomputed activations
+  kernels::DeviceBuffer<std::byte> activations_;  // (slots, slot_size)
+  kernels::DeviceBuffer<std::byte> shared_;       // (shared_size): recomputed activations
   kernels::DeviceBuffer<int32_t> tokens_;       // (slots, B, T) first stage, for encoder backward
   kernels::DeviceBuffer<int32_t> targets_;      // (B, T) last stage
-  kernels::DeviceBuffer<float> logits_;         // (B, T, Vp) last stage; becomes dlogits
+  kernels::DeviceBuffer<std::byte> logits_;     // (B, T, Vp) last stage; becomes dlogits
   kernels::DeviceBuffer<float> sample_losses_;  // (B)
   kernels::DeviceBuffer<double> loss_sum_;      // (1) last stage
 
@@ -160,12 +169,13 @@ class Stage {
   std::vector<kernels::Event> tokens_uploaded_;    // (slots)
   kernels::Event targets_uploaded_;
 
-  // Scratch, shared by all slots: forward branch outputs and backward activation gradients.
-  kernels::DeviceBuffer<float> branch_;         // (B, T, C)
-  kernels::DeviceBuffer<float> dresidual_;      // (B, T, C) running gradient of the residual stream
-  kernels::DeviceBuffer<float> dbtc_;           // (B, T, C)
-  kernels::DeviceBuffer<float> dqkv_;           // (B, T, 3C)
-  kernels::DeviceBuffer<float> dfch_;           // (B, T, 4C)
+  // Scratch, shared by all slots, of the storage type: forward branch outputs and backward
+  // activation gradients.
+  kernels::DeviceBuffer<std::byte> branch_;     // (B, T, C)
+  kernels::DeviceBuffer<std::byte> dresidual_;  // (B, T, C) running gradient of the residual stream
+  kernels::DeviceBuffer<std::byte> dbtc_;       // (B, T, C)
+  kernels::DeviceBuffer<std::byte> dqkv_;       // (B, T, 3C)
+  kernels::DeviceBuffer<std::byte> dfch_;       // (B, T, 4C)
 };
 
 }  // namespace eth

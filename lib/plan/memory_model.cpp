@@ -1,5 +1,8 @@
 #include "lib/plan/memory_model.hpp"
 
+#include "kernels/bf16_rounding_backend.hpp"
+
+#include "lib/plan/grad_blocks.hpp"
 #include "lib/plan/optimizer_shards.hpp"
 #include "lib/plan/schedule.hpp"
 
@@ -16,42 +19,65 @@ size_t stage_param_floats(const GptConfig& model, LayerRange layers) {
 }
 
 MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T, int slots, Recompute recompute,
-                         kernels::AttentionPath attention) {
-  return stage_memory(model, layers, b, T, slots, Stage::activation_footprint(model, layers, b, T, attention, recompute));
+                         kernels::AttentionPath attention, kernels::ElementType storage) {
+  return stage_memory(model, layers, b, T, slots,
+                      Stage::activation_footprint(model, layers, b, T, attention, storage, recompute), storage);
 }
 
 MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T, int slots,
-                         const Stage::ActivationFootprint& acts) {
+                         const Stage::ActivationFootprint& acts, kernels::ElementType storage) {
   const double params = 4.0 * double(stage_param_floats(model, layers));
   const double BT = double(b) * T;
   const bool first = layers.begin == 0, last = layers.end == model.num_layers;
   const double tokens = (first ? BT * slots : 0) + (last ? BT : 0);  // int32 token ids (per slot) and targets
   const double rows = BT * model.channels;                           // one micro-batch's activations
+  // The bf16 path's ops compute in fp32 on working copies (the fp32-compute path, the only bf16
+  // one the backends run today).
+  const double working = storage == kernels::ElementType::bf16
+                             ? double(kernels::bf16_rounding_workspace_bytes(b, T, model.channels,
+                                                                             model.padded_vocab_size, first, last, 0))
+                             : 0;
   return {params,
           params,
           2 * params,
-          4 * (double(acts.per_slot) * slots + tokens),
-          4 * double(acts.scratch),
-          4 * rows * (slots + 1)};
+          double(acts.per_slot) * slots + 4 * tokens,
+          double(acts.scratch) + working,
+          double(kernels::element_bytes(storage)) * rows * (slots + 1)};
 }
 
 MemoryBytes rank_memory(const GptConfig& model, const Plan& plan, const RankRole& role, int world_rank, int seq_len,
-                        bool shard_all, kernels::AttentionPath attention) {
+                        const JobMemoryOptions& options) {
   const PlanPipeline& pipe = plan.pipelines[role.pipeline];
   const PlanStage& stage = pipe.stages[role.stage];
   const int slots = activation_slots(role.stage, static_cast<int>(pipe.stages.size()), pipe.micro_batches);
-  MemoryBytes bytes = stage_memory(model, stage.layers, role.samples, seq_len, slots, stage.recompute, attention);
-  bytes.optimizer = 8.0 * double(moment_floats(model, plan, world_rank, shard_all));
+  MemoryBytes bytes = stage_memory(model, stage.layers, role.samples, seq_len, slots, stage.recompute,
+                                   options.attention, options.storage);
+  bytes.optimizer = 8.0 * double(moment_floats(model, plan, world_rank, options.shard_all));
+  // The tied group's late embedding rows: a first stage's own, with their ids, and every
+  // member's gathered ones (rows of the storage type, ids int32), and on the bf16 path the
+  // gathered rows' widening for their embedding backward.
+  const bool first = stage.layers.begin == 0, last = stage.layers.end == model.num_layers;
+  if (options.block_sync && (first || last) && tied_sum_starts_early(plan, model, seq_len)) {
+    const double mine = first ? double(role.samples) * seq_len : 0, all = tied_rows_kept_late(plan, seq_len);
+    bytes.transfers += (mine + all) * (double(kernels::element_bytes(options.storage)) * model.channels + 4);
+    if (options.storage == kernels::ElementType::bf16) {
+      auto working = [&](size_t gathered) {
+        return double(kernels::bf16_rounding_workspace_bytes(role.samples, seq_len, model.channels,
+                                                             model.padded_vocab_size, first, last, gathered));
+      };
+      bytes.workspace += working(static_cast<size_t>(all)) - working(0);
+    }
+  }
   return bytes;
 }
 
 std::vector<size_t> plan_device_bytes(const GptConfig& model, const Plan& plan, int world_size, int seq_len,
-                                      bool shard_all, kernels::AttentionPath attention) {
+                                      const JobMemoryOptions& options) {
   std::vector<size_t> bytes;
   const std::vector<RankRole> roles = rank_roles(plan, world_size);
   for (int r = 0; r < world_size; r++) {
     const RankRole& role = roles[static_cast<size_t>(r)];
-    bytes.push_back(role.idle() ? 0 : static_cast<size_t>(rank_memory(model, plan, role, r, seq_len, shard_all, attention).total()));
+    bytes.push_back(role.idle() ? 0 : static_cast<size_t>(rank_memory(model, plan, role, r, seq_len, options).total()));
   }
   return bytes;
 }

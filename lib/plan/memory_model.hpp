@@ -5,13 +5,17 @@
 //
 // Pure arithmetic on the model, the plan and the stage's layout: parameters and activations
 // as ParamLayout and Stage::activation_footprint lay them out (tests check that a stage
-// allocates exactly that), fp32 everywhere (the bf16 copies are not counted).
+// allocates exactly that), in the bytes of the path's storage type (kernels/tensor.hpp): fp32
+// masters, gradients and moments on every path; activations, scratch and transfers of the
+// storage type; on the bf16 path the fp32 working copies its ops compute on
+// (kernels/bf16_rounding_backend.hpp).
 #pragma once
 
 #include <cstddef>
 #include <vector>
 
 #include "kernels/attention_path.hpp"
+#include "kernels/tensor.hpp"
 #include "lib/model/model_config.hpp"
 #include "lib/model/stage.hpp"
 #include "lib/model/recompute.hpp"
@@ -25,8 +29,8 @@ struct MemoryBytes {
   double gradients = 0;    // their fp32 gradients
   double optimizer = 0;    // AdamW's two moments (of this rank's shards only where sharded)
   double activations = 0;  // what the in-flight micro-batches keep for backward, token ids included
-  double workspace = 0;    // one micro-batch's scratch: the recomputed set, the head's logits
-  double transfers = 0;    // the gradient received from the next stage, and one per slot in flight back
+  double workspace = 0;    // one micro-batch's scratch: the recomputed set, the head's logits, fp32 working copies
+  double transfers = 0;    // the gradient received from the next stage, one per slot in flight back, late rows
   double total() const { return parameters + gradients + optimizer + activations + workspace + transfers; }
 };
 
@@ -35,24 +39,35 @@ size_t stage_param_floats(const GptConfig& model, LayerRange layers);
 
 // A stage holding `layers` on a rank with b samples per micro-batch of T tokens, `slots`
 // micro-batches in flight (activation_slots), activations kept as `recompute` says, attention
-// backward state as `attention` keeps it (Backend::attention_path at T). Moments unsharded.
+// backward state as `attention` keeps it (Backend::attention_path at T), stored as `storage`
+// (Backend::storage). Moments unsharded.
 MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T, int slots, Recompute recompute,
-                         kernels::AttentionPath attention);
+                         kernels::AttentionPath attention, kernels::ElementType storage);
 // The same from the stage's activation footprint already in hand (Stage::activation_footprint of
-// these layers, b, T, attention path and recomputation): for a caller that asks about the same
-// stage shapes many times (the planner's cost model keeps the footprints it has computed).
+// these layers, b, T, attention path, storage and recomputation): for a caller that asks about
+// the same stage shapes many times (the planner's cost model keeps the footprints it has computed).
 MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T, int slots,
-                         const Stage::ActivationFootprint& acts);
+                         const Stage::ActivationFootprint& acts, kernels::ElementType storage);
+
+// How a job runs, as far as a rank's memory goes.
+struct JobMemoryOptions {
+  kernels::AttentionPath attention = kernels::AttentionPath::blocked;  // Backend::attention_path at T
+  kernels::ElementType storage = kernels::ElementType::f32;            // Backend::storage
+  bool shard_all = false;  // --shard-optimizer: moments sharded in every block of several owners
+  // Block gradient sums (--grad-sync block): where the plan's tied sum starts early, its members
+  // keep and gather embedding rows (lib/runtime/late_embedding_rows.hpp).
+  bool block_sync = true;
+};
 
 // `role` (not idle) of `world_rank` in `plan` at seq_len: its stage's memory, with the moments
-// of its shards only in the plan's sharded blocks and, with `shard_all` (--shard-optimizer), in
-// every block of several owners.
+// of its shards only in the plan's sharded blocks (and every block of several owners under
+// shard_all), and the late embedding rows where the plan keeps them.
 MemoryBytes rank_memory(const GptConfig& model, const Plan& plan, const RankRole& role, int world_rank, int seq_len,
-                        bool shard_all, kernels::AttentionPath attention);
+                        const JobMemoryOptions& options);
 
 // rank_memory's total for each of the `world_size` ranks of `plan`, 0 for an idle one: what
 // eth_train checks against each device and reports as planned_bytes.
 std::vector<size_t> plan_device_bytes(const GptConfig& model, const Plan& plan, int world_size, int seq_len,
-                                      bool shard_all, kernels::AttentionPath attention);
+                                      const JobMemoryOptions& options);
 
 }  // namespace eth

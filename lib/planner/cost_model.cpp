@@ -11,7 +11,13 @@
 namespace eth::planner {
 
 CostModel::CostModel(const Topology& topology, const GptConfig& model, int seq_len, std::vector<Profile> profiles)
-    : topology_(topology), model_(model), seq_len_(seq_len), profiles_(std::move(profiles)) {}
+    : topology_(topology),
+      model_(model),
+      seq_len_(seq_len),
+      storage_(std::any_of(profiles.begin(), profiles.end(), [](const Profile& p) { return p.precision == "bf16"; })
+                   ? kernels::ElementType::bf16
+                   : kernels::ElementType::f32),
+      profiles_(std::move(profiles)) {}
 
 ComputeMs CostModel::compute(const ProfileEntry& e, LayerRange layers) const {
   ComputeMs c{layers.count() * e.layer.forward_ms, layers.count() * e.layer.backward_ms};
@@ -27,7 +33,7 @@ ComputeMs CostModel::compute(const ProfileEntry& e, LayerRange layers) const {
 }
 
 MemoryBytes CostModel::memory(LayerRange layers, int b, int slots, Recompute recompute) const {
-  MemoryBytes bytes = stage_memory(model_, layers, b, seq_len_, slots, footprint(layers, b, recompute));
+  MemoryBytes bytes = stage_memory(model_, layers, b, seq_len_, slots, footprint(layers, b, recompute), storage_);
   // Left out, as before the model was shared: 4 (slots + 1) b T C bytes that would move every
   // predicted memory, and with them plans and their tests (docs/planner.md, "Cost model").
   bytes.transfers = 0;
@@ -44,7 +50,8 @@ const Stage::ActivationFootprint& CostModel::footprint(LayerRange layers, int b,
   std::vector<std::optional<Stage::ActivationFootprint>>& by_b = footprints_[shape];
   if (by_b.size() <= static_cast<size_t>(b)) by_b.resize(static_cast<size_t>(b) + 1);
   std::optional<Stage::ActivationFootprint>& f = by_b[static_cast<size_t>(b)];
-  if (!f) f = Stage::activation_footprint(model_, layers, b, seq_len_, planner_attention_path(seq_len_), recompute);
+  if (!f)
+    f = Stage::activation_footprint(model_, layers, b, seq_len_, planner_attention_path(seq_len_), storage_, recompute);
   return *f;
 }
 
@@ -96,7 +103,7 @@ double CostModel::host_copy_ms(int node, double bytes) const {
 }
 
 double CostModel::boundary_ms(const PlanStage& from, const PlanStage& to, int micro_batch) const {
-  const double per_sample = 4.0 * seq_len_ * model_.channels;
+  const double per_sample = double(kernels::element_bytes(storage_)) * seq_len_ * model_.channels;
   auto share = [micro_batch](const PlanStage& s, size_t i) { return s.split.empty() ? micro_batch : s.split[i]; };
   double worst = 0;
   int a0 = 0;

@@ -52,7 +52,8 @@ class CostModel {
   // What one rank needs (stage_memory, lib/plan/memory_model.hpp, under the CPU backend's
   // attention rule: attention_memory.hpp): 16 bytes per parameter (fp32 weights, gradients, two
   // AdamW moments) plus `slots` micro-batches of b samples of activations, as `recompute` keeps
-  // them, and the stage's scratch (the recomputed set included); not the transfer buffers.
+  // them, and the stage's scratch (the recomputed set included), in the bytes of the profiles'
+  // precision's storage type; not the transfer buffers.
   // Moments unsharded; estimate() shards them.
   MemoryBytes memory(LayerRange layers, int b, int slots, Recompute recompute = Recompute::none) const;
   double memory_bytes(LayerRange layers, int b, int slots, Recompute recompute = Recompute::none) const {
@@ -111,6 +112,9 @@ class CostModel {
   const Topology& topology_;
   GptConfig model_;
   int seq_len_;
+  // What activations and transfers are stored in: bf16 when the profiles are of the bf16 path
+  // (a job has one precision: every profile is at it), fp32 otherwise.
+  kernels::ElementType storage_;
   std::vector<Profile> profiles_;
   bool shard_optimizer_ = false;
   bool allow_recompute_ = true;

@@ -17,7 +17,7 @@ BlockGradSync::BlockGradSync(const ParallelContext& ctx, const ParamLayout& layo
       continue;
     }
     reducer_->add_owner_slice(*s.group, grads + s.offset, s.shard_counts, "reduction to the shards' owners of " + s.name);
-    param_slices_.push_back({s.group, WireBuffer(device, params + s.offset, s.size, direct),
+    param_slices_.push_back({s.group, WireBuffer<float>(device, params + s.offset, s.size, direct),
                              s.shard_counts,
                              "all-gather of the updated shards of " + s.name});
   }

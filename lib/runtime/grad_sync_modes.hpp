@@ -33,7 +33,7 @@ class BlockGradSync final : public GradSync {
   // A sharded block's parameters as MPI sees them, for the all-gather.
   struct ParamSlice {
     const ProcessGroup* group;
-    WireBuffer wire;
+    WireBuffer<float> wire;
     std::vector<size_t> counts;
     std::string what;
   };

@@ -23,6 +23,7 @@
 #include "kernels/backend.hpp"
 #include "kernels/device_buffer.hpp"
 #include "mpi_topology/process_group.hpp"
+#include "mpi_topology/wire_word.hpp"
 
 namespace eth {
 
@@ -30,11 +31,12 @@ class LateEmbeddingRows {
  public:
   LateEmbeddingRows() = default;  // off
   // A member of the tied group `tied` keeping up to `my_rows` rows per step, of at most
-  // `all_rows` kept by all members together.
+  // `all_rows` kept by all members together, of the backend's storage type (the rows are
+  // activation gradients).
   LateEmbeddingRows(const ProcessGroup& tied, kernels::Backend& backend, int C, int my_rows, int all_rows);
 
   bool on() const { return tied_ != nullptr; }
-  float* rows() { return rows_.data(); }  // (my_rows, C) device: the stage's kept rows
+  kernels::Tensor rows() { return {rows_.data(), backend_->storage()}; }  // (my_rows, C) device: the stage's kept rows
   int32_t* ids() { return ids_.data(); }  // (my_rows) device: their token ids
   // Collective over the tied group, after its sum of dwte has completed: adds the `count` rows
   // this rank kept this step and every other member's into dwte ((Vp, C), device).
@@ -44,11 +46,12 @@ class LateEmbeddingRows {
   const ProcessGroup* tied_ = nullptr;
   kernels::Backend* backend_ = nullptr;
   int C_ = 0;
-  kernels::DeviceBuffer<float> rows_;             // (my_rows, C)
-  kernels::DeviceBuffer<int32_t> ids_;            // (my_rows)
-  kernels::DeviceBuffer<float> gathered_rows_;    // (all_rows, C)
-  kernels::DeviceBuffer<int32_t> gathered_ids_;   // (all_rows)
-  std::vector<float> host_rows_, all_host_rows_;  // the same on the host, for MPI
+  int row_words_ = 0;                                // C elements of the storage type
+  kernels::DeviceBuffer<WireWord> rows_;             // (my_rows, C)
+  kernels::DeviceBuffer<int32_t> ids_;               // (my_rows)
+  kernels::DeviceBuffer<WireWord> gathered_rows_;    // (all_rows, C)
+  kernels::DeviceBuffer<int32_t> gathered_ids_;      // (all_rows)
+  std::vector<WireWord> host_rows_, all_host_rows_;  // the same on the host, for MPI
   std::vector<int32_t> host_ids_, all_host_ids_;
 };
 

@@ -131,6 +131,7 @@ StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTr
     sync_->poll();
   }
   trace.set_device_compute(device_compute_ms());
+  trace.set_stage_bytes_sent(transfers_.step_bytes_sent());
   trace.end_step();
   return result;
 }

@@ -1,5 +1,6 @@
 #include "lib/runtime/stage_transfers.hpp"
 
+#include <cassert>
 #include <cstdio>
 #include <thread>
 
@@ -38,25 +39,26 @@ StageTransfers::StageTransfers(const ParallelContext& ctx, const PlanPipeline& p
       actions_(actions),
       stage_(stage),
       backend_(backend),
-      row_(static_cast<size_t>(T) * stage.config().channels),
+      row_(static_cast<size_t>(T) * stage.config().channels * wire_words(kernels::element_bytes(stage.storage()))),
       slots_(slots),
       streams_(std::move(streams)) {
   const size_t rows = static_cast<size_t>(ctx.role.samples) * row_;  // one micro-batch of this rank's activations
-  dout_ = kernels::DeviceBuffer<float>(backend, rows);
-  grad_send_ = kernels::DeviceBuffer<float>(backend, rows * slots_);
+  dout_ = kernels::DeviceBuffer<WireWord>(backend, rows);
+  grad_send_ = kernels::DeviceBuffer<WireWord>(backend, rows * slots_);
+  auto words = [](kernels::Tensor t) { return static_cast<WireWord*>(t.data()); };
   const bool direct = mpi_reads_device_buffers(backend, MpiTraffic::point_to_point);
   for (int slot = 0; slot < slots_; slot++) {
     if (!ctx.first_stage()) {
-      input_wires_.emplace_back(backend, stage.input_buffer(slot), rows, direct);
+      input_wires_.emplace_back(backend, words(stage.input_buffer(slot)), rows, direct);
       grad_send_wires_.emplace_back(backend, grad_send_.data() + rows * slot, rows, direct);
       grad_final_.emplace_back(backend);
     }
     if (!ctx.last_stage()) {
-      output_wires_.emplace_back(backend, stage.output(slot), rows, direct);
+      output_wires_.emplace_back(backend, words(stage.output(slot)), rows, direct);
       output_final_.emplace_back(backend);
     }
   }
-  if (!ctx.last_stage()) dout_wire_ = WireBuffer(backend, dout_.data(), rows, direct);
+  if (!ctx.last_stage()) dout_wire_ = Wire(backend, dout_.data(), rows, direct);
   for (int i = 0; i < pipe.micro_batches; i++) backward_done_.emplace_back(backend);
   activation_sends_.resize(static_cast<size_t>(slots_));
   grad_sends_.resize(static_cast<size_t>(slots_));
@@ -101,6 +103,7 @@ void StageTransfers::begin_step() {
   receives_.assign(actions_.size(), {});
   posted_.assign(actions_.size(), false);
   backwards_enqueued_ = 0;
+  step_bytes_sent_ = 0;
 }
 
 bool StageTransfers::buffer_free(const Action& r) const {
@@ -120,13 +123,13 @@ void StageTransfers::post_receive(size_t index) {
   posted_[index] = true;
 }
 
-void StageTransfers::post_receives(const RowExchange& exchange, WireBuffer& wire, const Lane& lane, int tag,
+void StageTransfers::post_receives(const RowExchange& exchange, Wire& wire, const Lane& lane, int tag,
                                    StreamCollectives::Event* done, Pending& pending) {
   if (!streams_) return exchange.post_recvs(ctx_.world_rank, wire.wire(), row_, tag, world_comm(), pending.requests);
   bool grouped = false;
   for (const RowMessage& m : exchange.receives_of(ctx_.world_rank, row_)) {
     if (!lane.link.carries(m.peer)) {
-      large_irecv(wire.wire() + m.offset, m.count, MPI_FLOAT, m.peer, tag, world_comm(), pending.requests);
+      large_irecv(wire.wire() + m.offset, m.count, wire_word_type(), m.peer, tag, world_comm(), pending.requests);
       continue;
     }
     if (!grouped) streams_->group_start();
@@ -139,7 +142,7 @@ void StageTransfers::post_receives(const RowExchange& exchange, WireBuffer& wire
   pending.event = done;
 }
 
-void StageTransfers::land(const RowExchange& exchange, WireBuffer& wire, const Lane& lane, Pending& pending) {
+void StageTransfers::land(const RowExchange& exchange, Wire& wire, const Lane& lane, Pending& pending) {
   if (!streams_) return wire.stage_in();
   if (pending.event != nullptr) streams_->wait(StreamCollectives::kCompute, pending.event);
   pending.event = nullptr;
@@ -147,7 +150,7 @@ void StageTransfers::land(const RowExchange& exchange, WireBuffer& wire, const L
   bool copied = false;
   for (const RowMessage& m : exchange.receives_of(ctx_.world_rank, row_)) {
     if (lane.link.carries(m.peer)) continue;
-    streams_->copy(wire.buffer() + m.offset, wire.wire() + m.offset, m.count * sizeof(float), copies_);
+    streams_->copy(wire.buffer() + m.offset, wire.wire() + m.offset, m.count * sizeof(WireWord), copies_);
     copied = true;
   }
   if (!copied) return;
@@ -204,10 +207,11 @@ void StageTransfers::post_ready_receives(size_t from) {
   }
 }
 
-void StageTransfers::send_rows(const RowExchange& exchange, WireBuffer& wire, kernels::Event& ready, const Lane& lane,
+void StageTransfers::send_rows(const RowExchange& exchange, Wire& wire, kernels::Event& ready, const Lane& lane,
                                int tag, StreamCollectives::Event* done, Pending& pending) {
-  if (!streams_) return send_rows_through_mpi(exchange, wire, ready, tag, pending.requests);
   const std::vector<RowMessage> messages = exchange.sends_of(ctx_.world_rank, row_);
+  for (const RowMessage& m : messages) step_bytes_sent_ += double(m.count * sizeof(WireWord));
+  if (!streams_) return send_rows_through_mpi(exchange, wire, ready, tag, pending.requests);
   streams_->record(rows_final_, StreamCollectives::kCompute);  // the tensor's event
   bool grouped = false, remote = false;
   for (const RowMessage& m : messages) {
@@ -233,18 +237,18 @@ void StageTransfers::send_rows(const RowExchange& exchange, WireBuffer& wire, ke
     streams_->wait(copies_, rows_final_);
     for (const RowMessage& m : messages)
       if (!lane.link.carries(m.peer))
-        streams_->copy(wire.wire() + m.offset, wire.buffer() + m.offset, m.count * sizeof(float), copies_);
+        streams_->copy(wire.wire() + m.offset, wire.buffer() + m.offset, m.count * sizeof(WireWord), copies_);
     streams_->record(staged_, copies_);
     rows_ready = staged_;
   }
   watched_wait([&] { return streams_->done(rows_ready); }, {"copy of rows to send", {}});
   for (const RowMessage& m : messages) {
     if (!lane.link.carries(m.peer))
-      large_isend(wire.wire() + m.offset, m.count, MPI_FLOAT, m.peer, tag, world_comm(), pending.requests);
+      large_isend(wire.wire() + m.offset, m.count, wire_word_type(), m.peer, tag, world_comm(), pending.requests);
   }
 }
 
-void StageTransfers::send_rows_through_mpi(const RowExchange& exchange, WireBuffer& wire, kernels::Event& ready, int tag,
+void StageTransfers::send_rows_through_mpi(const RowExchange& exchange, Wire& wire, kernels::Event& ready, int tag,
                                            std::vector<MPI_Request>& requests) {
   wire.stage_out();
   ready.record();
@@ -269,13 +273,14 @@ void StageTransfers::backward_enqueued(int i) {
   backwards_enqueued_++;
 }
 
-void StageTransfers::send_grads(const Action& a, const float* input_grad, int rows) {
+void StageTransfers::send_grads(const Action& a, kernels::ConstTensor input_grad, int rows) {
   const int i = a.micro_batch, slot = i % slots_;
   if (a.after_send_of >= 0)  // the slot's previous gradient has left
     wait(grad_sends_[slot], sending("gradients", a.after_send_of,
                                     exchanges(a.after_send_of).grads_to_previous.receivers_from(ctx_.world_rank)));
-  WireBuffer& wire = grad_send_wires_[slot];
-  backend_.copy(wire.buffer(), input_grad, sizeof(float) * rows * row_);
+  Wire& wire = grad_send_wires_[slot];
+  assert(input_grad.type() == stage_.storage());
+  backend_.copy(wire.buffer(), input_grad.data(), sizeof(WireWord) * rows * row_);
   send_rows(exchanges(i).grads_to_previous, wire, grad_final_[slot], grads_out_, grad_tag(i),
             streams_ ? grad_sent_[slot] : nullptr, grad_sends_[slot]);
 }

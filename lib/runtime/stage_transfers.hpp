@@ -7,6 +7,8 @@
 // recorded once its rows are final; a slot is overwritten once its last send has completed.
 // Message tags: micro-batch i's activations travel as 2i, its gradients as 2i + 1. Messages
 // between two ranks with one tag never overtake each other, so steps need no tag of their own.
+// Rows travel in 16-bit words (mpi_topology/wire_word.hpp), as the stage stores them: a bf16
+// stage's messages are half an fp32 one's.
 //
 // Two paths, chosen per job with the gradient sums' (mpi_topology/sum_reducer.hpp):
 //   - MPI: every message through MPI, from the buffers or their pinned mirrors (the copies on the
@@ -60,11 +62,14 @@ class StageTransfers {
   void backward_enqueued(int i);
   // After backward `a`: the gradient of its `rows` input samples (`input_grad`, (rows, T, C)) to
   // the previous stage, once the slot's previous gradient has left.
-  void send_grads(const Action& a, const float* input_grad, int rows);
+  void send_grads(const Action& a, kernels::ConstTensor input_grad, int rows);
   // The step's last sends have completed (their buffers are rewritten next step).
   void finish_sends();
-  const float* grad_from_next() const { return dout_.data(); }  // (B, T, C) for the current backward
+  kernels::ConstTensor grad_from_next() const { return {dout_.data(), stage_.storage()}; }  // (B, T, C)
   std::string path() const;  // for the log
+  // Bytes this rank has sent to the stages before and after it in this step (activations and
+  // gradients), counted per message as posted.
+  double step_bytes_sent() const { return step_bytes_sent_; }
 
   // Evaluation (forward only, slot 0, every micro-batch full): micro-batch i's input received,
   // its output sent, each waited for before returning.
@@ -73,6 +78,7 @@ class StageTransfers {
 
  private:
   using Stream = StreamCollectives::Stream;
+  using Wire = WireBuffer<WireWord>;
   // One direction of one kind of message on the stream path: its stream and its node-local link.
   struct Lane {
     Stream stream = StreamCollectives::kCompute;
@@ -89,15 +95,15 @@ class StageTransfers {
   bool buffer_free(const Action& receive) const;
   void post_receive(size_t index);
   // Posts the receives of `exchange` into `wire`'s buffer (or mirror), on `lane` where it carries them.
-  void post_receives(const RowExchange& exchange, WireBuffer& wire, const Lane& lane, int tag,
+  void post_receives(const RowExchange& exchange, Wire& wire, const Lane& lane, int tag,
                      StreamCollectives::Event* done, Pending& pending);
   // After the wait: later work on the compute stream sees the received rows.
-  void land(const RowExchange& exchange, WireBuffer& wire, const Lane& lane, Pending& pending);
+  void land(const RowExchange& exchange, Wire& wire, const Lane& lane, Pending& pending);
   // Enqueues the wire copy, records `ready` after it, waits for it, and posts the sends.
-  void send_rows_through_mpi(const RowExchange& exchange, WireBuffer& wire, kernels::Event& ready, int tag,
+  void send_rows_through_mpi(const RowExchange& exchange, Wire& wire, kernels::Event& ready, int tag,
                              std::vector<MPI_Request>& requests);
   // The rows in `wire` are final once the work enqueued so far completes: sends them.
-  void send_rows(const RowExchange& exchange, WireBuffer& wire, kernels::Event& ready, const Lane& lane, int tag,
+  void send_rows(const RowExchange& exchange, Wire& wire, kernels::Event& ready, const Lane& lane, int tag,
                  StreamCollectives::Event* done, Pending& pending);
   // Waits through the watchdog; on the stream path polls the streams' asynchronous errors too.
   void wait(Pending& pending, const WaitSite& site);
@@ -109,14 +115,15 @@ class StageTransfers {
   const std::vector<Action>& actions_;
   Stage& stage_;
   kernels::Backend& backend_;
-  size_t row_;  // one sample's activations: T * C floats
+  size_t row_;  // one sample's activations: T * C elements of the stage's storage type, in words
   int slots_;
+  double step_bytes_sent_ = 0;
 
-  kernels::DeviceBuffer<float> dout_;       // (B, T, C) gradient from the next stage
-  kernels::DeviceBuffer<float> grad_send_;  // (slots, B, T, C) gradients in flight back
+  kernels::DeviceBuffer<WireWord> dout_;       // (B, T, C) gradient from the next stage
+  kernels::DeviceBuffer<WireWord> grad_send_;  // (slots, B, T, C) gradients in flight back
   // The same buffers as MPI sees them, per slot where there are several.
-  std::vector<WireBuffer> input_wires_, output_wires_, grad_send_wires_;
-  WireBuffer dout_wire_;
+  std::vector<Wire> input_wires_, output_wires_, grad_send_wires_;
+  Wire dout_wire_;
   std::vector<kernels::Event> backward_done_;              // per micro-batch
   std::vector<kernels::Event> output_final_, grad_final_;  // per slot: staged, ready to send
   std::vector<Pending> activation_sends_;                  // per slot

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/device_buffer.hpp"
+#include "kernels/host_copy.hpp"
 #include "lib/base/random.hpp"
 #include "lib/model/model_config.hpp"
 #include "lib/model/param_layout.hpp"
@@ -48,12 +49,6 @@ std::vector<int32_t> ids(uint64_t stream, int limit) {
   return v;
 }
 
-std::vector<float> to_host(kernels::Backend& backend, const float* src, size_t n) {
-  std::vector<float> host(n);
-  backend.copy_to_host(host.data(), src, n * sizeof(float));
-  return host;
-}
-
 struct StepResult {
   std::vector<double> losses;       // (micro-batches)
   std::vector<float> eval_logits;   // (B, T, Vp) of the first micro-batch
@@ -76,7 +71,7 @@ StepResult run_step(const GptConfig& config, LayerRange layers, kernels::Backend
     if (first) {
       stage.forward(0, tokens.data() + BT * mb, nullptr);
     } else {
-      backend.copy_to_device(stage.input_buffer(0), input.data() + BTC * mb, BTC * sizeof(float));
+      kernels::copy_to_device_f32(backend, stage.input_buffer(0), input.data() + BTC * mb, BTC);
       stage.forward(0, nullptr, stage.input_buffer(0));
     }
   };
@@ -85,7 +80,7 @@ StepResult run_step(const GptConfig& config, LayerRange layers, kernels::Backend
   forward(0);
   stage.loss(0, targets.data(), false);
   stage.take_loss_sum();
-  r.eval_logits = to_host(backend, stage.logits(), BT * static_cast<size_t>(config.padded_vocab_size));
+  r.eval_logits = kernels::copy_to_host_f32(backend, stage.logits(), BT * static_cast<size_t>(config.padded_vocab_size));
   stage.zero_grads();
   for (int mb = 0; mb < kMicroBatches; mb++) {
     forward(mb);
@@ -93,8 +88,8 @@ StepResult run_step(const GptConfig& config, LayerRange layers, kernels::Backend
     r.losses.push_back(stage.take_loss_sum());
     stage.backward(0, nullptr);
   }
-  r.grads = to_host(backend, stage.grads(), P);
-  r.input_grad = to_host(backend, stage.input_grad(), BTC);
+  r.grads = kernels::copy_to_host_f32(backend, stage.grads(), P);
+  r.input_grad = kernels::copy_to_host_f32(backend, stage.input_grad(), BTC);
   r.grad_sum_of_squares = backend.sum_of_squares(stage.grads(), P);
   return r;
 }

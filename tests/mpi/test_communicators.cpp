@@ -188,7 +188,8 @@ void check_row_exchange(size_t row_elems) {
     buffer.resize(static_cast<size_t>(from_rows[i]) * row_elems);
     for (int r = 0; r < from_rows[i]; r++)
       for (size_t e = 0; e < row_elems; e++) buffer[r * row_elems + e] = value(first_row + r, e);
-    exchange.post_sends(me, buffer.data(), row_elems, 5, world_comm(), requests);
+    // Rows of floats travel as two words each (wire_word.hpp).
+    exchange.post_sends(me, reinterpret_cast<const WireWord*>(buffer.data()), 2 * row_elems, 5, world_comm(), requests);
   }
   std::vector<float> received;
   int to_first = 0, to_count = 0;
@@ -197,7 +198,7 @@ void check_row_exchange(size_t row_elems) {
     to_first = std::accumulate(to_rows.begin(), to_rows.begin() + static_cast<long>(j), 0);
     to_count = to_rows[j];
     received.assign(static_cast<size_t>(to_count) * row_elems, std::nanf(""));
-    exchange.post_recvs(me, received.data(), row_elems, 5, world_comm(), requests);
+    exchange.post_recvs(me, reinterpret_cast<WireWord*>(received.data()), 2 * row_elems, 5, world_comm(), requests);
   }
   MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
   for (int r = 0; r < to_count; r++)

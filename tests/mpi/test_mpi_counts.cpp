@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "mpi_topology/host_messages.hpp"
@@ -137,18 +138,24 @@ TEST(MpiCounts, LabelledRowsGatherInMemberOrder) {
   const MpiCountLimitForTest limit(kLimit);
   std::vector<int32_t> ids(static_cast<size_t>(count));
   std::iota(ids.begin(), ids.end(), 10000 * me);
-  const std::vector<float> rows = values_of(me, 0, ids.size() * width);
+  // Rows of floats, as the words they travel in (two per float).
+  auto words = [](const std::vector<float>& v) {
+    std::vector<WireWord> w(v.size() * 2);
+    std::memcpy(w.data(), v.data(), v.size() * sizeof(float));
+    return w;
+  };
+  const std::vector<WireWord> rows = words(values_of(me, 0, ids.size() * width));
   std::vector<int32_t> want_ids;
-  std::vector<float> want_rows;
+  std::vector<WireWord> want_rows;
   for (int r = 0; r < group.size(); r++) {
     const size_t n = static_cast<size_t>(300 + 400 * r);
     for (size_t i = 0; i < n; i++) want_ids.push_back(10000 * r + static_cast<int32_t>(i));
-    const std::vector<float> theirs = values_of(r, 0, n * width);
+    const std::vector<WireWord> theirs = words(values_of(r, 0, n * width));
     want_rows.insert(want_rows.end(), theirs.begin(), theirs.end());
   }
-  std::vector<float> all_rows(want_rows.size(), std::nanf(""));
+  std::vector<WireWord> all_rows(want_rows.size(), 0xffff);
   std::vector<int32_t> all_ids(want_ids.size(), -1);
-  gather_labelled_rows(group.comm(), group.members(), rows.data(), ids.data(), count, width, all_rows, all_ids,
+  gather_labelled_rows(group.comm(), group.members(), rows.data(), ids.data(), count, 2 * width, all_rows, all_ids,
                        "gather of labelled rows");
   expect_same(all_ids, want_ids, "gathered ids");
   expect_same(all_rows, want_rows, "gathered rows");

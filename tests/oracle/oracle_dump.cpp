@@ -39,6 +39,7 @@
 
 #include "kernels/backend.hpp"
 #include "kernels/backend_select.hpp"
+#include "kernels/host_copy.hpp"
 #include "lib/base/input_error.hpp"
 #include "lib/base/random.hpp"
 #include "lib/base/strprintf.hpp"
@@ -80,13 +81,6 @@ void write_raw(const fs::path& path, const std::vector<T>& data) {
   std::ofstream f(path, std::ios::binary);
   f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size() * sizeof(T)));
   if (!f) throw std::runtime_error("cannot write " + path.string());
-}
-
-// A copy of `n` floats of backend memory.
-std::vector<float> to_host(eth::kernels::Backend& backend, const float* src, size_t n) {
-  std::vector<float> host(n);
-  backend.copy_to_host(host.data(), src, n * sizeof(float));
-  return host;
 }
 
 // `n` int32 tokens below V from a file of exactly that many.
@@ -162,7 +156,7 @@ void dump(const fs::path& dir, const std::string& model_path, int T, const std::
   stage.forward(0, micro_batch(tokens, 0, 0), nullptr);
   stage.loss(0, micro_batch(targets, 0, 0), false);
   const double eval_loss = stage.take_loss_sum() / B;
-  write_raw(dir / "logits.f32", to_host(*backend, stage.logits(), BT * Vp));
+  write_raw(dir / "logits.f32", eth::kernels::copy_to_host_f32(*backend, stage.logits(), BT * Vp));
 
   // Training, step by step as train_single_rank() runs it.
   eth::AdamW optimizer(layout, kAdamW, *backend);
@@ -183,9 +177,9 @@ void dump(const fs::path& dir, const std::string& model_path, int T, const std::
                                               "the oracle would not cover clipping; lower kAdamW.max_grad_norm",
                                               step + 1, grad_norm, kAdamW.max_grad_norm));
     }
-    if (step == 0) write_raw(dir / "grads_step1.f32", to_host(*backend, stage.grads(), P));
+    if (step == 0) write_raw(dir / "grads_step1.f32", eth::kernels::copy_to_host_f32(*backend, stage.grads(), P));
     optimizer.step(stage.params(), stage.grads(), kLr, static_cast<float>(clip / kGlobalBatch));
-    write_raw(dir / eth::strprintf("params_step%d.f32", step + 1), to_host(*backend, stage.params(), P));
+    write_raw(dir / eth::strprintf("params_step%d.f32", step + 1), eth::kernels::copy_to_host_f32(*backend, stage.params(), P));
 
     std::cout << eth::strprintf("step %d/%d | loss %.6f | grad norm %.6f | clip factor %.6f\n", step + 1, kSteps,
                                 loss, grad_norm, clip);

@@ -41,7 +41,7 @@ std::vector<float> stage_logits(const TinyModel& m, kernels::Backend& backend, c
   stage.forward(0, tokens.data(), nullptr);
   stage.loss(0, std::vector<int32_t>(tokens.size(), 0).data(), false);  // leaves the logits
   std::vector<float> all(static_cast<size_t>(T) * Vp);
-  backend.copy_to_host(all.data(), stage.logits(), all.size() * sizeof(float));
+  backend.copy_to_host(all.data(), stage.logits().as_f32(), all.size() * sizeof(float));  // an fp32 backend's
   return {all.end() - Vp, all.end()};
 }
 

@@ -145,10 +145,10 @@ TEST(Planner, MemoryModelMatchesStageAllocation) {
           const ParamLayout layout(model, r);
           EXPECT_EQ(cost.param_floats(r), double(layout.size())) << r.begin << ".." << r.end;
           const Stage::ActivationFootprint fp =
-              Stage::activation_footprint(model, r, b, T, cpu->attention_path(T), mode);
+              Stage::activation_footprint(model, r, b, T, cpu->attention_path(T), cpu->storage(), mode);
           const double BT = double(T) * b;
           const double tokens = (r.begin == 0 ? BT * 2 : 0) + (r.end == 5 ? BT : 0);
-          EXPECT_EQ(cost.memory_bytes(r, b, 2, mode), 16.0 * layout.size() + 4.0 * (fp.per_slot * 2 + fp.scratch + tokens))
+          EXPECT_EQ(cost.memory_bytes(r, b, 2, mode), 16.0 * layout.size() + 4.0 * tokens + double(fp.per_slot * 2 + fp.scratch))
               << "T " << T << " " << r.begin << ".." << r.end << " b " << b << " " << to_string(mode);
         }
       }

@@ -3,13 +3,17 @@
 // allocates exactly the activation footprint its mode promises.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "kernels/backend.hpp"
+#include "kernels/bf16_rounding_backend.hpp"
 #include "kernels/backend_select.hpp"
+#include "kernels/host_copy.hpp"
 #include "lib/model/model_config.hpp"
 #include "lib/model/param_layout.hpp"
 #include "lib/model/stage.hpp"
@@ -54,10 +58,9 @@ Trace run(kernels::Backend& backend, LayerRange layers, int slots, Recompute mod
   std::vector<float> input(BTC), doutput(BTC);
   Trace trace;
   auto rows = [&](int i) { return i == m - 1 ? 1 : B; };
-  auto append = [&](std::vector<float>& to, const float* from, size_t n) {
-    const size_t at = to.size();
-    to.resize(at + n);
-    backend.copy_to_host(to.data() + at, from, n * sizeof(float));
+  auto append = [&](std::vector<float>& to, kernels::ConstTensor from, size_t n) {
+    const std::vector<float> values = kernels::copy_to_host_f32(backend, from, n);
+    to.insert(to.end(), values.begin(), values.end());
   };
   auto forward = [&](int i) {
     for (size_t k = 0; k < BT; k++) {
@@ -65,7 +68,7 @@ Trace run(kernels::Backend& backend, LayerRange layers, int slots, Recompute mod
       targets[k] = static_cast<int32_t>((k * 53 + 7 * i + 1) % config.vocab_size);
     }
     for (float& x : input) x = normal(rng);
-    if (!first) backend.copy_to_device(stage.input_buffer(i % slots), input.data(), BTC * sizeof(float));
+    if (!first) kernels::copy_to_device_f32(backend, stage.input_buffer(i % slots), input.data(), BTC);
     stage.forward(i % slots, tokens.data(), first ? nullptr : stage.input_buffer(i % slots), rows(i));
     append(trace.outputs, stage.output(i % slots), rows(i) * T * C);
     if (last) stage.loss(i % slots, targets.data(), true);
@@ -124,10 +127,11 @@ TEST(Recompute, StageAllocatesItsFootprint) {
     for (Recompute mode : kModes) {
       const size_t before = backend->allocated_bytes();
       const Stage stage(config, layers, B, T, slots, *backend, mode);
-      const Stage::ActivationFootprint fp = Stage::activation_footprint(config, layers, B, T, backend->attention_path(T), mode);
+      const Stage::ActivationFootprint fp =
+          Stage::activation_footprint(config, layers, B, T, backend->attention_path(T), backend->storage(), mode);
       const size_t tokens = (layers.begin == 0 ? BT * slots : 0) + (layers.end == config.num_layers ? BT : 0);
       EXPECT_EQ(backend->allocated_bytes() - before,
-                4 * (2 * stage.layout().size() + fp.per_slot * slots + fp.scratch + tokens))
+                4 * (2 * stage.layout().size() + tokens) + fp.per_slot * slots + fp.scratch)
           << to_string(mode) << " layers [" << layers.begin << ", " << layers.end << ")";
       per_slot[static_cast<int>(mode)] = fp.per_slot;
     }
@@ -137,6 +141,61 @@ TEST(Recompute, StageAllocatesItsFootprint) {
   }
   EXPECT_EQ(backend->allocated_bytes(), 0u);
   EXPECT_GT(backend->peak_allocated_bytes(), 0u);
+}
+
+// The same on the bf16 path (the CPU twin): activations, scratch and logits stored in two bytes
+// (the layernorm and attention statistics in four), so a slot takes more than half and less than
+// all of fp32's bytes; and after a step's first forward, loss and backward the twin holds its
+// fp32 working copies besides, exactly bf16_rounding_workspace_bytes (the memory model's term).
+TEST(Recompute, Bf16StageAllocatesItsFootprintAndTheTwinsWorkspace) {
+  const GptConfig config = load_model_config("inputs/models/tiny-4l.yaml");
+  const int B = 2, T = 8, slots = 2, C = config.channels;
+  const size_t BT = static_cast<size_t>(B) * T;
+  std::vector<int32_t> tokens(BT), targets(BT);
+  for (size_t k = 0; k < BT; k++) {
+    tokens[k] = static_cast<int32_t>((k * 37 + 5) % config.vocab_size);
+    targets[k] = static_cast<int32_t>((k * 53 + 1) % config.vocab_size);
+  }
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> input(BT * C), doutput(BT * C), params;
+  for (float& x : input) x = normal(rng);
+  for (float& x : doutput) x = 0.01f * normal(rng);
+  for (LayerRange layers : {LayerRange{0, 4}, LayerRange{0, 2}, LayerRange{1, 3}, LayerRange{2, 4}}) {
+    const bool first = layers.begin == 0, last = layers.end == config.num_layers;
+    const std::string what = "layers [" + std::to_string(layers.begin) + ", " + std::to_string(layers.end) + ")";
+    // A backend of its own per stage: the twin keeps its workspace for the next stage's ops.
+    auto backend = kernels::make_bf16_rounding_backend(kernels::make_cpu_backend());
+    ASSERT_EQ(backend->storage(), kernels::ElementType::bf16);
+    const size_t before = backend->allocated_bytes();
+    {
+      Stage stage(config, layers, B, T, slots, *backend);
+      const Stage::ActivationFootprint fp =
+          Stage::activation_footprint(config, layers, B, T, backend->attention_path(T), kernels::ElementType::bf16);
+      const Stage::ActivationFootprint fp32 =
+          Stage::activation_footprint(config, layers, B, T, backend->attention_path(T), kernels::ElementType::f32);
+      const size_t ids = (first ? BT * slots : 0) + (last ? BT : 0);
+      const size_t built = 4 * (2 * stage.layout().size() + ids) + fp.per_slot * slots + fp.scratch;
+      EXPECT_EQ(backend->allocated_bytes() - before, built) << what;
+      EXPECT_LT(fp.per_slot, fp32.per_slot) << what;
+      EXPECT_GT(2 * fp.per_slot, fp32.per_slot) << what;
+
+      params.assign(stage.layout().size(), 0.f);
+      for (float& x : params) x = 0.02f * normal(rng);
+      backend->copy_to_device(stage.params(), params.data(), params.size() * sizeof(float));
+      if (!first) kernels::copy_to_device_f32(*backend, stage.input_buffer(0), input.data(), input.size());
+      stage.forward(0, tokens.data(), first ? nullptr : stage.input_buffer(0));
+      if (last) stage.loss(0, targets.data(), true);
+      std::vector<kernels::bf16> doutput16(doutput.size());
+      for (size_t i = 0; i < doutput.size(); i++) doutput16[i] = kernels::cpu::to_bf16(doutput[i]);
+      stage.backward(0, last ? kernels::ConstTensor(nullptr) : kernels::ConstTensor(doutput16.data()));
+      const std::vector<float> dinput = kernels::copy_to_host_f32(*backend, stage.input_grad(), BT * C);
+      EXPECT_TRUE(std::all_of(dinput.begin(), dinput.end(), [](float x) { return std::isfinite(x); })) << what;
+      EXPECT_EQ(backend->allocated_bytes() - before,
+                built + kernels::bf16_rounding_workspace_bytes(B, T, C, config.padded_vocab_size, first, last, 0))
+          << what;
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# bf16 in memory and on the wire (issue 29 item 1), on the CPU twin: each 4-rank plan trains in
+# fp32 and in bf16, and from the step records of each run (metrics.jsonl, `ranks`):
+#   - every rank's allocator peak equals the memory model's planned bytes within 1% (the model
+#     counts bf16 activations, scratch, logits, transfer buffers and late embedding rows, and the
+#     twin's fp32 working copies: lib/plan/memory_model.hpp);
+#   - every rank sent exactly half the bytes to its neighbouring stages in bf16 as in fp32, and
+#     some rank sent any (the rows travel as stored: mpi_topology/wire_word.hpp);
+#   - the bf16 run's activations take fewer bytes: each rank's peak is below its fp32 one's
+#     wherever the rank keeps activations for a neighbour (a part of it is fp32 on every path:
+#     parameters, gradients, moments, statistics).
+# Plans: a split stage (split-stage-4), and one pipeline whose tied embedding sum starts early,
+# so that its members keep and gather embedding rows (one-pipeline-4).
+#   bf16_storage.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$1 src=$2
+source "$src/tests/mpi/mpi_test_env.sh"
+tiny_job 3
+for plan in split-stage-4 one-pipeline-4; do
+  for precision in fp32 bf16; do
+    PRECISION=$precision run "$plan-$precision" 4 --topology "$plans/cpu-2nodes-4.yaml" --plan "$plans/$plan.yaml"
+  done
+  $py - "$work/$plan-fp32/metrics.jsonl" "$work/$plan-bf16/metrics.jsonl" "$plan" <<'PY'
+import json, sys
+def ranks(path):
+    steps = [r for r in map(json.loads, open(path)) if "ranks" in r]
+    if len(steps) < 2:
+        sys.exit(f"FAIL: {path} holds {len(steps)} step records, expected at least 2")
+    return steps
+fp32, bf16, plan = ranks(sys.argv[1]), ranks(sys.argv[2]), sys.argv[3]
+failures = []
+for name, steps in (("fp32", fp32), ("bf16", bf16)):
+    for k, rank in enumerate(steps[-1]["ranks"]):
+        peak, planned = rank["peak_bytes"], rank["planned_bytes"]
+        if planned <= 0 or abs(peak - planned) > 0.01 * planned:
+            failures.append(f"{name} rank {k}: allocator peak {peak:.0f} bytes, memory model {planned} (expected within 1%)")
+        print(f"{plan} {name} rank {k}: peak {peak:.0f} bytes, planned {planned} ({peak / planned:.4f})")
+sent = 0
+for step, (a, b) in enumerate(zip(fp32, bf16)):
+    for k, (x, y) in enumerate(zip(a["ranks"], b["ranks"])):
+        sent += x["stage_bytes_sent"]
+        if 2 * y["stage_bytes_sent"] != x["stage_bytes_sent"]:
+            failures.append(f"step {step + 1} rank {k}: {y['stage_bytes_sent']:.0f} bytes sent in bf16, "
+                            f"{x['stage_bytes_sent']:.0f} in fp32 (expected exactly half)")
+if sent == 0:
+    failures.append("no rank sent anything to another stage: the plan tested no transfer")
+for k, (x, y) in enumerate(zip(fp32[-1]["ranks"], bf16[-1]["ranks"])):
+    if x["stage_bytes_sent"] > 0 and not y["peak_bytes"] < x["peak_bytes"]:
+        failures.append(f"rank {k}: bf16 peak {y['peak_bytes']:.0f} bytes, not below fp32's {x['peak_bytes']:.0f}")
+print(f"{plan}: {sent:.0f} bytes between stages in fp32 over {len(fp32)} steps, half that in bf16")
+if failures:
+    sys.exit("FAIL:\n  " + "\n  ".join(failures))
+PY
+done
