@@ -33,6 +33,8 @@
 
 namespace eth::kernels {
 
+class Bf16Kernels;  // kernels/bf16_kernels.hpp
+
 struct AdamWParams {
   float lr;
   float beta1;
@@ -52,6 +54,12 @@ class Backend : public Device {
   virtual std::string precision_path() const = 0;
   // The element type of its Tensors: the activations, their gradients and the parameter copies.
   ElementType storage() const { return storage_type(precision()); }
+  // An fp32 backend's native bf16 kernels (kernels/bf16_kernels.hpp), which the bf16 path runs
+  // where it can; null where the device has none (it then computes bf16 in fp32).
+  virtual Bf16Kernels* bf16_kernels() { return nullptr; }
+  // Whether this backend's bf16 path runs native bf16 kernels (for the memory model: the
+  // fp32-compute path holds fp32 working copies of its operands).
+  virtual bool runs_bf16_kernels() const { return false; }
   // out = inp rounded to the nearest bf16 value, ties to even, held in fp32 (n); out may be inp.
   // NaN stays NaN, infinities stay, finite values past bf16's largest become infinite.
   virtual void round_to_bf16(float* out, const float* inp, size_t n) = 0;

@@ -21,6 +21,16 @@ std::string env_or_empty(const char* name) {
   return value == nullptr ? "" : value;
 }
 
+// ETH_BF16_KERNELS: 1 (default) runs the bf16 path on a device's bf16 kernels where it has
+// them; 0 takes the fp32-compute path there too (what a V100 or T4 runs): the same bf16 bytes,
+// computed in fp32, so that the two paths can be compared within one job.
+Bf16Compute bf16_compute() {
+  const std::string s = env_or_empty("ETH_BF16_KERNELS");
+  if (s.empty() || s == "1") return Bf16Compute::kernels;
+  if (s == "0") return Bf16Compute::fp32;
+  throw std::invalid_argument("ETH_BF16_KERNELS: expected 0 or 1, got '" + s + "'");
+}
+
 // The CPU backends have fp32 arithmetic only: bf16 is their rounding twin, TF32 does not exist.
 BackendChoice on_cpu(std::unique_ptr<Backend> cpu, const std::string& note, Precision precision) {
   if (precision == Precision::tf32)
@@ -40,7 +50,7 @@ BackendChoice on_interpreter(Precision precision) {
     throw std::invalid_argument("--precision tf32: the kernel interpreter (ETH_BACKEND=cuda-emulated) has no TF32 "
                                 "GEMMs: use fp32 or bf16");
   if (precision == Precision::automatic || precision == Precision::bf16)
-    return {make_bf16_rounding_backend(std::move(emulated)), note};
+    return {make_bf16_rounding_backend(std::move(emulated), bf16_compute()), note};
   return {std::move(emulated), note};
 #else
   (void)precision;
@@ -90,11 +100,11 @@ BackendChoice select_backend(int local_rank, int local_ranks, Precision precisio
     throw std::invalid_argument("--precision tf32: expected a GPU with TF32 tensor cores (compute capability 8.0 or "
                                 "later), got " + props.name + " (" + std::to_string(props.compute_capability / 10) + "." +
                                 std::to_string(props.compute_capability % 10) + "): use fp32 or bf16");
-  // No bf16 kernels yet: bf16 (and automatic, which is bf16 on a GPU) is the fp32 backend with
-  // rounding at the storage points, the path that GPUs without bf16 units take in any case.
+  // bf16 (and automatic, which is bf16 on a GPU): bf16 storage over the fp32 backend, on its bf16
+  // kernels from compute capability 8.0 on (CudaBackend::bf16_kernels), in fp32 before.
   std::unique_ptr<Backend> cuda = make_cuda_backend(gpu.device, {.tf32 = precision == Precision::tf32});
   if (precision == Precision::automatic || precision == Precision::bf16)
-    cuda = make_bf16_rounding_backend(std::move(cuda));
+    cuda = make_bf16_rounding_backend(std::move(cuda), bf16_compute());
   return {std::move(cuda), "running on the CUDA backend: local rank " + std::to_string(local_rank) + " on " + props.name +
                                " " + props.uuid + " (PCI " + props.pci_bus_id + "), device " + std::to_string(gpu.device) +
                                " of " + std::to_string(gpus) + " it sees: " + gpu.how};

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstddef>
+#include <initializer_list>
 #include <utility>
 
+#include "kernels/bf16_kernels.hpp"
 #include "kernels/forwarding_backend.hpp"
 
 namespace eth::kernels {
@@ -11,29 +14,45 @@ namespace {
 
 size_t rows(size_t n, size_t width) { return n * width; }
 
-// Each op's working copies, in floats: its fp32 outputs and inputs (parameters included). One
-// formula per op, for the op itself and for bf16_rounding_workspace_bytes.
+// Bytes of a working copy of n fp32 or bf16 values: each starts on a 16-byte boundary, as the
+// stage's tensors do (vector loads and cp.async need it).
+size_t f32(size_t n) { return (n * sizeof(float) + 15) / 16 * 16; }
+size_t b16(size_t n) { return (n * sizeof(bf16) + 15) / 16 * 16; }
+
+// Each op's working copies, in bytes: on the fp32-compute path its fp32 outputs and inputs
+// (parameters included); on the kernels' path the bf16 copies of the parameters it reads and its
+// scratch. One formula per op, for the op itself and for bf16_rounding_workspace_bytes.
 namespace need {
-size_t encoder_forward(size_t N, size_t T, size_t C) { return rows(N, C) + 2 * rows(T, C); }
-size_t encoder_backward(size_t N, size_t C) { return rows(N, C); }
-size_t layernorm_forward(size_t N, size_t C) { return 2 * rows(N, C) + 2 * C; }
-size_t layernorm_backward(size_t N, size_t C) { return 3 * rows(N, C) + C; }
+size_t encoder_forward(size_t N, size_t T, size_t C) { return f32(rows(N, C)) + 2 * f32(rows(T, C)); }
+size_t encoder_backward(size_t N, size_t C) { return f32(rows(N, C)); }
+size_t layernorm_forward(size_t N, size_t C) { return 2 * f32(rows(N, C)) + 2 * f32(C); }
+size_t layernorm_backward(size_t N, size_t C) { return 3 * f32(rows(N, C)) + f32(C); }
 size_t matmul_forward(size_t N, size_t C, size_t OC, bool bias) {
-  return rows(N, OC) + rows(N, C) + rows(OC, C) + (bias ? OC : 0);
+  return f32(rows(N, OC)) + f32(rows(N, C)) + f32(rows(OC, C)) + (bias ? f32(OC) : 0);
 }
-size_t matmul_backward(size_t N, size_t C, size_t OC) { return 2 * rows(N, C) + rows(N, OC) + rows(OC, C); }
-size_t attention_forward(size_t N, size_t C) { return 4 * rows(N, C); }
-size_t attention_backward(size_t N, size_t C) { return 8 * rows(N, C); }
-size_t attention_decode(size_t B, size_t Tn, size_t Tmax, size_t C) { return 4 * rows(B * Tn, C) + 2 * rows(B * Tmax, C); }
-size_t gelu_forward(size_t n) { return 2 * n; }
-size_t gelu_backward(size_t n) { return 3 * n; }
-size_t residual_forward(size_t n) { return 3 * n; }
-size_t crossentropy(size_t N, size_t Vp) { return rows(N, Vp); }
+size_t matmul_backward(size_t N, size_t C, size_t OC) { return 2 * f32(rows(N, C)) + f32(rows(N, OC)) + f32(rows(OC, C)); }
+size_t attention_forward(size_t N, size_t C) { return f32(rows(N, C)) + f32(rows(N, 3 * C)); }
+size_t attention_backward(size_t N, size_t C) { return 2 * f32(rows(N, C)) + 2 * f32(rows(N, 3 * C)); }
+size_t attention_decode(size_t B, size_t Tn, size_t Tmax, size_t C) {
+  return f32(rows(B * Tn, C)) + 2 * f32(rows(B * Tmax, C)) + f32(rows(B * Tn, 3 * C));
+}
+size_t gelu_forward(size_t n) { return 2 * f32(n); }
+size_t gelu_backward(size_t n) { return 3 * f32(n); }
+size_t residual_forward(size_t n) { return 3 * f32(n); }
+size_t crossentropy(size_t N, size_t Vp) { return f32(rows(N, Vp)); }
+// The kernels' path.
+size_t kernels_matmul_forward(size_t C, size_t OC, bool bias) { return b16(rows(OC, C)) + (bias ? b16(OC) : 0); }
+size_t kernels_matmul_backward(size_t C, size_t OC) { return b16(rows(OC, C)); }
+size_t kernels_layernorm_backward(size_t C) { return b16(C); }
+size_t kernels_crossentropy(size_t N) { return f32(N); }
 }  // namespace need
 
 class Bf16RoundingBackend final : public ForwardingBackend {
  public:
-  explicit Bf16RoundingBackend(std::unique_ptr<Backend> inner) : ForwardingBackend(*inner), owned_(std::move(inner)) {
+  Bf16RoundingBackend(std::unique_ptr<Backend> inner, Bf16Compute compute)
+      : ForwardingBackend(*inner),
+        owned_(std::move(inner)),
+        kernels_(compute == Bf16Compute::kernels ? owned_->bf16_kernels() : nullptr) {
     assert(owned_->precision() == Precision::fp32);
   }
   ~Bf16RoundingBackend() override { inner_.release(workspace_); }
@@ -43,9 +62,17 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   std::string name() const override { return inner_.name() + "-bf16"; }
   Precision precision() const override { return Precision::bf16; }
   std::string precision_path() const override {
-    return "bf16 (" + std::string(inner_.host_addressable() ? "CPU twin" : "no bf16 kernels") +
-           ": bf16 storage, fp32 compute)";
+    if (kernels_ != nullptr)
+      return "bf16 (bf16 kernels: cuBLASLt GEMMs, flash attention at head sizes 64 and 128, layernorm backward, "
+             "classifier; the other ops in fp32 on bf16 storage)";
+    const char* why = inner_.bf16_kernels() != nullptr ? "its bf16 kernels left out (ETH_BF16_KERNELS=0)"
+                      : inner_.host_addressable()       ? "CPU twin"
+                                                        : "no bf16 kernels on this device";
+    return "bf16 (" + std::string(why) + ": bf16 storage, fp32 compute)";
   }
+  // The decorator computes bf16 itself: it offers no fp32 kernels' bf16 twin to decorate again.
+  Bf16Kernels* bf16_kernels() override { return nullptr; }
+  bool runs_bf16_kernels() const override { return kernels_ != nullptr; }
 
   void encoder_forward(Tensor out, const int32_t* tokens, ConstTensor wte, ConstTensor wpe, int B, int T,
                        int C) override {
@@ -79,6 +106,11 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   }
   void layernorm_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
                           ConstTensor weight, const float* mean, const float* rstd, int N, int C) override {
+    if (on_kernels({dinp}, {dout, inp})) {
+      Working w(*this, need::kernels_layernorm_backward(C));
+      return kernels_->layernorm_backward(dinp.as_bf16(), dweight, dbias, dout.as_bf16(), inp.as_bf16(),
+                                          w.copy16(weight, C), mean, rstd, N, C);
+    }
     // The residual stream's gradient: bf16 read, fp32 added, bf16 stored.
     Working w(*this, need::layernorm_backward(N, C));
     float* d = w.accumulated(dinp, rows(N, C));
@@ -88,6 +120,11 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   }
   void matmul_forward(Tensor out, ConstTensor inp, ConstTensor weight, ConstTensor bias, int N, int C,
                       int OC) override {
+    if (on_kernels({out}, {inp})) {
+      Working w(*this, need::kernels_matmul_forward(C, OC, bool(bias)));
+      return kernels_->matmul_forward(out.as_bf16(), inp.as_bf16(), w.copy16(weight, rows(OC, C)), w.copy16(bias, OC),
+                                      N, C, OC);
+    }
     Working w(*this, need::matmul_forward(N, C, OC, bool(bias)));
     float* o = w.output(out, rows(N, OC));
     inner_.matmul_forward(o, w.in(inp, rows(N, C)), w.in(weight, rows(OC, C)), w.in(bias, OC), N, C, OC);
@@ -95,6 +132,11 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   }
   void matmul_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
                        ConstTensor weight, int N, int C, int OC) override {
+    if (on_kernels({dinp}, {dout, inp})) {
+      Working w(*this, need::kernels_matmul_backward(C, OC));
+      return kernels_->matmul_backward(dinp.as_bf16(), dweight, dbias, dout.as_bf16(), inp.as_bf16(),
+                                       w.copy16(weight, rows(OC, C)), N, C, OC);
+    }
     Working w(*this, need::matmul_backward(N, C, OC));
     float* d = w.output(dinp, rows(N, C));
     inner_.matmul_backward(d, dweight, dbias, w.in(dout, rows(N, OC)), w.in(inp, rows(N, C)),
@@ -104,6 +146,8 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   void attention_forward(Tensor out, float* saved, ConstTensor qkv, int B, int T, int C, int NH) override {
     // saved stays fp32: lse is a softmax statistic, and the materialised path's probabilities
     // are what the blocked backward recomputes in fp32 from the bf16 q and k.
+    if (on_kernels({out}, {qkv}) && bf16_attention_head_size(C / NH))
+      return kernels_->attention_forward(out.as_bf16(), saved, qkv.as_bf16(), B, T, C, NH);
     const size_t N = rows(B, T);
     Working w(*this, need::attention_forward(N, C));
     float* o = w.output(out, rows(N, C));
@@ -112,6 +156,9 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   }
   void attention_backward(Tensor dqkv, ConstTensor dout, ConstTensor qkv, ConstTensor out, const float* saved,
                           int B, int T, int C, int NH) override {
+    if (on_kernels({dqkv}, {dout, qkv, out}) && bf16_attention_head_size(C / NH))
+      return kernels_->attention_backward(dqkv.as_bf16(), dout.as_bf16(), qkv.as_bf16(), out.as_bf16(), saved, B, T,
+                                          C, NH);
     const size_t N = rows(B, T);
     Working w(*this, need::attention_backward(N, C));
     float* d = w.output(dqkv, rows(N, 3 * C));
@@ -157,6 +204,11 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   void crossentropy_forward_backward(float* sample_losses, Tensor logits, const int32_t* targets, int B, int T,
                                      int V, int Vp, float dlogits_scale) override {
     // The loss is fp32 from the bf16 logits; the dlogits that overwrite them are stored bf16.
+    if (on_kernels({logits}, {})) {
+      Working w(*this, need::kernels_crossentropy(rows(B, T)));
+      return kernels_->crossentropy_forward_backward(sample_losses, w.space(rows(B, T)), logits.as_bf16(), targets, B,
+                                                     T, V, Vp, dlogits_scale);
+    }
     const size_t n = rows(rows(B, T), Vp);
     Working w(*this, need::crossentropy(rows(B, T), Vp));
     float* l = w.accumulated(logits, n);
@@ -165,19 +217,25 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   }
 
  private:
-  // One op's fp32 working copies, taken in order from the workspace, which is first grown to
-  // the op's need (`floats`). An fp32 Tensor needs no copy where it is written: the op writes it
-  // and store() rounds it in place. The workspace is reused by the next op: safe, since the
-  // stream runs in order.
+  // Whether an op runs on the device's bf16 kernels: where it has them and the op's activations
+  // are bf16 (an fp32 Tensor holding bf16 values takes the fp32-compute path).
+  bool on_kernels(std::initializer_list<Tensor> written, std::initializer_list<ConstTensor> read) const {
+    if (kernels_ == nullptr) return false;
+    for (const Tensor& t : written)
+      if (t.type() != ElementType::bf16) return false;
+    for (const ConstTensor& t : read)
+      if (t.type() != ElementType::bf16) return false;
+    return true;
+  }
+
+  // One op's working copies, taken in order from the workspace, which is first grown to the
+  // op's need (`bytes`). An fp32 Tensor needs no copy where it is written: the op writes it and
+  // store() rounds it in place. The workspace is reused by the next op: safe, since the stream
+  // runs in order.
   class Working {
    public:
-    Working(Bf16RoundingBackend& b, size_t floats) : b_(b), next_(b.workspace(floats)), end_(next_ + floats) {}
-    float* space(size_t n) {
-      float* p = next_;
-      next_ += n;
-      assert(next_ <= end_);
-      return p;
-    }
+    Working(Bf16RoundingBackend& b, size_t bytes) : b_(b), next_(b.workspace(bytes)), end_(next_ + bytes) {}
+    float* space(size_t n) { return static_cast<float*>(take(f32(n))); }
     // An input in fp32, or null for null: bf16 widened exactly; fp32 rounded to bf16 (a master
     // parameter read as its bf16 copy, or fp32 storage holding bf16 values: unchanged then).
     const float* in(ConstTensor t, size_t n) {
@@ -187,6 +245,15 @@ class Bf16RoundingBackend final : public ForwardingBackend {
         b_.inner_.convert(p, t, n);
       else
         b_.inner_.round_to_bf16(p, t.as_f32(), n);
+      return p;
+    }
+    // A parameter as a bf16 kernel reads it, or null for null: a bf16 copy as given, or made
+    // from the fp32 master (nearest even: the numbers of the fp32 path's rounded copy).
+    const bf16* copy16(ConstTensor t, size_t n) {
+      if (!t) return nullptr;
+      if (t.type() == ElementType::bf16) return t.as_bf16();
+      bf16* p = static_cast<bf16*>(take(b16(n)));
+      b_.inner_.convert(p, t, n);
       return p;
     }
     // Where the op writes `out` in fp32.
@@ -200,9 +267,15 @@ class Bf16RoundingBackend final : public ForwardingBackend {
     }
 
    private:
+    void* take(size_t bytes) {
+      std::byte* p = next_;
+      next_ += bytes;
+      assert(next_ <= end_);
+      return p;
+    }
     Bf16RoundingBackend& b_;
-    float* next_;
-    float* end_;
+    std::byte* next_;
+    std::byte* end_;
   };
 
   void round(float* x, size_t n) { inner_.round_to_bf16(x, x, n); }
@@ -213,45 +286,57 @@ class Bf16RoundingBackend final : public ForwardingBackend {
     else
       inner_.convert(out, r, n);
   }
-  // The workspace, grown to at least `floats` (a training step's first calls size it for good).
-  float* workspace(size_t floats) {
-    if (workspace_floats_ < floats) {
+  // The workspace, grown to at least `bytes` (a training step's first calls size it for good).
+  std::byte* workspace(size_t bytes) {
+    if (workspace_bytes_ < bytes) {
       inner_.release(workspace_);
-      workspace_ = static_cast<float*>(inner_.allocate(floats * sizeof(float)));
-      workspace_floats_ = floats;
+      workspace_ = static_cast<std::byte*>(inner_.allocate(bytes));
+      workspace_bytes_ = bytes;
     }
     return workspace_;
   }
 
   std::unique_ptr<Backend> owned_;
-  float* workspace_ = nullptr;
-  size_t workspace_floats_ = 0;
+  Bf16Kernels* kernels_;  // the inner device's, on the kernels' path; null: fp32 compute
+  std::byte* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_bf16_rounding_backend(std::unique_ptr<Backend> inner) {
-  return std::make_unique<Bf16RoundingBackend>(std::move(inner));
+std::unique_ptr<Backend> make_bf16_rounding_backend(std::unique_ptr<Backend> inner, Bf16Compute compute) {
+  return std::make_unique<Bf16RoundingBackend>(std::move(inner), compute);
 }
 
-size_t bf16_rounding_workspace_bytes(int B, int T, int C, int Vp, bool embedding, bool head, size_t gathered_rows) {
-  const size_t N = rows(B, T), c = static_cast<size_t>(C), vp = static_cast<size_t>(Vp);
-  // A layer's ops (shapes as lib/model/stage.cpp calls them): the widest are GELU's backward
-  // (three (N, 4C) copies) and fc_proj's matmul backward ((N, 4C) in and dinp, the 4C x C weight).
-  size_t floats = std::max({need::layernorm_forward(N, c), need::layernorm_backward(N, c),
-                            need::matmul_forward(N, c, 3 * c, true), need::matmul_forward(N, 4 * c, c, true),
-                            need::matmul_forward(N, c, 4 * c, true), need::matmul_backward(N, c, 3 * c),
-                            need::matmul_backward(N, c, 4 * c), need::matmul_backward(N, 4 * c, c),
-                            need::attention_forward(N, c), need::attention_backward(N, c),
-                            need::gelu_forward(4 * rows(N, c)), need::gelu_backward(4 * rows(N, c)),
-                            need::residual_forward(rows(N, c))});
-  if (embedding)
-    floats = std::max({floats, need::encoder_forward(N, static_cast<size_t>(T), c), need::encoder_backward(N, c)});
-  floats = std::max(floats, need::encoder_backward(gathered_rows, c));
-  if (head)
-    floats = std::max({floats, need::matmul_forward(N, c, vp, false), need::matmul_backward(N, c, vp),
-                       need::crossentropy(N, vp)});
-  return floats * sizeof(float);
+size_t bf16_rounding_workspace_bytes(const Bf16StageShape& s, Bf16Compute compute) {
+  const size_t N = rows(s.B, s.T), C = static_cast<size_t>(s.C), Vp = static_cast<size_t>(s.Vp);
+  const bool kernels = compute == Bf16Compute::kernels;
+  const bool flash = kernels && bf16_attention_head_size(s.C / s.NH);
+  // A layer's ops, shapes as lib/model/stage.cpp calls them. On the fp32-compute path the widest
+  // are GELU's backward (three (N, 4C) copies) and fc_proj's matmul backward ((N, 4C) in and
+  // dinp, the 4C x C weight); on the kernels' path the fp32-compute ops remain the widest.
+  size_t bytes = std::max({need::layernorm_forward(N, C), need::gelu_forward(4 * rows(N, C)),
+                           need::gelu_backward(4 * rows(N, C)), need::residual_forward(rows(N, C))});
+  if (kernels)
+    bytes = std::max({bytes, need::kernels_layernorm_backward(C), need::kernels_matmul_forward(C, 3 * C, true),
+                      need::kernels_matmul_forward(4 * C, C, true), need::kernels_matmul_forward(C, 4 * C, true),
+                      need::kernels_matmul_backward(C, 3 * C), need::kernels_matmul_backward(C, 4 * C),
+                      need::kernels_matmul_backward(4 * C, C)});
+  else
+    bytes = std::max({bytes, need::layernorm_backward(N, C), need::matmul_forward(N, C, 3 * C, true),
+                      need::matmul_forward(N, 4 * C, C, true), need::matmul_forward(N, C, 4 * C, true),
+                      need::matmul_backward(N, C, 3 * C), need::matmul_backward(N, C, 4 * C),
+                      need::matmul_backward(N, 4 * C, C)});
+  if (!flash) bytes = std::max({bytes, need::attention_forward(N, C), need::attention_backward(N, C)});
+  if (s.embedding)
+    bytes = std::max({bytes, need::encoder_forward(N, static_cast<size_t>(s.T), C), need::encoder_backward(N, C)});
+  bytes = std::max(bytes, need::encoder_backward(s.gathered_rows, C));
+  if (s.head)
+    bytes = std::max(bytes, kernels ? std::max({need::kernels_matmul_forward(C, Vp, false),
+                                                need::kernels_matmul_backward(C, Vp), need::kernels_crossentropy(N)})
+                                    : std::max({need::matmul_forward(N, C, Vp, false), need::matmul_backward(N, C, Vp),
+                                                need::crossentropy(N, Vp)}));
+  return bytes;
 }
 
 }  // namespace eth::kernels

@@ -22,7 +22,12 @@
 // A Tensor given as fp32 is taken as holding bf16 values and rounded in place when written, so
 // that a caller may also keep bf16 values in fp32 buffers (the same numbers, twice the bytes).
 //
-// The working copies live in one fp32 workspace, grown to the largest op's need (then kept):
+// On a device with bf16 kernels (Bf16Compute::kernels) the GEMMs, the flash attention, the
+// layernorm backward and the classifier run on them, on the bf16 tensors as stored, with bf16
+// copies of the parameters they read; every other op (and every op on an fp32 Tensor) takes the
+// fp32-compute path above.
+//
+// The working copies live in one workspace, grown to the largest op's need (then kept):
 // bf16_rounding_workspace_bytes is that size for a GPT stage, which the memory model counts.
 #pragma once
 
@@ -33,13 +38,25 @@
 
 namespace eth::kernels {
 
-// `inner` must compute in fp32 (precision() == fp32).
-std::unique_ptr<Backend> make_bf16_rounding_backend(std::unique_ptr<Backend> inner);
+// How the bf16 path computes: every op in fp32 on the inner backend (the CPU twin; GPUs without
+// bf16 units), or on the inner device's bf16 kernels (kernels/bf16_kernels.hpp) where it has
+// them for the op, the rest in fp32 as before.
+enum class Bf16Compute { fp32, kernels };
 
-// The workspace the backend holds after a training step of a pipeline stage of GPT-2 ops on
-// micro-batches of B samples of T tokens, C channels, Vp padded vocabulary, with the embedding
-// and with the head as given; `gathered_rows`: the rows of one more embedding backward, of
-// rows gathered from the tied group (lib/runtime/late_embedding_rows.hpp), 0 where none.
-size_t bf16_rounding_workspace_bytes(int B, int T, int C, int Vp, bool embedding, bool head, size_t gathered_rows);
+// `inner` must compute in fp32 (precision() == fp32).
+std::unique_ptr<Backend> make_bf16_rounding_backend(std::unique_ptr<Backend> inner,
+                                                    Bf16Compute compute = Bf16Compute::fp32);
+
+// A pipeline stage's shapes, as far as the workspace goes: micro-batches of B samples of T
+// tokens, C channels, NH heads, Vp padded vocabulary; the embedding and the head on it or not;
+// `gathered_rows`: the rows of one more embedding backward, of rows gathered from the tied group
+// (lib/runtime/late_embedding_rows.hpp), 0 where none.
+struct Bf16StageShape {
+  int B, T, C, NH, Vp;
+  bool embedding, head;
+  size_t gathered_rows;
+};
+// The workspace the backend holds after a training step of such a stage's GPT-2 ops.
+size_t bf16_rounding_workspace_bytes(const Bf16StageShape& shape, Bf16Compute compute);
 
 }  // namespace eth::kernels

@@ -56,6 +56,8 @@ class ForwardingBackend : public Backend {
   std::string precision_path() const override { return inner_.precision_path(); }
   void round_to_bf16(float* out, const float* inp, size_t n) override { inner_.round_to_bf16(out, inp, n); }
   void convert(Tensor out, ConstTensor inp, size_t n) override { inner_.convert(out, inp, n); }
+  Bf16Kernels* bf16_kernels() override { return inner_.bf16_kernels(); }
+  bool runs_bf16_kernels() const override { return inner_.runs_bf16_kernels(); }
 
   // ---- GPT-2 forward and backward --------------------------------------------------------
   void encoder_forward(Tensor out, const int32_t* tokens, ConstTensor wte, ConstTensor wpe, int B, int T,

@@ -14,7 +14,10 @@ namespace {
 class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunch> {
  public:
   CudaBackend(int device, CudaBackendOptions options)
-      : device_(device), uuid_(cuda_device_props(device).uuid), options_(options) {
+      : device_(device),
+        uuid_(cuda_device_props(device).uuid),
+        compute_capability_(cuda_device_props(device).compute_capability),
+        options_(options) {
     CUDA_CHECK(cudaSetDevice(device_));
     // Non-blocking: no implicit synchronisation with the legacy default stream, so every copy
     // below is explicitly enqueued on stream_.
@@ -144,6 +147,8 @@ class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunc
 
  protected:
   cuda::CudaLaunch& launch() override { return *launch_; }
+  // bf16 mma.sync, cp.async and cuBLASLt's bf16 GEMMs: compute capability 8.0 and later.
+  bool has_bf16_kernels() const override { return compute_capability_ >= 80; }
 
  private:
   static void report_release_error(cudaError_t err) {
@@ -153,6 +158,7 @@ class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunc
 
   int device_;
   std::string uuid_;
+  int compute_capability_;  // major * 10 + minor
   CudaBackendOptions options_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;

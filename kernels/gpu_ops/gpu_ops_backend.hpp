@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cmath>
+#include <memory>
 #include <utility>
 
 #include "kernels/backend.hpp"
+#include "kernels/gpu_ops/bf16_kernels_on.hpp"
 #include "kernels/gpu_ops/ops.hpp"
 
 namespace eth::kernels::gpu_ops {
@@ -92,8 +94,19 @@ class GpuOpsBackend : public Base {
                           hp.grad_scale, correction1, correction2);
   }
 
+  Bf16Kernels* bf16_kernels() override {
+    if (!has_bf16_kernels()) return nullptr;
+    if (!bf16_kernels_) bf16_kernels_ = std::make_unique<Bf16KernelsOn<Launch>>(launch());
+    return bf16_kernels_.get();
+  }
+
  protected:
   virtual Launch& launch() = 0;
+  // Whether the device runs the bf16 families (compute capability 8.0 on; the interpreter does).
+  virtual bool has_bf16_kernels() const { return true; }
+
+ private:
+  std::unique_ptr<Bf16KernelsOn<Launch>> bf16_kernels_;
 };
 
 }  // namespace eth::kernels::gpu_ops

@@ -1,5 +1,6 @@
 #include "lib/job/settings_table.hpp"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
@@ -41,9 +42,26 @@ std::string plan_text(const Job& job) {
   return text;
 }
 
+// One path for every rank, or each path with the ranks that take it, in rank order.
+std::string precision_text(const std::vector<std::string>& paths) {
+  std::vector<std::pair<std::string, std::string>> groups;  // path, its ranks
+  for (size_t r = 0; r < paths.size(); r++) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == paths[r]; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {paths[r], ""});
+    it->second += (it->second.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (groups.size() == 1) return groups.front().first;
+  std::string text;
+  for (const auto& [path, ranks] : groups)
+    text += (text.empty() ? "" : "; ") + std::string(ranks.find(',') == std::string::npos ? "rank " : "ranks ") + ranks +
+            ": " + path;
+  return text;
+}
+
 }  // namespace
 
-void print_settings(const Job& job, const RankRuntime& runtime, const kernels::Backend& backend, std::ostream& log) {
+void print_settings(const Job& job, const RankRuntime& runtime, const kernels::Backend& backend,
+                    const std::vector<std::string>& precision_paths, std::ostream& log) {
   const TrainOptions& o = job.options;
   const GptConfig& m = job.model;
   const double parameters = static_cast<double>(ParamLayout(m, {0, m.num_layers}).size());
@@ -58,7 +76,7 @@ void print_settings(const Job& job, const RankRuntime& runtime, const kernels::B
       {"devices", devices_text(job.topology)},
       {"backend", backend.name()},
       {"MPI buffers", mpi_buffer_paths(backend)},
-      {"precision", backend.precision_path()},
+      {"precision", precision_text(precision_paths)},
       {"peak", strprintf("%.3f TFLOP/s fp32, all ranks; %.3g GFLOP per token", peak_flops(job.topology) * 1e-12,
                          training_flops_per_token(m, o.seq_len) * 1e-9)},
       {"batch", strprintf("%d samples x %d tokens = %d tokens per step", job.plan.global_batch, o.seq_len,

@@ -53,7 +53,7 @@ std::unique_ptr<Running> start(const Job& job, Plan plan, kernels::Backend& back
   const size_t free_bytes = backend.free_memory_bytes();
   running->planned_bytes = plan_device_bytes(job.model, running->plan, ctx.world_size, o.seq_len,
                                              {backend.attention_path(o.seq_len), backend.storage(), o.adamw.shard,
-                                              o.grad_sync == GradSyncMode::block});
+                                              o.grad_sync == GradSyncMode::block, backend.runs_bf16_kernels()});
   const size_t needed = running->planned_bytes[ctx.world_rank];
   char host[MPI_MAX_PROCESSOR_NAME];
   int host_length = 0;
@@ -272,9 +272,16 @@ double train(Job& job, kernels::Backend& backend, std::ostream& log) {
   std::unique_ptr<Running> running = start(job, job.plan, backend, seed);
   if (!o.resume_path.empty()) agreed([&] { running->runtime->load_checkpoint(o.resume_path); });
   std::optional<MetricsWriter> metrics;
+  // Every rank's precision path, for the table (collective).
+  std::vector<std::string> precision_paths;
+  for (std::string all = gather_text(backend.precision_path() + '\n'); !all.empty();) {
+    const size_t end = all.find('\n');
+    precision_paths.push_back(all.substr(0, end));
+    all.erase(0, end + 1);
+  }
   if (rank == 0) {
     metrics.emplace(o.output_dir + "/metrics.jsonl", job.resume.step);
-    print_settings(job, *running->runtime, backend, log);
+    print_settings(job, *running->runtime, backend, precision_paths, log);
   }
   draw_plan(job, rank, log);
   if (rank == 0) {

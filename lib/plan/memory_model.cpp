@@ -19,30 +19,40 @@ size_t stage_param_floats(const GptConfig& model, LayerRange layers) {
 }
 
 MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T, int slots, Recompute recompute,
-                         kernels::AttentionPath attention, kernels::ElementType storage) {
+                         const JobMemoryOptions& options) {
   return stage_memory(model, layers, b, T, slots,
-                      Stage::activation_footprint(model, layers, b, T, attention, storage, recompute), storage);
+                      Stage::activation_footprint(model, layers, b, T, options.attention, options.storage, recompute),
+                      options);
 }
 
+namespace {
+
+// The bf16 path's working copies (kernels/bf16_rounding_backend.hpp), with `gathered_rows` rows
+// of late embedding rows added by an embedding backward; 0 on the other paths.
+double bf16_working_bytes(const GptConfig& model, LayerRange layers, int b, int T, size_t gathered_rows,
+                          const JobMemoryOptions& options) {
+  if (options.storage != kernels::ElementType::bf16) return 0;
+  const kernels::Bf16StageShape shape{b, T, model.channels, model.num_heads, model.padded_vocab_size,
+                                      layers.begin == 0, layers.end == model.num_layers, gathered_rows};
+  return double(kernels::bf16_rounding_workspace_bytes(
+      shape, options.bf16_kernels ? kernels::Bf16Compute::kernels : kernels::Bf16Compute::fp32));
+}
+
+}  // namespace
+
 MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T, int slots,
-                         const Stage::ActivationFootprint& acts, kernels::ElementType storage) {
+                         const Stage::ActivationFootprint& acts, const JobMemoryOptions& options) {
   const double params = 4.0 * double(stage_param_floats(model, layers));
   const double BT = double(b) * T;
   const bool first = layers.begin == 0, last = layers.end == model.num_layers;
   const double tokens = (first ? BT * slots : 0) + (last ? BT : 0);  // int32 token ids (per slot) and targets
   const double rows = BT * model.channels;                           // one micro-batch's activations
-  // The bf16 path's ops compute in fp32 on working copies (the fp32-compute path, the only bf16
-  // one the backends run today).
-  const double working = storage == kernels::ElementType::bf16
-                             ? double(kernels::bf16_rounding_workspace_bytes(b, T, model.channels,
-                                                                             model.padded_vocab_size, first, last, 0))
-                             : 0;
   return {params,
           params,
           2 * params,
           double(acts.per_slot) * slots + 4 * tokens,
-          double(acts.scratch) + working,
-          double(kernels::element_bytes(storage)) * rows * (slots + 1)};
+          double(acts.scratch) + bf16_working_bytes(model, layers, b, T, 0, options),
+          double(kernels::element_bytes(options.storage)) * rows * (slots + 1)};
 }
 
 MemoryBytes rank_memory(const GptConfig& model, const Plan& plan, const RankRole& role, int world_rank, int seq_len,
@@ -50,8 +60,7 @@ MemoryBytes rank_memory(const GptConfig& model, const Plan& plan, const RankRole
   const PlanPipeline& pipe = plan.pipelines[role.pipeline];
   const PlanStage& stage = pipe.stages[role.stage];
   const int slots = activation_slots(role.stage, static_cast<int>(pipe.stages.size()), pipe.micro_batches);
-  MemoryBytes bytes = stage_memory(model, stage.layers, role.samples, seq_len, slots, stage.recompute,
-                                   options.attention, options.storage);
+  MemoryBytes bytes = stage_memory(model, stage.layers, role.samples, seq_len, slots, stage.recompute, options);
   bytes.optimizer = 8.0 * double(moment_floats(model, plan, world_rank, options.shard_all));
   // The tied group's late embedding rows: a first stage's own, with their ids, and every
   // member's gathered ones (rows of the storage type, ids int32), and on the bf16 path the
@@ -60,13 +69,8 @@ MemoryBytes rank_memory(const GptConfig& model, const Plan& plan, const RankRole
   if (options.block_sync && (first || last) && tied_sum_starts_early(plan, model, seq_len)) {
     const double mine = first ? double(role.samples) * seq_len : 0, all = tied_rows_kept_late(plan, seq_len);
     bytes.transfers += (mine + all) * (double(kernels::element_bytes(options.storage)) * model.channels + 4);
-    if (options.storage == kernels::ElementType::bf16) {
-      auto working = [&](size_t gathered) {
-        return double(kernels::bf16_rounding_workspace_bytes(role.samples, seq_len, model.channels,
-                                                             model.padded_vocab_size, first, last, gathered));
-      };
-      bytes.workspace += working(static_cast<size_t>(all)) - working(0);
-    }
+    bytes.workspace += bf16_working_bytes(model, stage.layers, role.samples, seq_len, static_cast<size_t>(all), options) -
+                       bf16_working_bytes(model, stage.layers, role.samples, seq_len, 0, options);
   }
   return bytes;
 }

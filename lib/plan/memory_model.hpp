@@ -37,18 +37,6 @@ struct MemoryBytes {
 // Parameters (floats) of a stage holding `layers`: ParamLayout's size, in closed form.
 size_t stage_param_floats(const GptConfig& model, LayerRange layers);
 
-// A stage holding `layers` on a rank with b samples per micro-batch of T tokens, `slots`
-// micro-batches in flight (activation_slots), activations kept as `recompute` says, attention
-// backward state as `attention` keeps it (Backend::attention_path at T), stored as `storage`
-// (Backend::storage). Moments unsharded.
-MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T, int slots, Recompute recompute,
-                         kernels::AttentionPath attention, kernels::ElementType storage);
-// The same from the stage's activation footprint already in hand (Stage::activation_footprint of
-// these layers, b, T, attention path, storage and recomputation): for a caller that asks about
-// the same stage shapes many times (the planner's cost model keeps the footprints it has computed).
-MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T, int slots,
-                         const Stage::ActivationFootprint& acts, kernels::ElementType storage);
-
 // How a job runs, as far as a rank's memory goes.
 struct JobMemoryOptions {
   kernels::AttentionPath attention = kernels::AttentionPath::blocked;  // Backend::attention_path at T
@@ -57,7 +45,21 @@ struct JobMemoryOptions {
   // Block gradient sums (--grad-sync block): where the plan's tied sum starts early, its members
   // keep and gather embedding rows (lib/runtime/late_embedding_rows.hpp).
   bool block_sync = true;
+  // The bf16 path on the device's bf16 kernels (Backend::runs_bf16_kernels), whose working
+  // copies are bf16 parameter copies, not the fp32-compute path's fp32 operands.
+  bool bf16_kernels = false;
 };
+
+// A stage holding `layers` on a rank with b samples per micro-batch of T tokens, `slots`
+// micro-batches in flight (activation_slots), activations kept as `recompute` says, attention
+// backward state and storage as `options` says. Moments unsharded, no late embedding rows.
+MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T, int slots, Recompute recompute,
+                         const JobMemoryOptions& options);
+// The same from the stage's activation footprint already in hand (Stage::activation_footprint of
+// these layers, b, T, attention path, storage and recomputation): for a caller that asks about
+// the same stage shapes many times (the planner's cost model keeps the footprints it has computed).
+MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T, int slots,
+                         const Stage::ActivationFootprint& acts, const JobMemoryOptions& options);
 
 // `role` (not idle) of `world_rank` in `plan` at seq_len: its stage's memory, with the moments
 // of its shards only in the plan's sharded blocks (and every block of several owners under

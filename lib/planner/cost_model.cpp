@@ -33,7 +33,9 @@ ComputeMs CostModel::compute(const ProfileEntry& e, LayerRange layers) const {
 }
 
 MemoryBytes CostModel::memory(LayerRange layers, int b, int slots, Recompute recompute) const {
-  MemoryBytes bytes = stage_memory(model_, layers, b, seq_len_, slots, footprint(layers, b, recompute), storage_);
+  // The bf16 path priced as its fp32-compute kind, whose working copies are the larger.
+  const JobMemoryOptions options{planner_attention_path(seq_len_), storage_, false, true, false};
+  MemoryBytes bytes = stage_memory(model_, layers, b, seq_len_, slots, footprint(layers, b, recompute), options);
   // Left out, as before the model was shared: 4 (slots + 1) b T C bytes that would move every
   // predicted memory, and with them plans and their tests (docs/planner.md, "Cost model").
   bytes.transfers = 0;

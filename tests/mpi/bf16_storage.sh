@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# bf16 in memory and on the wire (issue 29 item 1), on the CPU twin: each 4-rank plan trains in
-# fp32 and in bf16, and from the step records of each run (metrics.jsonl, `ranks`):
+# bf16 in memory and on the wire (issue 29 item 1): each 4-rank plan trains in fp32 and in bf16
+# on the CPU twin, and in bf16 on the bf16 kernels' path (ETH_BACKEND=cuda-emulated), and from
+# the step records of each run (metrics.jsonl, `ranks`):
 #   - every rank's allocator peak equals the memory model's planned bytes within 1% (the model
-#     counts bf16 activations, scratch, logits, transfer buffers and late embedding rows, and the
-#     twin's fp32 working copies: lib/plan/memory_model.hpp);
+#     counts bf16 activations, scratch, logits, transfer buffers and late embedding rows, and each
+#     path's working copies: lib/plan/memory_model.hpp);
 #   - every rank sent exactly half the bytes to its neighbouring stages in bf16 as in fp32, and
 #     some rank sent any (the rows travel as stored: mpi_topology/wire_word.hpp);
 #   - the bf16 run's activations take fewer bytes: each rank's peak is below its fp32 one's
@@ -20,28 +21,32 @@ for plan in split-stage-4 one-pipeline-4; do
   for precision in fp32 bf16; do
     PRECISION=$precision run "$plan-$precision" 4 --topology "$plans/cpu-2nodes-4.yaml" --plan "$plans/$plan.yaml"
   done
-  $py - "$work/$plan-fp32/metrics.jsonl" "$work/$plan-bf16/metrics.jsonl" "$plan" <<'PY'
+  ETH_BACKEND=cuda-emulated PRECISION=bf16 run "$plan-kernels" 4 --topology "$plans/cpu-2nodes-4.yaml" \
+    --plan "$plans/$plan.yaml"
+  grep -q "bf16 (bf16 kernels" "$work/$plan-kernels.log" || { echo "FAIL: $plan-kernels ran no bf16 kernels"; exit 1; }
+  $py - "$work/$plan-fp32/metrics.jsonl" "$work/$plan-bf16/metrics.jsonl" "$work/$plan-kernels/metrics.jsonl" "$plan" <<'PY'
 import json, sys
 def ranks(path):
     steps = [r for r in map(json.loads, open(path)) if "ranks" in r]
     if len(steps) < 2:
         sys.exit(f"FAIL: {path} holds {len(steps)} step records, expected at least 2")
     return steps
-fp32, bf16, plan = ranks(sys.argv[1]), ranks(sys.argv[2]), sys.argv[3]
+fp32, bf16, kernels, plan = ranks(sys.argv[1]), ranks(sys.argv[2]), ranks(sys.argv[3]), sys.argv[4]
 failures = []
-for name, steps in (("fp32", fp32), ("bf16", bf16)):
+for name, steps in (("fp32", fp32), ("bf16", bf16), ("bf16 on kernels", kernels)):
     for k, rank in enumerate(steps[-1]["ranks"]):
         peak, planned = rank["peak_bytes"], rank["planned_bytes"]
         if planned <= 0 or abs(peak - planned) > 0.01 * planned:
             failures.append(f"{name} rank {k}: allocator peak {peak:.0f} bytes, memory model {planned} (expected within 1%)")
         print(f"{plan} {name} rank {k}: peak {peak:.0f} bytes, planned {planned} ({peak / planned:.4f})")
 sent = 0
-for step, (a, b) in enumerate(zip(fp32, bf16)):
-    for k, (x, y) in enumerate(zip(a["ranks"], b["ranks"])):
+for step, (a, b, c) in enumerate(zip(fp32, bf16, kernels)):
+    for k, (x, y, z) in enumerate(zip(a["ranks"], b["ranks"], c["ranks"])):
         sent += x["stage_bytes_sent"]
-        if 2 * y["stage_bytes_sent"] != x["stage_bytes_sent"]:
-            failures.append(f"step {step + 1} rank {k}: {y['stage_bytes_sent']:.0f} bytes sent in bf16, "
-                            f"{x['stage_bytes_sent']:.0f} in fp32 (expected exactly half)")
+        for name, w in (("bf16", y), ("bf16 on kernels", z)):
+            if 2 * w["stage_bytes_sent"] != x["stage_bytes_sent"]:
+                failures.append(f"step {step + 1} rank {k}: {w['stage_bytes_sent']:.0f} bytes sent in {name}, "
+                                f"{x['stage_bytes_sent']:.0f} in fp32 (expected exactly half)")
 if sent == 0:
     failures.append("no rank sent anything to another stage: the plan tested no transfer")
 for k, (x, y) in enumerate(zip(fp32[-1]["ranks"], bf16[-1]["ranks"])):

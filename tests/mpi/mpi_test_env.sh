@@ -50,13 +50,14 @@ tiny_job() {
 # run NAME RANKS ARGS...: eth_train with the caller's "${common[@]}" and ARGS, metrics in
 # $work/NAME, final parameters in $work/NAME.bin; on failure prints its log and exits. At
 # --precision $PRECISION, fp32 by default: explicit, so that on a GPU (where auto is bf16) the
-# fp32 tests stay fp32. Under ETH_NCCL=emulated a run on several ranks must have summed its
+# fp32 tests stay fp32. ETH_TRAIN_WRAPPER, when set, is a command each rank runs eth_train through
+# (fp32_compute_on_ranks.sh). Under ETH_NCCL=emulated a run on several ranks must have summed its
 # gradients on the NCCL path (unless its optimizer state is sharded, which takes MPI), so that
 # such a test cannot pass on the MPI path instead.
 run() {
   local name=$1 np=$2
   shift 2
-  launch_mpi 300 "$np" "$build/app/eth_train" "${common[@]}" --precision "${PRECISION:-fp32}" --output-dir "$work/$name" \
+  launch_mpi 300 "$np" ${ETH_TRAIN_WRAPPER:+"$ETH_TRAIN_WRAPPER"} "$build/app/eth_train" "${common[@]}" --precision "${PRECISION:-fp32}" --output-dir "$work/$name" \
     --save-params "$work/$name.bin" "$@" > "$work/$name.log" 2>&1 || { cat "$work/$name.log"; exit 1; }
   if [ "${ETH_NCCL:-}" = emulated ] && [ "$np" -gt 1 ] && ! grep -q "AdamW moments sharded" "$work/$name.log" &&
      ! grep -q "NCCL (emulated" "$work/$name.log"; then

@@ -16,5 +16,13 @@ fi
 rm -rf "$3"
 dump=$1 model=$2 out=$3
 shift 3
-"$dump" "$out" "$model" "$@"
+# EXPECT_PRECISION_PATH, when set: words the dump's precision line must hold (which bf16 path ran).
+status=0
+"$dump" "$out" "$model" "$@" > "$out.log" 2>&1 || status=$?
+cat "$out.log"
+[ "$status" -eq 0 ] || exit "$status"
+if [ -n "${EXPECT_PRECISION_PATH:-}" ] && ! grep -q "precision .*${EXPECT_PRECISION_PATH}" "$out.log"; then
+  echo "run_oracle.sh: FAIL: the dump's precision line does not say '${EXPECT_PRECISION_PATH}'" >&2
+  exit 1
+fi
 exec "$python" "$(dirname "$0")/torch_oracle.py" "$out"

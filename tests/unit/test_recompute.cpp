@@ -6,12 +6,17 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "kernels/backend.hpp"
 #include "kernels/bf16_rounding_backend.hpp"
+#ifdef ETH_HAVE_SIMT_INTERPRETER
+#include "kernels/emulated/cuda_emulated_backend.hpp"
+#endif
 #include "kernels/backend_select.hpp"
 #include "kernels/host_copy.hpp"
 #include "lib/model/model_config.hpp"
@@ -143,12 +148,15 @@ TEST(Recompute, StageAllocatesItsFootprint) {
   EXPECT_GT(backend->peak_allocated_bytes(), 0u);
 }
 
-// The same on the bf16 path (the CPU twin): activations, scratch and logits stored in two bytes
-// (the layernorm and attention statistics in four), so a slot takes more than half and less than
-// all of fp32's bytes; and after a step's first forward, loss and backward the twin holds its
-// fp32 working copies besides, exactly bf16_rounding_workspace_bytes (the memory model's term).
-TEST(Recompute, Bf16StageAllocatesItsFootprintAndTheTwinsWorkspace) {
-  const GptConfig config = load_model_config("inputs/models/tiny-4l.yaml");
+// The same on the bf16 paths: activations, scratch and logits stored in two bytes (the layernorm
+// and attention statistics in four), so a slot takes more than half and less than all of fp32's
+// bytes; and after a step's first forward, loss and backward the backend holds its working
+// copies besides, exactly bf16_rounding_workspace_bytes (the memory model's term): on the CPU
+// twin (fp32 compute), and on the bf16 kernels in the interpreter with heads of 64 channels, so
+// that attention runs on the flash kernels and needs no working copy.
+void check_bf16_stage_memory(const std::string& model, const std::function<std::unique_ptr<kernels::Backend>()>& make,
+                             kernels::Bf16Compute compute) {
+  const GptConfig config = load_model_config(model);
   const int B = 2, T = 8, slots = 2, C = config.channels;
   const size_t BT = static_cast<size_t>(B) * T;
   std::vector<int32_t> tokens(BT), targets(BT);
@@ -164,9 +172,10 @@ TEST(Recompute, Bf16StageAllocatesItsFootprintAndTheTwinsWorkspace) {
   for (LayerRange layers : {LayerRange{0, 4}, LayerRange{0, 2}, LayerRange{1, 3}, LayerRange{2, 4}}) {
     const bool first = layers.begin == 0, last = layers.end == config.num_layers;
     const std::string what = "layers [" + std::to_string(layers.begin) + ", " + std::to_string(layers.end) + ")";
-    // A backend of its own per stage: the twin keeps its workspace for the next stage's ops.
-    auto backend = kernels::make_bf16_rounding_backend(kernels::make_cpu_backend());
+    // A backend of its own per stage: it keeps its workspace for the next stage's ops.
+    const std::unique_ptr<kernels::Backend> backend = make();
     ASSERT_EQ(backend->storage(), kernels::ElementType::bf16);
+    ASSERT_EQ(backend->runs_bf16_kernels(), compute == kernels::Bf16Compute::kernels);
     const size_t before = backend->allocated_bytes();
     {
       Stage stage(config, layers, B, T, slots, *backend);
@@ -192,11 +201,26 @@ TEST(Recompute, Bf16StageAllocatesItsFootprintAndTheTwinsWorkspace) {
       const std::vector<float> dinput = kernels::copy_to_host_f32(*backend, stage.input_grad(), BT * C);
       EXPECT_TRUE(std::all_of(dinput.begin(), dinput.end(), [](float x) { return std::isfinite(x); })) << what;
       EXPECT_EQ(backend->allocated_bytes() - before,
-                built + kernels::bf16_rounding_workspace_bytes(B, T, C, config.padded_vocab_size, first, last, 0))
+                built + kernels::bf16_rounding_workspace_bytes(
+                            {B, T, C, config.num_heads, config.padded_vocab_size, first, last, 0}, compute))
           << what;
     }
   }
 }
+
+TEST(Recompute, Bf16TwinStageAllocatesItsFootprintAndWorkspace) {
+  check_bf16_stage_memory("inputs/models/tiny-4l.yaml",
+                          [] { return kernels::make_bf16_rounding_backend(kernels::make_cpu_backend()); },
+                          kernels::Bf16Compute::fp32);
+}
+
+#ifdef ETH_HAVE_SIMT_INTERPRETER
+TEST(Recompute, Bf16KernelsStageAllocatesItsFootprintAndWorkspace) {
+  check_bf16_stage_memory("inputs/models/tiny-hs64.yaml", [] {
+    return kernels::make_bf16_rounding_backend(kernels::make_cuda_emulated_backend(), kernels::Bf16Compute::kernels);
+  }, kernels::Bf16Compute::kernels);
+}
+#endif
 
 }  // namespace
 }  // namespace eth::test

@@ -1,0 +1,45 @@
+// The Bf16Kernels of a device that runs the GPU ops (kernels/bf16_kernels.hpp): each call is one
+// of the bf16 families of ops.hpp on the device's Launch (CudaLaunch: nvcc's instantiations in
+// kernels/cuda/*_bf16.cu; HostLaunch: the interpreter, kernels/emulated).
+#pragma once
+
+#include "kernels/bf16_kernels.hpp"
+#include "kernels/gpu_ops/ops.hpp"
+
+namespace eth::kernels::gpu_ops {
+
+template <class Launch>
+class Bf16KernelsOn final : public Bf16Kernels {
+ public:
+  explicit Bf16KernelsOn(Launch& launch) : launch_(launch) {}
+
+  void matmul_forward(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias, int N, int C,
+                      int OC) override {
+    matmul_forward_bf16(launch_, out, nullptr, inp, weight, bias, N, C, OC);
+  }
+  void matmul_backward(bf16* dinp, float* dweight, float* dbias, const bf16* dout, const bf16* inp,
+                       const bf16* weight, int N, int C, int OC) override {
+    matmul_backward_bf16(launch_, dinp, dweight, dbias, dout, inp, weight, nullptr, N, C, OC);
+  }
+  void attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH) override {
+    attention_forward_bf16(launch_, out, lse, qkv, B, T, C, NH);
+  }
+  void attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out, const float* lse, int B,
+                          int T, int C, int NH) override {
+    attention_backward_bf16(launch_, dqkv, dout, qkv, out, lse, B, T, C, NH);
+  }
+  void layernorm_backward(bf16* dinp, float* dweight, float* dbias, const bf16* dout, const bf16* inp,
+                          const bf16* weight, const float* mean, const float* rstd, int N, int C) override {
+    layernorm_backward_bf16(launch_, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  }
+  void crossentropy_forward_backward(float* sample_losses, float* token_losses, bf16* logits, const int32_t* targets,
+                                     int B, int T, int V, int Vp, float dlogits_scale) override {
+    classifier_rows_bf16(launch_, token_losses, logits, targets, B * T, V, Vp, dlogits_scale / static_cast<float>(T));
+    sample_mean_losses(launch_, sample_losses, token_losses, B, T);
+  }
+
+ private:
+  Launch& launch_;
+};
+
+}  // namespace eth::kernels::gpu_ops
