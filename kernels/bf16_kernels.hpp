@@ -1,5 +1,6 @@
-// A device's native bf16 kernels (kernels/gpu_ops/*_bf16.hpp: cuBLASLt GEMMs, flash attention
-// on mma.sync, the one-launch layernorm backward, the chunked classifier), for the bf16 path
+// A device's native bf16 kernels (kernels/gpu_ops: cuBLASLt GEMMs, flash attention on mma.sync,
+// the one-launch layernorm backward, the chunked classifier, and the encoder, layernorm forward,
+// GELU and residual kernels at E = bf16), for the bf16 path
 // (kernels/bf16_rounding_backend.hpp) to run in place of its fp32-compute ops where a device has
 // them: GPUs of compute capability 8.0 and later, and the kernel interpreter (cuda-emulated).
 // Backend::bf16_kernels() is null on every other device, which then computes bf16 in fp32.
@@ -24,6 +25,19 @@ class Bf16Kernels {
  public:
   virtual ~Bf16Kernels() = default;
 
+  // The embedding: out (B, T, C) from the fp32 masters wte (Vp, C) and wpe (maxT, C), read as
+  // their bf16 copies; its backward accumulates into dwte and dwpe (either may be null) in fp32.
+  virtual void encoder_forward(bf16* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+                               int C) = 0;
+  virtual void encoder_backward(float* dwte, float* dwpe, const bf16* dout, const int32_t* tokens, int B, int T,
+                                int C) = 0;
+  // out (N, C), mean and rstd (N) fp32; weight and bias (C) the fp32 masters, read as bf16 copies.
+  virtual void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp, const float* weight,
+                                 const float* bias, int N, int C) = 0;
+  // Elementwise over n: GELU (backward may run in place, dinp == dout) and the residual add.
+  virtual void gelu_forward(bf16* out, const bf16* inp, size_t n) = 0;
+  virtual void gelu_backward(bf16* dinp, const bf16* inp, const bf16* dout, size_t n) = 0;
+  virtual void residual_forward(bf16* out, const bf16* a, const bf16* b, size_t n) = 0;
   // out = inp @ weight^T + bias (bias may be null): (N, OC) from (N, C) and (OC, C).
   virtual void matmul_forward(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias, int N, int C,
                               int OC) = 0;

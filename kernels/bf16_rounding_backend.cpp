@@ -63,8 +63,8 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   Precision precision() const override { return Precision::bf16; }
   std::string precision_path() const override {
     if (kernels_ != nullptr)
-      return "bf16 (bf16 kernels: cuBLASLt GEMMs, flash attention at head sizes 64 and 128, layernorm backward, "
-             "classifier; the other ops in fp32 on bf16 storage)";
+      return "bf16 (bf16 kernels: cuBLASLt GEMMs, flash attention at head sizes 64 and 128 (fp32 compute at "
+             "others), layernorm, GELU, residual, embedding, classifier)";
     const char* why = inner_.bf16_kernels() != nullptr ? "its bf16 kernels left out (ETH_BF16_KERNELS=0)"
                       : inner_.host_addressable()       ? "CPU twin"
                                                         : "no bf16 kernels on this device";
@@ -76,6 +76,8 @@ class Bf16RoundingBackend final : public ForwardingBackend {
 
   void encoder_forward(Tensor out, const int32_t* tokens, ConstTensor wte, ConstTensor wpe, int B, int T,
                        int C) override {
+    if (on_kernels({out}, {}))
+      return kernels_->encoder_forward(out.as_bf16(), tokens, wte.as_f32(), wpe.as_f32(), B, T, C);
     // out = bf16(wte)[token] + bf16(wpe)[t], in fp32 as the kernel adds them, then rounded. The
     // call does not say how many rows wte has, and which it reads is known on the device only:
     // so the word rows are gathered exactly (plus a zero position table) and rounded, which is
@@ -93,12 +95,15 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   }
   void encoder_backward(float* dwte, float* dwpe, ConstTensor dout, const int32_t* tokens, int B, int T,
                         int C) override {
+    if (on_kernels({}, {dout})) return kernels_->encoder_backward(dwte, dwpe, dout.as_bf16(), tokens, B, T, C);
     const size_t N = rows(B, T);
     Working w(*this, need::encoder_backward(N, C));
     inner_.encoder_backward(dwte, dwpe, w.in(dout, rows(N, C)), tokens, B, T, C);
   }
   void layernorm_forward(Tensor out, float* mean, float* rstd, ConstTensor inp, ConstTensor weight,
                          ConstTensor bias, int N, int C) override {
+    if (on_kernels({out}, {inp}))
+      return kernels_->layernorm_forward(out.as_bf16(), mean, rstd, inp.as_bf16(), weight.as_f32(), bias.as_f32(), N, C);
     Working w(*this, need::layernorm_forward(N, C));
     float* o = w.output(out, rows(N, C));
     inner_.layernorm_forward(o, mean, rstd, w.in(inp, rows(N, C)), w.in(weight, C), w.in(bias, C), N, C);
@@ -180,12 +185,14 @@ class Bf16RoundingBackend final : public ForwardingBackend {
     store(v_cache, v, cache);
   }
   void gelu_forward(Tensor out, ConstTensor inp, size_t n) override {
+    if (on_kernels({out}, {inp})) return kernels_->gelu_forward(out.as_bf16(), inp.as_bf16(), n);
     Working w(*this, need::gelu_forward(n));
     float* o = w.output(out, n);
     inner_.gelu_forward(o, w.in(inp, n), n);
     store(out, o, n);
   }
   void gelu_backward(Tensor dinp, ConstTensor inp, ConstTensor dout, size_t n) override {
+    if (on_kernels({dinp}, {inp, dout})) return kernels_->gelu_backward(dinp.as_bf16(), inp.as_bf16(), dout.as_bf16(), n);
     // dinp may be dout (lib/model/stage.cpp runs it in place): dout is widened before d is written.
     Working w(*this, need::gelu_backward(n));
     const float* dout32 = w.in(dout, n);
@@ -194,6 +201,7 @@ class Bf16RoundingBackend final : public ForwardingBackend {
     store(dinp, d, n);
   }
   void residual_forward(Tensor out, ConstTensor a, ConstTensor b, size_t n) override {
+    if (on_kernels({out}, {a, b})) return kernels_->residual_forward(out.as_bf16(), a.as_bf16(), b.as_bf16(), n);
     Working w(*this, need::residual_forward(n));
     const float* a32 = w.in(a, n);
     const float* b32 = w.in(b, n);
@@ -314,23 +322,27 @@ size_t bf16_rounding_workspace_bytes(const Bf16StageShape& s, Bf16Compute comput
   const bool flash = kernels && bf16_attention_head_size(s.C / s.NH);
   // A layer's ops, shapes as lib/model/stage.cpp calls them. On the fp32-compute path the widest
   // are GELU's backward (three (N, 4C) copies) and fc_proj's matmul backward ((N, 4C) in and
-  // dinp, the 4C x C weight); on the kernels' path the fp32-compute ops remain the widest.
-  size_t bytes = std::max({need::layernorm_forward(N, C), need::gelu_forward(4 * rows(N, C)),
-                           need::gelu_backward(4 * rows(N, C)), need::residual_forward(rows(N, C))});
+  // dinp, the 4C x C weight); on the kernels' path the bf16 copy of the MLP's 4C x C weights
+  // (and, at a head size the flash kernels do not take, attention's fp32 operands).
+  size_t bytes = 0;
   if (kernels)
-    bytes = std::max({bytes, need::kernels_layernorm_backward(C), need::kernels_matmul_forward(C, 3 * C, true),
+    bytes = std::max({need::kernels_layernorm_backward(C), need::kernels_matmul_forward(C, 3 * C, true),
                       need::kernels_matmul_forward(4 * C, C, true), need::kernels_matmul_forward(C, 4 * C, true),
                       need::kernels_matmul_backward(C, 3 * C), need::kernels_matmul_backward(C, 4 * C),
                       need::kernels_matmul_backward(4 * C, C)});
   else
-    bytes = std::max({bytes, need::layernorm_backward(N, C), need::matmul_forward(N, C, 3 * C, true),
-                      need::matmul_forward(N, 4 * C, C, true), need::matmul_forward(N, C, 4 * C, true),
-                      need::matmul_backward(N, C, 3 * C), need::matmul_backward(N, C, 4 * C),
-                      need::matmul_backward(N, 4 * C, C)});
+    bytes = std::max({need::layernorm_forward(N, C), need::layernorm_backward(N, C),
+                      need::matmul_forward(N, C, 3 * C, true), need::matmul_forward(N, 4 * C, C, true),
+                      need::matmul_forward(N, C, 4 * C, true), need::matmul_backward(N, C, 3 * C),
+                      need::matmul_backward(N, C, 4 * C), need::matmul_backward(N, 4 * C, C),
+                      need::gelu_forward(4 * rows(N, C)), need::gelu_backward(4 * rows(N, C)),
+                      need::residual_forward(rows(N, C))});
   if (!flash) bytes = std::max({bytes, need::attention_forward(N, C), need::attention_backward(N, C)});
-  if (s.embedding)
-    bytes = std::max({bytes, need::encoder_forward(N, static_cast<size_t>(s.T), C), need::encoder_backward(N, C)});
-  bytes = std::max(bytes, need::encoder_backward(s.gathered_rows, C));
+  if (!kernels) {  // the kernels' embedding reads the masters and adds into fp32 directly
+    if (s.embedding)
+      bytes = std::max({bytes, need::encoder_forward(N, static_cast<size_t>(s.T), C), need::encoder_backward(N, C)});
+    bytes = std::max(bytes, need::encoder_backward(s.gathered_rows, C));
+  }
   if (s.head)
     bytes = std::max(bytes, kernels ? std::max({need::kernels_matmul_forward(C, Vp, false),
                                                 need::kernels_matmul_backward(C, Vp), need::kernels_crossentropy(N)})

@@ -5,10 +5,15 @@
 
 namespace eth::kernels {
 
-template void gpu_ops::gelu_forward<cuda::CudaLaunch>(cuda::CudaLaunch&, float*, const float*, size_t);
-template void gpu_ops::gelu_backward<cuda::CudaLaunch>(cuda::CudaLaunch&, float*, const float*, const float*, size_t);
-template void gpu_ops::residual_forward<cuda::CudaLaunch>(cuda::CudaLaunch&, float*, const float*, const float*,
-                                                          size_t);
+template void gpu_ops::gelu_forward<cuda::CudaLaunch, float>(cuda::CudaLaunch&, float*, const float*, size_t);
+template void gpu_ops::gelu_forward<cuda::CudaLaunch, bf16>(cuda::CudaLaunch&, bf16*, const bf16*, size_t);
+template void gpu_ops::gelu_backward<cuda::CudaLaunch, float>(cuda::CudaLaunch&, float*, const float*, const float*,
+                                                              size_t);
+template void gpu_ops::gelu_backward<cuda::CudaLaunch, bf16>(cuda::CudaLaunch&, bf16*, const bf16*, const bf16*, size_t);
+template void gpu_ops::residual_forward<cuda::CudaLaunch, float>(cuda::CudaLaunch&, float*, const float*, const float*,
+                                                                 size_t);
+template void gpu_ops::residual_forward<cuda::CudaLaunch, bf16>(cuda::CudaLaunch&, bf16*, const bf16*, const bf16*,
+                                                                size_t);
 template void gpu_ops::round_to_bf16<cuda::CudaLaunch>(cuda::CudaLaunch&, float*, const float*, size_t);
 template void gpu_ops::convert<cuda::CudaLaunch>(cuda::CudaLaunch&, bf16*, const float*, size_t);
 template void gpu_ops::convert<cuda::CudaLaunch>(cuda::CudaLaunch&, float*, const bf16*, size_t);

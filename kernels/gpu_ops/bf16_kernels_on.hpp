@@ -13,6 +13,25 @@ class Bf16KernelsOn final : public Bf16Kernels {
  public:
   explicit Bf16KernelsOn(Launch& launch) : launch_(launch) {}
 
+  void encoder_forward(bf16* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+                       int C) override {
+    gpu_ops::encoder_forward(launch_, out, tokens, wte, wpe, B, T, C);
+  }
+  void encoder_backward(float* dwte, float* dwpe, const bf16* dout, const int32_t* tokens, int B, int T,
+                        int C) override {
+    gpu_ops::encoder_backward(launch_, dwte, dwpe, dout, tokens, B, T, C);
+  }
+  void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp, const float* weight, const float* bias,
+                         int N, int C) override {
+    gpu_ops::layernorm_forward(launch_, out, mean, rstd, inp, weight, bias, N, C);
+  }
+  void gelu_forward(bf16* out, const bf16* inp, size_t n) override { gpu_ops::gelu_forward(launch_, out, inp, n); }
+  void gelu_backward(bf16* dinp, const bf16* inp, const bf16* dout, size_t n) override {
+    gpu_ops::gelu_backward(launch_, dinp, inp, dout, n);
+  }
+  void residual_forward(bf16* out, const bf16* a, const bf16* b, size_t n) override {
+    gpu_ops::residual_forward(launch_, out, a, b, n);
+  }
   void matmul_forward(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias, int N, int C,
                       int OC) override {
     matmul_forward_bf16(launch_, out, nullptr, inp, weight, bias, N, C, OC);

@@ -1,7 +1,7 @@
 // GELU (tanh approximation), the residual add and bf16 rounding: grid-stride loops, one element
-// per thread step. The GELU expressions are the CPU twin's, term for term. gelu_backward may run
-// in place (dinp == dout, as lib/model/stage.cpp calls it): each element is read before it is
-// written, by the same thread.
+// per thread step; GELU and the residual add for fp32 and bf16 storage alike. The GELU
+// expressions are the CPU twin's, term for term. gelu_backward may run in place (dinp == dout,
+// as lib/model/stage.cpp calls it): each element is read before it is written, by the same thread.
 #pragma once
 
 #include "kernels/gpu_ops/common.hpp"
@@ -23,34 +23,40 @@ SIMT_DEVICE float gelu_grad(float x) {
   return 0.5f * (1.f + th) + 0.5f * x * sech2 * kGeluScale * (1.f + kGeluCubic3 * x * x);
 }
 
+// Each for T = float and T = bf16 (loaded as fp32, computed in fp32, stored as T).
+template <class T>
 struct GeluForwardKernel {
-  static constexpr const char* kName = "gelu_forward";
-  Global<float> out;       // (n)
-  Global<const float> inp;  // (n)
+  static constexpr const char* kName = simt::named<T>("gelu_forward", "gelu_forward_bf16");
+  Global<T> out;        // (n)
+  Global<const T> inp;  // (n)
   size_t n;
   SIMT_DEVICE void operator()(Thread& t) const {
-    for (size_t i = global_index(t); i < n; i += grid_stride(t)) out[i] = gelu(inp[i]);
+    for (size_t i = global_index(t); i < n; i += grid_stride(t)) out[i] = simt::from_float<T>(gelu(simt::to_float(inp[i])));
   }
 };
 
+template <class T>
 struct GeluBackwardKernel {
-  static constexpr const char* kName = "gelu_backward";
-  Global<float> dinp;        // (n)
-  Global<const float> inp;   // (n)
-  Global<const float> dout;  // (n)
+  static constexpr const char* kName = simt::named<T>("gelu_backward", "gelu_backward_bf16");
+  Global<T> dinp;        // (n)
+  Global<const T> inp;   // (n)
+  Global<const T> dout;  // (n)
   size_t n;
   SIMT_DEVICE void operator()(Thread& t) const {
-    for (size_t i = global_index(t); i < n; i += grid_stride(t)) dinp[i] = gelu_grad(inp[i]) * dout[i];
+    for (size_t i = global_index(t); i < n; i += grid_stride(t))
+      dinp[i] = simt::from_float<T>(gelu_grad(simt::to_float(inp[i])) * simt::to_float(dout[i]));
   }
 };
 
+template <class T>
 struct ResidualForwardKernel {
-  static constexpr const char* kName = "residual_forward";
-  Global<float> out;                // (n)
-  Global<const float> a, b;         // (n)
+  static constexpr const char* kName = simt::named<T>("residual_forward", "residual_forward_bf16");
+  Global<T> out;         // (n)
+  Global<const T> a, b;  // (n)
   size_t n;
   SIMT_DEVICE void operator()(Thread& t) const {
-    for (size_t i = global_index(t); i < n; i += grid_stride(t)) out[i] = a[i] + b[i];
+    for (size_t i = global_index(t); i < n; i += grid_stride(t))
+      out[i] = simt::from_float<T>(simt::to_float(a[i]) + simt::to_float(b[i]));
   }
 };
 
@@ -90,19 +96,19 @@ inline LaunchShape elementwise_shape(size_t n) {
   return {Dim3(grid_for(n, kElementwiseThreads)), Dim3(kElementwiseThreads), 0};
 }
 
-template <class Launch>
-void gelu_forward(Launch& launch, float* out, const float* inp, size_t n) {
-  if (n > 0) launch.kernel(GeluForwardKernel{out, inp, n}, elementwise_shape(n));
+template <class Launch, class T>
+void gelu_forward(Launch& launch, T* out, const T* inp, size_t n) {
+  if (n > 0) launch.kernel(GeluForwardKernel<T>{out, inp, n}, elementwise_shape(n));
 }
 
-template <class Launch>
-void gelu_backward(Launch& launch, float* dinp, const float* inp, const float* dout, size_t n) {
-  if (n > 0) launch.kernel(GeluBackwardKernel{dinp, inp, dout, n}, elementwise_shape(n));
+template <class Launch, class T>
+void gelu_backward(Launch& launch, T* dinp, const T* inp, const T* dout, size_t n) {
+  if (n > 0) launch.kernel(GeluBackwardKernel<T>{dinp, inp, dout, n}, elementwise_shape(n));
 }
 
-template <class Launch>
-void residual_forward(Launch& launch, float* out, const float* a, const float* b, size_t n) {
-  if (n > 0) launch.kernel(ResidualForwardKernel{out, a, b, n}, elementwise_shape(n));
+template <class Launch, class T>
+void residual_forward(Launch& launch, T* out, const T* a, const T* b, size_t n) {
+  if (n > 0) launch.kernel(ResidualForwardKernel<T>{out, a, b, n}, elementwise_shape(n));
 }
 
 template <class Launch>

@@ -16,10 +16,13 @@ namespace eth::kernels::gpu_ops {
 
 constexpr int kEncoderThreads = 256;
 
-// Grid-stride over the (B, T, C) outputs, one element per thread step.
+// Grid-stride over the (B, T, C) outputs, one element per thread step. Stored as E (float or
+// bf16); wte and wpe are the fp32 masters, read as the path's copies (as_copy: bf16-rounded on
+// the bf16 path, the CPU twin's numbers without a copy of the whole table).
+template <class E>
 struct EncoderForwardKernel {
-  static constexpr const char* kName = "encoder_forward";
-  Global<float> out;               // (B, T, C)
+  static constexpr const char* kName = simt::named<E>("encoder_forward", "encoder_forward_bf16");
+  Global<E> out;                   // (B, T, C)
   Global<const int32_t> tokens;    // (B, T)
   Global<const float> wte;         // (Vp, C)
   Global<const float> wpe;         // (maxT, C)
@@ -32,16 +35,18 @@ struct EncoderForwardKernel {
       const size_t c = i % C;
       const size_t pos = row % T;
       const int32_t token = tokens[row];
-      out[i] = wte[static_cast<size_t>(token) * C + c] + wpe[pos * C + c];
+      out[i] = simt::from_float<E>(simt::as_copy<E>(wte[static_cast<size_t>(token) * C + c]) +
+                                   simt::as_copy<E>(wpe[pos * C + c]));
     }
   }
 };
 
-// One thread per (t, c) of dwpe: adds over b in order, as the CPU twin does.
+// One thread per (t, c) of dwpe: adds over b in order, as the CPU twin does. dout of either type.
+template <class E>
 struct WpeBackwardKernel {
-  static constexpr const char* kName = "encoder_backward_wpe";
+  static constexpr const char* kName = simt::named<E>("encoder_backward_wpe", "encoder_backward_wpe_bf16");
   Global<float> dwpe;         // (maxT, C) accumulated; rows [0, T) touched
-  Global<const float> dout;   // (B, T, C)
+  Global<const E> dout;       // (B, T, C)
   int B, T, C;
 
   SIMT_DEVICE void operator()(Thread& t) const {
@@ -49,7 +54,7 @@ struct WpeBackwardKernel {
     if (i >= static_cast<size_t>(T) * C) return;
     const size_t pos = i / C, c = i % C;
     float acc = dwpe[i];
-    for (int b = 0; b < B; b++) acc += dout[(static_cast<size_t>(b) * T + pos) * C + c];
+    for (int b = 0; b < B; b++) acc += simt::to_float(dout[(static_cast<size_t>(b) * T + pos) * C + c]);
     dwpe[i] = acc;
   }
 };
@@ -69,10 +74,11 @@ struct IotaKernel {
 // Block i owns sorted entry i when it starts a run of equal tokens (the others return): its
 // threads stride over the C columns of that token's dwte row, each adding the run's rows of dout
 // to its column in position order.
+template <class E>
 struct WteBackwardKernel {
-  static constexpr const char* kName = "encoder_backward_wte";
+  static constexpr const char* kName = simt::named<E>("encoder_backward_wte", "encoder_backward_wte_bf16");
   Global<float> dwte;                   // (Vp, C) accumulated
-  Global<const float> dout;             // (B, T, C)
+  Global<const E> dout;                 // (B, T, C)
   Global<const int32_t> sorted_tokens;  // (N) ascending
   Global<const int32_t> sorted_rows;    // (N) the rows b * T + t of each, ascending within a token
   int N, C;
@@ -86,30 +92,30 @@ struct WteBackwardKernel {
       float acc = dst[c];
       for (int j = i; j < N && sorted_tokens[j] == token; j++) {
         const int32_t row = sorted_rows[j];
-        acc += dout[static_cast<size_t>(row) * C + c];
+        acc += simt::to_float(dout[static_cast<size_t>(row) * C + c]);
       }
       dst[c] = acc;
     }
   }
 };
 
-template <class Launch>
-void encoder_forward(Launch& launch, float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
+template <class Launch, class E>
+void encoder_forward(Launch& launch, E* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
                      int T, int C) {
   const size_t total = static_cast<size_t>(B) * T * C;
   if (total == 0) return;
-  launch.kernel(EncoderForwardKernel{out, tokens, wte, wpe, T, C, total},
+  launch.kernel(EncoderForwardKernel<E>{out, tokens, wte, wpe, T, C, total},
                 LaunchShape{Dim3(grid_for(total, kEncoderThreads)), Dim3(kEncoderThreads), 0});
 }
 
-template <class Launch>
-void encoder_backward(Launch& launch, float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
+template <class Launch, class E>
+void encoder_backward(Launch& launch, float* dwte, float* dwpe, const E* dout, const int32_t* tokens, int B,
                       int T, int C) {
   const int N = B * T;
   if (N == 0 || C == 0) return;
   const size_t TC = static_cast<size_t>(T) * C;
   if (dwpe) {
-    launch.kernel(WpeBackwardKernel{dwpe, dout, B, T, C},
+    launch.kernel(WpeBackwardKernel<E>{dwpe, dout, B, T, C},
                   LaunchShape{Dim3(static_cast<unsigned>(ceil_div(TC, kEncoderThreads))), Dim3(kEncoderThreads), 0});
   }
   if (!dwte) return;
@@ -128,7 +134,7 @@ void encoder_backward(Launch& launch, float* dwte, float* dwpe, const float* dou
                             Dim3(kEncoderThreads), 0});
   // Stable: rows of one token keep their ascending order.
   launch.sort_pairs(tokens, sorted_tokens, rows, sorted_rows, N);
-  launch.kernel(WteBackwardKernel{dwte, dout, sorted_tokens, sorted_rows, N, C},
+  launch.kernel(WteBackwardKernel<E>{dwte, dout, sorted_tokens, sorted_rows, N, C},
                 LaunchShape{Dim3(static_cast<unsigned>(N)), Dim3(kEncoderThreads), 0});
 }
 

@@ -18,12 +18,15 @@ SIMT_DEVICE int layernorm_row(Thread& t) {
 }
 
 // Block b, 8 warps: warp w owns row n = 8 b + w (warps past N return whole); lane l owns the
-// columns l, l + 32, ... of it and the warp adds its lanes' partial sums by butterfly.
+// columns l, l + 32, ... of it and the warp adds its lanes' partial sums by butterfly. out and
+// inp of element type E (float or bf16); weight and bias the fp32 masters, read as the path's
+// copies (as_copy).
+template <class E>
 struct LayerNormForwardKernel {
-  static constexpr const char* kName = "layernorm_forward";
-  Global<float> out;             // (N, C)
+  static constexpr const char* kName = simt::named<E>("layernorm_forward", "layernorm_forward_bf16");
+  Global<E> out;                 // (N, C)
   Global<float> mean, rstd;      // (N)
-  Global<const float> inp;       // (N, C)
+  Global<const E> inp;           // (N, C)
   Global<const float> weight;    // (C)
   Global<const float> bias;      // (C)
   int N, C;
@@ -31,20 +34,21 @@ struct LayerNormForwardKernel {
   SIMT_DEVICE void operator()(Thread& t) const {
     const int lane = t.lane(), n = layernorm_row(t);
     if (n >= N) return;
-    const Global<const float> x = inp + static_cast<size_t>(n) * C;
+    const Global<const E> x = inp + static_cast<size_t>(n) * C;
     double sum = 0.0;
-    for (int c = lane; c < C; c += kWarp) sum += x[c];
+    for (int c = lane; c < C; c += kWarp) sum += simt::to_float(x[c]);
     const double m = warp_sum(t, sum) / C;
     double var = 0.0;
     for (int c = lane; c < C; c += kWarp) {
-      const double d = x[c] - m;
+      const double d = simt::to_float(x[c]) - m;
       var += d * d;
     }
     const double s = 1.0 / simt::sqrt_(warp_sum(t, var) / C + kLayerNormEps);
-    const Global<float> o = out + static_cast<size_t>(n) * C;
+    const Global<E> o = out + static_cast<size_t>(n) * C;
     for (int c = lane; c < C; c += kWarp) {
-      const float xc = x[c];
-      o[c] = static_cast<float>((xc - m) * s) * weight[c] + bias[c];
+      const float xc = simt::to_float(x[c]);
+      o[c] = simt::from_float<E>(static_cast<float>((xc - m) * s) * simt::as_copy<E>(weight[c]) +
+                                 simt::as_copy<E>(bias[c]));
     }
     if (lane == 0) {
       mean[n] = static_cast<float>(m);
@@ -112,11 +116,11 @@ inline LaunchShape layernorm_shape(int N) {
           Dim3(kLayerNormRowsPerBlock * kWarp), 0};
 }
 
-template <class Launch>
-void layernorm_forward(Launch& launch, float* out, float* mean, float* rstd, const float* inp, const float* weight,
+template <class Launch, class E>
+void layernorm_forward(Launch& launch, E* out, float* mean, float* rstd, const E* inp, const float* weight,
                        const float* bias, int N, int C) {
   if (N == 0) return;
-  launch.kernel(LayerNormForwardKernel{out, mean, rstd, inp, weight, bias, N, C}, layernorm_shape(N));
+  launch.kernel(LayerNormForwardKernel<E>{out, mean, rstd, inp, weight, bias, N, C}, layernorm_shape(N));
 }
 
 template <class Launch>

@@ -39,17 +39,19 @@
 
 namespace eth::kernels::gpu_ops {
 
-// encoder.hpp
-template <class Launch>
-void encoder_forward(Launch& launch, float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
-                     int T, int C);
-template <class Launch>
-void encoder_backward(Launch& launch, float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
-                      int T, int C);
+// The families below marked "E" run on either stored element type, E = float or bf16 (one
+// kernel source each; fp32 parameters are masters, read as the bf16 path's copies when E = bf16).
+// encoder.hpp (E)
+template <class Launch, class E>
+void encoder_forward(Launch& launch, E* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+                     int C);
+template <class Launch, class E>
+void encoder_backward(Launch& launch, float* dwte, float* dwpe, const E* dout, const int32_t* tokens, int B, int T,
+                      int C);
 
-// layernorm.hpp
-template <class Launch>
-void layernorm_forward(Launch& launch, float* out, float* mean, float* rstd, const float* inp, const float* weight,
+// layernorm.hpp (forward: E)
+template <class Launch, class E>
+void layernorm_forward(Launch& launch, E* out, float* mean, float* rstd, const E* inp, const float* weight,
                        const float* bias, int N, int C);
 template <class Launch>
 void layernorm_backward(Launch& launch, float* dinp, float* dweight, float* dbias, const float* dout,
@@ -91,12 +93,12 @@ void attention_backward_bf16(Launch& launch, bf16* dqkv, const bf16* dout, const
                              const float* lse, int B, int T, int C, int NH);
 
 // elementwise.hpp
-template <class Launch>
-void gelu_forward(Launch& launch, float* out, const float* inp, size_t n);
-template <class Launch>
-void gelu_backward(Launch& launch, float* dinp, const float* inp, const float* dout, size_t n);
-template <class Launch>
-void residual_forward(Launch& launch, float* out, const float* a, const float* b, size_t n);
+template <class Launch, class E>  // E
+void gelu_forward(Launch& launch, E* out, const E* inp, size_t n);
+template <class Launch, class E>  // E
+void gelu_backward(Launch& launch, E* dinp, const E* inp, const E* dout, size_t n);
+template <class Launch, class E>  // E
+void residual_forward(Launch& launch, E* out, const E* a, const E* b, size_t n);
 template <class Launch>
 void round_to_bf16(Launch& launch, float* out, const float* inp, size_t n);
 template <class Launch>

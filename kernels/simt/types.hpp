@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/bf16.hpp"
 #include "kernels/simt/qualifiers.hpp"
@@ -81,6 +82,25 @@ SIMT_HOST_DEVICE float round_to_bf16(float x) { return bf16_to_float(bf16_bits(x
 // The stored form (kernels/bf16.hpp): a kernel loads bf16, computes in fp32, stores bf16.
 SIMT_HOST_DEVICE bf16 to_bf16(float x) { return bf16{bf16_bits(x)}; }
 SIMT_HOST_DEVICE float to_float(bf16 h) { return bf16_to_float(h.bits); }
+// Kernels written once for either stored element type T (float or bf16): load with to_float,
+// store with from_float<T>; a parameter's fp32 master read as the path's copy with as_copy<T>.
+SIMT_HOST_DEVICE float to_float(float x) { return x; }
+template <class T>
+SIMT_HOST_DEVICE T from_float(float x) {
+  if constexpr (std::is_same_v<T, bf16>)
+    return to_bf16(x);
+  else
+    return x;
+}
+template <class T>
+SIMT_HOST_DEVICE float as_copy(float master) {
+  return to_float(from_float<T>(master));
+}
+// A kernel's name by its element type, for the counts and the profiles.
+template <class T>
+constexpr const char* named(const char* fp32_name, const char* bf16_name) {
+  return std::is_same_v<T, bf16> ? bf16_name : fp32_name;
+}
 // Two bf16 in one 32-bit register, `lo` in the low half: the operand form of mma and ldmatrix.
 SIMT_HOST_DEVICE uint32_t pack_bf16x2(float lo, float hi) {
   return uint32_t{bf16_bits(lo)} | (uint32_t{bf16_bits(hi)} << 16);
