@@ -3,7 +3,9 @@
 // clipping, AdamW. Prints one JSON line per precision.
 //
 //   bench_gpu_step --model gpt2-124m|gpt2-350m [--batch B] [--seq T] [--steps S] [--warmup W]
-//                  [--precisions fp32,tf32]
+//                  [--precisions fp32,tf32,bf16]
+// bf16: bf16 storage on the bf16 kernels (kernels/bf16_kernels.hpp); bf16-fp32compute: the same
+// bytes computed in fp32, the path of GPUs without bf16 units (ETH_BF16_KERNELS=0).
 //
 // Model FLOPs per token, the same formula as torch_gpu_step.py so that the two MFUs compare:
 //   6 * (12 L C^2 + Vp C)   the matmul weights (the tied LM head included), forward + backward
@@ -21,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/bf16_rounding_backend.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/cuda_probe.hpp"
 #include "kernels/gpu_peaks.hpp"
@@ -38,7 +41,7 @@ struct Options {
   int seq = 1024;
   int steps = 8;
   int warmup = 2;
-  std::vector<std::string> precisions = {"fp32", "tf32"};
+  std::vector<std::string> precisions = {"fp32", "tf32", "bf16"};
 };
 
 // The shapes of inputs/models/gpt2-{124m,350m}.yaml (this program builds without yaml-cpp).
@@ -75,7 +78,8 @@ Options parse(int argc, char** argv) {
       o.precisions.clear();
       std::stringstream ss(value);
       for (std::string p; std::getline(ss, p, ',');) {
-        if (p != "fp32" && p != "tf32") throw std::invalid_argument("--precisions: expected fp32 and/or tf32, got " + p);
+        if (p != "fp32" && p != "tf32" && p != "bf16" && p != "bf16-fp32compute")
+          throw std::invalid_argument("--precisions: expected fp32, tf32, bf16 or bf16-fp32compute, got " + p);
         o.precisions.push_back(p);
       }
     } else {
@@ -125,6 +129,9 @@ int main(int argc, char** argv) {
     for (const std::string& precision : o.precisions) {
       std::unique_ptr<eth::kernels::Backend> backend =
           eth::kernels::make_cuda_backend(0, eth::kernels::CudaBackendOptions{.tf32 = precision == "tf32"});
+      if (precision.rfind("bf16", 0) == 0)
+        backend = eth::kernels::make_bf16_rounding_backend(
+            std::move(backend), precision == "bf16" ? eth::kernels::Bf16Compute::kernels : eth::kernels::Bf16Compute::fp32);
       eth::Stage stage(config, all, B, T, 1, *backend);
       backend->copy_to_device(stage.params(), params.data(), P * sizeof(float));
       const eth::AdamWConfig adamw_config;
@@ -157,15 +164,18 @@ int main(int argc, char** argv) {
       const double fpt = flops_per_token(config, T);
       const double tflops = tokens_per_s * fpt / 1e12;
       const double peak_fp32 = peak != nullptr ? peak->fp32 : 0, peak_tf32 = peak != nullptr ? peak->tf32 : 0;
-      const double peak_used = precision == "tf32" ? peak_tf32 : peak_fp32;
+      const double peak_bf16 = peak != nullptr ? peak->bf16 : 0;
+      // The fp32-compute bf16 path is held to fp32's peak: that is what it computes on.
+      const double peak_used = precision == "tf32" ? peak_tf32 : precision == "bf16" ? peak_bf16 : peak_fp32;
       std::printf(
           "{\"impl\": \"eth\", \"model\": \"%s\", \"precision\": \"%s\", \"device\": \"%s\", \"B\": %d, \"T\": %d, "
           "\"steps\": %d, \"step_ms_median\": %.3f, \"step_ms_min\": %.3f, \"tokens_per_s\": %.1f, "
           "\"flops_per_token\": %.6g, \"tflops\": %.3f, \"mfu\": %.4f, \"peak_tflops_fp32\": %g, "
-          "\"peak_tflops_tf32\": %g, \"loss_first\": %.4f, \"loss_last\": %.4f}\n",
+          "\"peak_tflops_tf32\": %g, \"peak_tflops_bf16\": %g, \"path\": \"%s\", \"loss_first\": %.4f, "
+          "\"loss_last\": %.4f}\n",
           config.name.c_str(), precision.c_str(), device.c_str(), B, T, o.steps, median_ms, step_ms.front(),
-          tokens_per_s, fpt, tflops, peak_used > 0 ? tflops / peak_used : 0.0, peak_fp32, peak_tf32, first_loss,
-          last_loss);
+          tokens_per_s, fpt, tflops, peak_used > 0 ? tflops / peak_used : 0.0, peak_fp32, peak_tf32, peak_bf16,
+          backend->precision_path().c_str(), first_loss, last_loss);
       std::fflush(stdout);
     }
   } catch (const std::exception& e) {
