@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/bf16_kernels.hpp"
 #include "lib/base/strprintf.hpp"
 #include "lib/job/model_flops.hpp"
 #include "lib/model/param_layout.hpp"
@@ -42,20 +43,28 @@ std::string plan_text(const Job& job) {
   return text;
 }
 
-// One path for every rank, or each path with the ranks that take it, in rank order.
-std::string precision_text(const std::vector<std::string>& paths) {
+// One path for every rank, or each path with the ranks that take it, in rank order; and where
+// ranks run the bf16 kernels but the model's head size is not one the flash attention takes,
+// that attention computes in fp32 there.
+std::string precision_text(const std::vector<std::string>& paths, const GptConfig& model) {
   std::vector<std::pair<std::string, std::string>> groups;  // path, its ranks
   for (size_t r = 0; r < paths.size(); r++) {
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == paths[r]; });
     if (it == groups.end()) it = groups.insert(groups.end(), {paths[r], ""});
     it->second += (it->second.empty() ? "" : ", ") + std::to_string(r);
   }
-  if (groups.size() == 1) return groups.front().first;
+  const int head_size = model.channels / model.num_heads;
+  const bool kernels = std::any_of(paths.begin(), paths.end(),
+                                   [](const std::string& p) { return p.rfind("bf16 (bf16 kernels", 0) == 0; });
+  const std::string attention = kernels && !kernels::bf16_attention_head_size(head_size)
+                                    ? strprintf("; this model's head size %d: attention in fp32 on the bf16 bytes", head_size)
+                                    : "";
+  if (groups.size() == 1) return groups.front().first + attention;
   std::string text;
   for (const auto& [path, ranks] : groups)
     text += (text.empty() ? "" : "; ") + std::string(ranks.find(',') == std::string::npos ? "rank " : "ranks ") + ranks +
             ": " + path;
-  return text;
+  return text + attention;
 }
 
 }  // namespace
@@ -76,7 +85,7 @@ void print_settings(const Job& job, const RankRuntime& runtime, const kernels::B
       {"devices", devices_text(job.topology)},
       {"backend", backend.name()},
       {"MPI buffers", mpi_buffer_paths(backend)},
-      {"precision", precision_text(precision_paths)},
+      {"precision", precision_text(precision_paths, m)},
       {"peak", strprintf("%.3f TFLOP/s fp32, all ranks; %.3g GFLOP per token", peak_flops(job.topology) * 1e-12,
                          training_flops_per_token(m, o.seq_len) * 1e-9)},
       {"batch", strprintf("%d samples x %d tokens = %d tokens per step", job.plan.global_batch, o.seq_len,
