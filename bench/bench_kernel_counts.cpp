@@ -61,6 +61,7 @@ StepCounts count_step(const eth::GptConfig& model, int B, int T, bool bf16) {
   std::vector<float> params(stage.layout().size());
   eth::init_gpt2_parameters(model, stage.layout(), 1, params.data());
   backend->copy_to_device(stage.params(), params.data(), params.size() * sizeof(float));
+  stage.params_written();
   std::vector<int32_t> tokens(static_cast<size_t>(B) * T), targets(tokens.size());
   for (size_t i = 0; i < tokens.size(); i++) {
     tokens[i] = static_cast<int32_t>(eth::uniform_at(11, i) * model.vocab_size);
@@ -78,7 +79,7 @@ StepCounts count_step(const eth::GptConfig& model, int B, int T, bool bf16) {
   out.loss = stage.take_loss_sum() / B;
   stage.backward(0, nullptr);
   const double grad_norm = std::sqrt(backend->sum_of_squares(stage.grads(), stage.layout().size())) / B;
-  optimizer.step(stage.params(), stage.grads(), 3e-4f,
+  optimizer.step(stage.params(), stage.param_copies(), stage.grads(), 3e-4f,
                  static_cast<float>(eth::clip_factor(grad_norm, adamw.max_grad_norm) / B));
   backend->synchronize();
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

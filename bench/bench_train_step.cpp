@@ -118,7 +118,7 @@ double train_step(eth::Stage& stage, eth::AdamW& optimizer, eth::kernels::Backen
   if (!std::isfinite(loss) || !std::isfinite(grad_norm))
     throw std::runtime_error(eth::strprintf("loss %g, gradient norm %g: not finite", loss, grad_norm));
   const double scale = eth::clip_factor(grad_norm, max_grad_norm) / B;
-  optimizer.step(stage.params(), stage.grads(), lr, static_cast<float>(scale));
+  optimizer.step(stage.params(), stage.param_copies(), stage.grads(), lr, static_cast<float>(scale));
   return loss;
 }
 
@@ -131,6 +131,7 @@ class InitialParameters {
       eth::init_gpt2_parameters(stage.config(), stage.layout(), seed, host_.data());
     }
     backend.copy_to_device(stage.params(), host_.data(), host_.size() * sizeof(float));
+    stage.params_written();
   }
 
  private:

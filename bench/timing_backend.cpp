@@ -85,9 +85,9 @@ void TimingBackend::accumulate_sum(double* total, const float* x, size_t n) {
 double TimingBackend::sum_of_squares(const float* x, size_t n) {
   return timed("sum_of_squares", [&] { return inner_.sum_of_squares(x, n); });
 }
-void TimingBackend::adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
-                                 const kernels::AdamWParams& hp) {
-  timed("adamw_update", [&] { inner_.adamw_update(params, grads, m, v, n, hp); });
+void TimingBackend::adamw_update(float* params, kernels::bf16* param_copies, const float* grads, float* m, float* v,
+                                 const kernels::AdamWSegment* segments, size_t count, const kernels::AdamWParams& hp) {
+  timed("adamw_update", [&] { inner_.adamw_update(params, param_copies, grads, m, v, segments, count, hp); });
 }
 
 }  // namespace eth::bench

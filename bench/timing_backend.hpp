@@ -62,8 +62,8 @@ class TimingBackend : public kernels::ForwardingBackend {
                                      int T, int V, int Vp, float dlogits_scale) override;
   void accumulate_sum(double* total, const float* x, size_t n) override;
   double sum_of_squares(const float* x, size_t n) override;
-  void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
-                    const kernels::AdamWParams& hp) override;
+  void adamw_update(float* params, kernels::bf16* param_copies, const float* grads, float* m, float* v,
+                    const kernels::AdamWSegment* segments, size_t count, const kernels::AdamWParams& hp) override;
 
  protected:
   // Runs f() and adds its wall time under `key`.

@@ -26,7 +26,9 @@
 #include <memory>
 #include <string>
 
+#include "kernels/adamw_segments.hpp"
 #include "kernels/attention_path.hpp"
+#include "kernels/bf16.hpp"
 #include "kernels/device.hpp"
 #include "kernels/precision.hpp"
 #include "kernels/tensor.hpp"
@@ -40,7 +42,7 @@ struct AdamWParams {
   float beta1;
   float beta2;
   float eps;
-  float weight_decay;  // decoupled: p -= lr * weight_decay * p
+  float weight_decay;  // decoupled: p -= lr * weight_decay * p, in the segments that decay
   float grad_scale;    // applied to every gradient first (1/global_batch times the clip factor)
   int step;            // 1-based, for bias correction
 };
@@ -60,6 +62,9 @@ class Backend : public Device {
   // Whether this backend's bf16 path runs native bf16 kernels (for the memory model: the
   // fp32-compute path holds fp32 working copies of its operands).
   virtual bool runs_bf16_kernels() const { return false; }
+  // Allocates now the workspace that the ops of a step will take (the bf16 path's working
+  // copies: kernels/bf16_rounding_backend.hpp), so that no step allocates; none elsewhere.
+  virtual void reserve_workspace(size_t bytes) { (void)bytes; }
   // out = inp rounded to the nearest bf16 value, ties to even, held in fp32 (n); out may be inp.
   // NaN stays NaN, infinities stay, finite values past bf16's largest become infinite.
   virtual void round_to_bf16(float* out, const float* inp, size_t n) = 0;
@@ -168,8 +173,12 @@ class Backend : public Device {
   // ---- optimizer -------------------------------------------------------------------------
   // Waits for queued work and returns the sum of x^2, accumulated in double.
   virtual double sum_of_squares(const float* x, size_t n) = 0;
-  virtual void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
-                            const AdamWParams& hp) = 0;
+  // AdamW over a rank's parameters in one launch: the `count` segments of `segments` (a table
+  // in this device's memory, kernels/adamw_segments.hpp) say which parameters it updates and
+  // where their moments lie. param_copies, where given (the bf16 path: the copies the kernels
+  // read, (params' size)), gets each updated parameter rounded to bf16 in the same pass.
+  virtual void adamw_update(float* params, bf16* param_copies, const float* grads, float* m, float* v,
+                            const AdamWSegment* segments, size_t count, const AdamWParams& hp) = 0;
 };
 
 // The CPU backend: OpenBLAS sgemm and OpenMP loops, each operation run before the call returns;

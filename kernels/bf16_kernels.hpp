@@ -26,14 +26,15 @@ class Bf16Kernels {
   virtual ~Bf16Kernels() = default;
 
   // The embedding: out (B, T, C) from the fp32 masters wte (Vp, C) and wpe (maxT, C), read as
-  // their bf16 copies; its backward accumulates into dwte and dwpe (either may be null) in fp32.
+  // their bf16 copies (rounded as read: the rows read are known on the device only); its
+  // backward accumulates into dwte and dwpe (either may be null) in fp32.
   virtual void encoder_forward(bf16* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
                                int C) = 0;
   virtual void encoder_backward(float* dwte, float* dwpe, const bf16* dout, const int32_t* tokens, int B, int T,
                                 int C) = 0;
-  // out (N, C), mean and rstd (N) fp32; weight and bias (C) the fp32 masters, read as bf16 copies.
-  virtual void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp, const float* weight,
-                                 const float* bias, int N, int C) = 0;
+  // out (N, C), mean and rstd (N) fp32; weight and bias (C).
+  virtual void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp, const bf16* weight,
+                                 const bf16* bias, int N, int C) = 0;
   // Elementwise over n: GELU (backward may run in place, dinp == dout) and the residual add.
   virtual void gelu_forward(bf16* out, const bf16* inp, size_t n) = 0;
   virtual void gelu_backward(bf16* dinp, const bf16* inp, const bf16* dout, size_t n) = 0;

@@ -14,14 +14,14 @@ namespace {
 
 size_t rows(size_t n, size_t width) { return n * width; }
 
-// Bytes of a working copy of n fp32 or bf16 values: each starts on a 16-byte boundary, as the
+// Bytes of a working copy of n fp32 values: each starts on a 16-byte boundary, as the
 // stage's tensors do (vector loads and cp.async need it).
 size_t f32(size_t n) { return (n * sizeof(float) + 15) / 16 * 16; }
-size_t b16(size_t n) { return (n * sizeof(bf16) + 15) / 16 * 16; }
 
 // Each op's working copies, in bytes: on the fp32-compute path its fp32 outputs and inputs
-// (parameters included); on the kernels' path the bf16 copies of the parameters it reads and its
-// scratch. One formula per op, for the op itself and for bf16_rounding_workspace_bytes.
+// (parameters included); on the kernels' path, which reads the stage's bf16 parameter copies as
+// they are, the classifier's scratch only. One formula per op, for the op itself and for
+// bf16_rounding_workspace_bytes.
 namespace need {
 size_t encoder_forward(size_t N, size_t T, size_t C) { return f32(rows(N, C)) + 2 * f32(rows(T, C)); }
 size_t encoder_backward(size_t N, size_t C) { return f32(rows(N, C)); }
@@ -40,11 +40,7 @@ size_t gelu_forward(size_t n) { return 2 * f32(n); }
 size_t gelu_backward(size_t n) { return 3 * f32(n); }
 size_t residual_forward(size_t n) { return 3 * f32(n); }
 size_t crossentropy(size_t N, size_t Vp) { return f32(rows(N, Vp)); }
-// The kernels' path.
-size_t kernels_matmul_forward(size_t C, size_t OC, bool bias) { return b16(rows(OC, C)) + (bias ? b16(OC) : 0); }
-size_t kernels_matmul_backward(size_t C, size_t OC) { return b16(rows(OC, C)); }
-size_t kernels_layernorm_backward(size_t C) { return b16(C); }
-size_t kernels_crossentropy(size_t N) { return f32(N); }
+size_t kernels_crossentropy(size_t N) { return f32(N); }  // the kernels' path: token losses
 }  // namespace need
 
 class Bf16RoundingBackend final : public ForwardingBackend {
@@ -70,12 +66,14 @@ class Bf16RoundingBackend final : public ForwardingBackend {
                                                         : "no bf16 kernels on this device";
     return "bf16 (" + std::string(why) + ": bf16 storage, fp32 compute)";
   }
+  void reserve_workspace(size_t bytes) override { workspace(bytes); }
   // The decorator computes bf16 itself: it offers no fp32 kernels' bf16 twin to decorate again.
   Bf16Kernels* bf16_kernels() override { return nullptr; }
   bool runs_bf16_kernels() const override { return kernels_ != nullptr; }
 
   void encoder_forward(Tensor out, const int32_t* tokens, ConstTensor wte, ConstTensor wpe, int B, int T,
                        int C) override {
+    // wte and wpe are the fp32 masters (Stage::forward), read as their bf16 copies.
     if (on_kernels({out}, {}))
       return kernels_->encoder_forward(out.as_bf16(), tokens, wte.as_f32(), wpe.as_f32(), B, T, C);
     // out = bf16(wte)[token] + bf16(wpe)[t], in fp32 as the kernel adds them, then rounded. The
@@ -102,8 +100,9 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   }
   void layernorm_forward(Tensor out, float* mean, float* rstd, ConstTensor inp, ConstTensor weight,
                          ConstTensor bias, int N, int C) override {
-    if (on_kernels({out}, {inp}))
-      return kernels_->layernorm_forward(out.as_bf16(), mean, rstd, inp.as_bf16(), weight.as_f32(), bias.as_f32(), N, C);
+    if (on_kernels({out}, {inp, weight, bias}))
+      return kernels_->layernorm_forward(out.as_bf16(), mean, rstd, inp.as_bf16(), weight.as_bf16(), bias.as_bf16(), N,
+                                         C);
     Working w(*this, need::layernorm_forward(N, C));
     float* o = w.output(out, rows(N, C));
     inner_.layernorm_forward(o, mean, rstd, w.in(inp, rows(N, C)), w.in(weight, C), w.in(bias, C), N, C);
@@ -111,11 +110,9 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   }
   void layernorm_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
                           ConstTensor weight, const float* mean, const float* rstd, int N, int C) override {
-    if (on_kernels({dinp}, {dout, inp})) {
-      Working w(*this, need::kernels_layernorm_backward(C));
+    if (on_kernels({dinp}, {dout, inp, weight}))
       return kernels_->layernorm_backward(dinp.as_bf16(), dweight, dbias, dout.as_bf16(), inp.as_bf16(),
-                                          w.copy16(weight, C), mean, rstd, N, C);
-    }
+                                          weight.as_bf16(), mean, rstd, N, C);
     // The residual stream's gradient: bf16 read, fp32 added, bf16 stored.
     Working w(*this, need::layernorm_backward(N, C));
     float* d = w.accumulated(dinp, rows(N, C));
@@ -125,11 +122,8 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   }
   void matmul_forward(Tensor out, ConstTensor inp, ConstTensor weight, ConstTensor bias, int N, int C,
                       int OC) override {
-    if (on_kernels({out}, {inp})) {
-      Working w(*this, need::kernels_matmul_forward(C, OC, bool(bias)));
-      return kernels_->matmul_forward(out.as_bf16(), inp.as_bf16(), w.copy16(weight, rows(OC, C)), w.copy16(bias, OC),
-                                      N, C, OC);
-    }
+    if (on_kernels({out}, {inp, weight, bias}))
+      return kernels_->matmul_forward(out.as_bf16(), inp.as_bf16(), weight.as_bf16(), bias.as_bf16(), N, C, OC);
     Working w(*this, need::matmul_forward(N, C, OC, bool(bias)));
     float* o = w.output(out, rows(N, OC));
     inner_.matmul_forward(o, w.in(inp, rows(N, C)), w.in(weight, rows(OC, C)), w.in(bias, OC), N, C, OC);
@@ -137,11 +131,9 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   }
   void matmul_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
                        ConstTensor weight, int N, int C, int OC) override {
-    if (on_kernels({dinp}, {dout, inp})) {
-      Working w(*this, need::kernels_matmul_backward(C, OC));
+    if (on_kernels({dinp}, {dout, inp, weight}))
       return kernels_->matmul_backward(dinp.as_bf16(), dweight, dbias, dout.as_bf16(), inp.as_bf16(),
-                                       w.copy16(weight, rows(OC, C)), N, C, OC);
-    }
+                                       weight.as_bf16(), N, C, OC);
     Working w(*this, need::matmul_backward(N, C, OC));
     float* d = w.output(dinp, rows(N, C));
     inner_.matmul_backward(d, dweight, dbias, w.in(dout, rows(N, OC)), w.in(inp, rows(N, C)),
@@ -225,14 +217,15 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   }
 
  private:
-  // Whether an op runs on the device's bf16 kernels: where it has them and the op's activations
-  // are bf16 (an fp32 Tensor holding bf16 values takes the fp32-compute path).
+  // Whether an op runs on the device's bf16 kernels: where it has them and all the op's tensors
+  // (activations and parameters; a null one, such as a missing bias, does not count) are bf16.
+  // An fp32 Tensor holding bf16 values, or an fp32 master, takes the fp32-compute path.
   bool on_kernels(std::initializer_list<Tensor> written, std::initializer_list<ConstTensor> read) const {
     if (kernels_ == nullptr) return false;
     for (const Tensor& t : written)
       if (t.type() != ElementType::bf16) return false;
     for (const ConstTensor& t : read)
-      if (t.type() != ElementType::bf16) return false;
+      if (t && t.type() != ElementType::bf16) return false;
     return true;
   }
 
@@ -253,15 +246,6 @@ class Bf16RoundingBackend final : public ForwardingBackend {
         b_.inner_.convert(p, t, n);
       else
         b_.inner_.round_to_bf16(p, t.as_f32(), n);
-      return p;
-    }
-    // A parameter as a bf16 kernel reads it, or null for null: a bf16 copy as given, or made
-    // from the fp32 master (nearest even: the numbers of the fp32 path's rounded copy).
-    const bf16* copy16(ConstTensor t, size_t n) {
-      if (!t) return nullptr;
-      if (t.type() == ElementType::bf16) return t.as_bf16();
-      bf16* p = static_cast<bf16*>(take(b16(n)));
-      b_.inner_.convert(p, t, n);
       return p;
     }
     // Where the op writes `out` in fp32.
@@ -294,7 +278,7 @@ class Bf16RoundingBackend final : public ForwardingBackend {
     else
       inner_.convert(out, r, n);
   }
-  // The workspace, grown to at least `bytes` (a training step's first calls size it for good).
+  // The workspace, grown to at least `bytes` (reserve_workspace sizes it before the first step).
   std::byte* workspace(size_t bytes) {
     if (workspace_bytes_ < bytes) {
       inner_.release(workspace_);
@@ -322,21 +306,16 @@ size_t bf16_rounding_workspace_bytes(const Bf16StageShape& s, Bf16Compute comput
   const bool flash = kernels && bf16_attention_head_size(s.C / s.NH);
   // A layer's ops, shapes as lib/model/stage.cpp calls them. On the fp32-compute path the widest
   // are GELU's backward (three (N, 4C) copies) and fc_proj's matmul backward ((N, 4C) in and
-  // dinp, the 4C x C weight); on the kernels' path the bf16 copy of the MLP's 4C x C weights
-  // (and, at a head size the flash kernels do not take, attention's fp32 operands).
+  // dinp, the 4C x C weight); the kernels' path reads the stage's bf16 tensors as they are.
   size_t bytes = 0;
-  if (kernels)
-    bytes = std::max({need::kernels_layernorm_backward(C), need::kernels_matmul_forward(C, 3 * C, true),
-                      need::kernels_matmul_forward(4 * C, C, true), need::kernels_matmul_forward(C, 4 * C, true),
-                      need::kernels_matmul_backward(C, 3 * C), need::kernels_matmul_backward(C, 4 * C),
-                      need::kernels_matmul_backward(4 * C, C)});
-  else
+  if (!kernels)
     bytes = std::max({need::layernorm_forward(N, C), need::layernorm_backward(N, C),
                       need::matmul_forward(N, C, 3 * C, true), need::matmul_forward(N, 4 * C, C, true),
                       need::matmul_forward(N, C, 4 * C, true), need::matmul_backward(N, C, 3 * C),
                       need::matmul_backward(N, C, 4 * C), need::matmul_backward(N, 4 * C, C),
                       need::gelu_forward(4 * rows(N, C)), need::gelu_backward(4 * rows(N, C)),
                       need::residual_forward(rows(N, C))});
+  // At a head size the flash kernels do not take, attention's fp32 operands.
   if (!flash) bytes = std::max({bytes, need::attention_forward(N, C), need::attention_backward(N, C)});
   if (!kernels) {  // the kernels' embedding reads the masters and adds into fp32 directly
     if (s.embedding)
@@ -344,8 +323,7 @@ size_t bf16_rounding_workspace_bytes(const Bf16StageShape& s, Bf16Compute comput
     bytes = std::max(bytes, need::encoder_backward(s.gathered_rows, C));
   }
   if (s.head)
-    bytes = std::max(bytes, kernels ? std::max({need::kernels_matmul_forward(C, Vp, false),
-                                                need::kernels_matmul_backward(C, Vp), need::kernels_crossentropy(N)})
+    bytes = std::max(bytes, kernels ? need::kernels_crossentropy(N)
                                     : std::max({need::matmul_forward(N, C, Vp, false), need::matmul_backward(N, C, Vp),
                                                 need::crossentropy(N, Vp)}));
   return bytes;

@@ -54,6 +54,7 @@ class ForwardingBackend : public Backend {
   // ---- precision -----------------------------------------------------------------------
   Precision precision() const override { return inner_.precision(); }
   std::string precision_path() const override { return inner_.precision_path(); }
+  void reserve_workspace(size_t bytes) override { inner_.reserve_workspace(bytes); }
   void round_to_bf16(float* out, const float* inp, size_t n) override { inner_.round_to_bf16(out, inp, n); }
   void convert(Tensor out, ConstTensor inp, size_t n) override { inner_.convert(out, inp, n); }
   Bf16Kernels* bf16_kernels() override { return inner_.bf16_kernels(); }
@@ -111,9 +112,9 @@ class ForwardingBackend : public Backend {
 
   // ---- optimizer -------------------------------------------------------------------------
   double sum_of_squares(const float* x, size_t n) override { return inner_.sum_of_squares(x, n); }
-  void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
-                    const AdamWParams& hp) override {
-    inner_.adamw_update(params, grads, m, v, n, hp);
+  void adamw_update(float* params, bf16* param_copies, const float* grads, float* m, float* v,
+                    const AdamWSegment* segments, size_t count, const AdamWParams& hp) override {
+    inner_.adamw_update(params, param_copies, grads, m, v, segments, count, hp);
   }
 
  protected:

@@ -134,6 +134,7 @@ int main(int argc, char** argv) {
             std::move(backend), precision == "bf16" ? eth::kernels::Bf16Compute::kernels : eth::kernels::Bf16Compute::fp32);
       eth::Stage stage(config, all, B, T, 1, *backend);
       backend->copy_to_device(stage.params(), params.data(), P * sizeof(float));
+      stage.params_written();
       const eth::AdamWConfig adamw_config;
       eth::AdamW adamw(layout, adamw_config, *backend);
 
@@ -148,7 +149,7 @@ int main(int argc, char** argv) {
         stage.backward(0, nullptr);
         const double loss = stage.take_loss_sum() / B;  // a read of the device, as eth_train's once per step
         const double norm = std::sqrt(backend->sum_of_squares(stage.grads(), P)) / B;
-        adamw.step(stage.params(), stage.grads(), 3e-4f,
+        adamw.step(stage.params(), stage.param_copies(), stage.grads(), 3e-4f,
                    static_cast<float>(eth::clip_factor(norm, adamw_config.max_grad_norm) / B));
         float probe = 0;  // waits for the step's last kernel
         backend->copy_to_host(&probe, stage.params(), sizeof(float));

@@ -169,9 +169,9 @@ class AsyncCpuBackend final : public Backend {
     synchronize();
     return result;
   }
-  void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
-                    const AdamWParams& hp) override {
-    enqueue([=, this] { cpu_->adamw_update(params, grads, m, v, n, hp); });
+  void adamw_update(float* params, bf16* param_copies, const float* grads, float* m, float* v,
+                    const AdamWSegment* segments, size_t count, const AdamWParams& hp) override {
+    enqueue([=, this] { cpu_->adamw_update(params, param_copies, grads, m, v, segments, count, hp); });
   }
 
  private:

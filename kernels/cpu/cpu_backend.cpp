@@ -172,10 +172,10 @@ class CpuBackend final : public Backend {
     *total += sum;
   }
   double sum_of_squares(const float* x, size_t n) override { return cpu::sum_of_squares(x, n); }
-  void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
-                    const AdamWParams& hp) override {
-    cpu::adamw_update(params, grads, m, v, n, hp.lr, hp.beta1, hp.beta2, hp.eps, hp.weight_decay,
-                      hp.grad_scale, hp.step);
+  void adamw_update(float* params, bf16* param_copies, const float* grads, float* m, float* v,
+                    const AdamWSegment* segments, size_t count, const AdamWParams& hp) override {
+    cpu::adamw_update(params, param_copies, grads, m, v, segments, count, hp.lr, hp.beta1, hp.beta2, hp.eps,
+                      hp.weight_decay, hp.grad_scale, hp.step);
   }
 
  private:

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/bf16.hpp"
 #include "kernels/cpu/gemm.hpp"
 
 namespace eth::kernels::cpu {
@@ -216,18 +217,24 @@ double sum_of_squares(const F* x, size_t n) {
 }
 
 template <typename F>
-void adamw_update(F* params, const F* grads, F* m, F* v, size_t n, F lr, F beta1, F beta2,
-                  F eps, F weight_decay, F grad_scale, int step) {
+void adamw_update(F* params, bf16* param_copies, const F* grads, F* m, F* v, const AdamWSegment* segments,
+                  size_t count, F lr, F beta1, F beta2, F eps, F weight_decay, F grad_scale, int step) {
   const F correction1 = F(1) - static_cast<F>(std::pow(static_cast<double>(beta1), step));
   const F correction2 = F(1) - static_cast<F>(std::pow(static_cast<double>(beta2), step));
 #pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; i++) {
-    const F g = grads[i] * grad_scale;
-    m[i] = beta1 * m[i] + (F(1) - beta1) * g;
-    v[i] = beta2 * v[i] + (F(1) - beta2) * g * g;
-    const F m_hat = m[i] / correction1;
-    const F v_hat = v[i] / correction2;
-    params[i] -= lr * (m_hat / (std::sqrt(v_hat) + eps) + weight_decay * params[i]);
+  for (size_t k = 0; k < count; k++) {
+    const AdamWSegment& s = segments[k];
+    const F decay = s.decay ? weight_decay : F(0);
+    for (size_t j = 0; j < s.size; j++) {
+      const size_t i = s.param_offset + j, mi = s.moment_offset + j;
+      const F g = grads[i] * grad_scale;
+      m[mi] = beta1 * m[mi] + (F(1) - beta1) * g;
+      v[mi] = beta2 * v[mi] + (F(1) - beta2) * g * g;
+      const F m_hat = m[mi] / correction1;
+      const F v_hat = v[mi] / correction2;
+      params[i] -= lr * (m_hat / (std::sqrt(v_hat) + eps) + decay * params[i]);
+      if (param_copies != nullptr) param_copies[i] = to_bf16(static_cast<float>(params[i]));
+    }
   }
 }
 
@@ -244,7 +251,7 @@ void adamw_update(F* params, const F* grads, F* m, F* v, size_t n, F lr, F beta1
   template void residual_forward<F>(F*, const F*, const F*, size_t);                             \
   template void crossentropy_forward_backward<F>(F*, F*, const int32_t*, int, int, int, int, F); \
   template double sum_of_squares<F>(const F*, size_t);                                           \
-  template void adamw_update<F>(F*, const F*, F*, F*, size_t, F, F, F, F, F, F, int);
+  template void adamw_update<F>(F*, bf16*, const F*, F*, F*, const AdamWSegment*, size_t, F, F, F, F, F, F, int);
 
 ETH_INSTANTIATE(float)
 ETH_INSTANTIATE(double)

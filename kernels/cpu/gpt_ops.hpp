@@ -6,6 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/adamw_segments.hpp"
+#include "kernels/bf16.hpp"
+
 namespace eth::kernels::cpu {
 
 template <typename F>
@@ -67,8 +70,10 @@ void crossentropy_forward_backward(F* sample_losses, F* logits, const int32_t* t
 template <typename F>
 double sum_of_squares(const F* x, size_t n);
 
+// Over the segments of a table (kernels/adamw_segments.hpp); weight_decay where a segment
+// decays; param_copies, where given, gets each updated parameter rounded to bf16.
 template <typename F>
-void adamw_update(F* params, const F* grads, F* m, F* v, size_t n, F lr, F beta1, F beta2,
-                  F eps, F weight_decay, F grad_scale, int step);
+void adamw_update(F* params, bf16* param_copies, const F* grads, F* m, F* v, const AdamWSegment* segments,
+                  size_t count, F lr, F beta1, F beta2, F eps, F weight_decay, F grad_scale, int step);
 
 }  // namespace eth::kernels::cpu

@@ -6,7 +6,7 @@ namespace eth::kernels {
 template void gpu_ops::layernorm_forward<cuda::CudaLaunch, float>(cuda::CudaLaunch&, float*, float*, float*,
                                                                   const float*, const float*, const float*, int, int);
 template void gpu_ops::layernorm_forward<cuda::CudaLaunch, bf16>(cuda::CudaLaunch&, bf16*, float*, float*, const bf16*,
-                                                                 const float*, const float*, int, int);
+                                                                 const bf16*, const bf16*, int, int);
 template void gpu_ops::layernorm_backward<cuda::CudaLaunch>(cuda::CudaLaunch&, float*, float*, float*, const float*,
                                                             const float*, const float*, const float*, const float*,
                                                             int, int);

@@ -5,6 +5,6 @@
 namespace eth::kernels {
 template double gpu_ops::sum_of_squares<cuda::CudaLaunch>(cuda::CudaLaunch&, const float*, size_t);
 template void gpu_ops::accumulate_sum<cuda::CudaLaunch>(cuda::CudaLaunch&, double*, const float*, size_t);
-template void gpu_ops::adamw_update<cuda::CudaLaunch>(cuda::CudaLaunch&, float*, const float*, float*, float*, size_t,
-                                                      float, float, float, float, float, float, float, float);
+template void gpu_ops::adamw_update<cuda::CudaLaunch>(cuda::CudaLaunch&, float*, bf16*, const float*, float*, float*,
+                                                      const AdamWSegment*, size_t, const gpu_ops::AdamWSettings&);
 }  // namespace eth::kernels

@@ -21,7 +21,7 @@ class Bf16KernelsOn final : public Bf16Kernels {
                         int C) override {
     gpu_ops::encoder_backward(launch_, dwte, dwpe, dout, tokens, B, T, C);
   }
-  void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp, const float* weight, const float* bias,
+  void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp, const bf16* weight, const bf16* bias,
                          int N, int C) override {
     gpu_ops::layernorm_forward(launch_, out, mean, rstd, inp, weight, bias, N, C);
   }

@@ -86,12 +86,14 @@ class GpuOpsBackend : public Base {
     gpu_ops::accumulate_sum(launch(), total, x, n);
   }
   double sum_of_squares(const float* x, size_t n) override { return gpu_ops::sum_of_squares(launch(), x, n); }
-  void adamw_update(float* params, const float* grads, float* m, float* v, size_t n, const AdamWParams& hp) override {
+  void adamw_update(float* params, bf16* param_copies, const float* grads, float* m, float* v,
+                    const AdamWSegment* segments, size_t count, const AdamWParams& hp) override {
     // The bias corrections exactly as the CPU twin computes them.
     const float correction1 = 1.f - static_cast<float>(std::pow(static_cast<double>(hp.beta1), hp.step));
     const float correction2 = 1.f - static_cast<float>(std::pow(static_cast<double>(hp.beta2), hp.step));
-    gpu_ops::adamw_update(launch(), params, grads, m, v, n, hp.lr, hp.beta1, hp.beta2, hp.eps, hp.weight_decay,
-                          hp.grad_scale, correction1, correction2);
+    const gpu_ops::AdamWSettings settings{hp.lr,         hp.beta1,      hp.beta2,    hp.eps,
+                                          hp.weight_decay, hp.grad_scale, correction1, correction2};
+    gpu_ops::adamw_update(launch(), params, param_copies, grads, m, v, segments, count, settings);
   }
 
   Bf16Kernels* bf16_kernels() override {

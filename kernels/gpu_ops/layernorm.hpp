@@ -18,17 +18,16 @@ SIMT_DEVICE int layernorm_row(Thread& t) {
 }
 
 // Block b, 8 warps: warp w owns row n = 8 b + w (warps past N return whole); lane l owns the
-// columns l, l + 32, ... of it and the warp adds its lanes' partial sums by butterfly. out and
-// inp of element type E (float or bf16); weight and bias the fp32 masters, read as the path's
-// copies (as_copy).
+// columns l, l + 32, ... of it and the warp adds its lanes' partial sums by butterfly. out, inp,
+// weight and bias of element type E (float, or bf16 activations and parameter copies).
 template <class E>
 struct LayerNormForwardKernel {
   static constexpr const char* kName = simt::named<E>("layernorm_forward", "layernorm_forward_bf16");
   Global<E> out;                 // (N, C)
   Global<float> mean, rstd;      // (N)
   Global<const E> inp;           // (N, C)
-  Global<const float> weight;    // (C)
-  Global<const float> bias;      // (C)
+  Global<const E> weight;        // (C)
+  Global<const E> bias;          // (C)
   int N, C;
 
   SIMT_DEVICE void operator()(Thread& t) const {
@@ -47,8 +46,8 @@ struct LayerNormForwardKernel {
     const Global<E> o = out + static_cast<size_t>(n) * C;
     for (int c = lane; c < C; c += kWarp) {
       const float xc = simt::to_float(x[c]);
-      o[c] = simt::from_float<E>(static_cast<float>((xc - m) * s) * simt::as_copy<E>(weight[c]) +
-                                 simt::as_copy<E>(bias[c]));
+      o[c] = simt::from_float<E>(static_cast<float>((xc - m) * s) * simt::to_float(weight[c]) +
+                                 simt::to_float(bias[c]));
     }
     if (lane == 0) {
       mean[n] = static_cast<float>(m);
@@ -117,8 +116,8 @@ inline LaunchShape layernorm_shape(int N) {
 }
 
 template <class Launch, class E>
-void layernorm_forward(Launch& launch, E* out, float* mean, float* rstd, const E* inp, const float* weight,
-                       const float* bias, int N, int C) {
+void layernorm_forward(Launch& launch, E* out, float* mean, float* rstd, const E* inp, const E* weight,
+                       const E* bias, int N, int C) {
   if (N == 0) return;
   launch.kernel(LayerNormForwardKernel<E>{out, mean, rstd, inp, weight, bias, N, C}, layernorm_shape(N));
 }

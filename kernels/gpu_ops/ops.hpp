@@ -35,6 +35,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/adamw_segments.hpp"
 #include "kernels/bf16.hpp"
 
 namespace eth::kernels::gpu_ops {
@@ -51,8 +52,8 @@ void encoder_backward(Launch& launch, float* dwte, float* dwpe, const E* dout, c
 
 // layernorm.hpp (forward: E)
 template <class Launch, class E>
-void layernorm_forward(Launch& launch, E* out, float* mean, float* rstd, const E* inp, const float* weight,
-                       const float* bias, int N, int C);
+void layernorm_forward(Launch& launch, E* out, float* mean, float* rstd, const E* inp, const E* weight,
+                       const E* bias, int N, int C);
 template <class Launch>
 void layernorm_backward(Launch& launch, float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean, const float* rstd, int N, int C);
@@ -116,10 +117,12 @@ template <class Launch>
 double sum_of_squares(Launch& launch, const float* x, size_t n);  // waits for the result
 template <class Launch>
 void accumulate_sum(Launch& launch, double* total, const float* x, size_t n);
-template <class Launch>
-void adamw_update(Launch& launch, float* params, const float* grads, float* m, float* v, size_t n, float lr,
-                  float beta1, float beta2, float eps, float weight_decay, float grad_scale, float correction1,
-                  float correction2);
+struct AdamWSettings {
+  float lr, beta1, beta2, eps, weight_decay, grad_scale, correction1, correction2;
+};
+template <class Launch>  // one launch over the segments; param_copies (or null) = bf16(params) in the same pass
+void adamw_update(Launch& launch, float* params, bf16* param_copies, const float* grads, float* m, float* v,
+                  const AdamWSegment* segments, size_t count, const AdamWSettings& h);
 
 // The fused bf16 kernels of the stage step: bf16 activations and parameter copies, fp32
 // statistics, gradients and optimizer state; each rounds exactly where the bf16 twin
@@ -138,10 +141,5 @@ void classifier_rows_bf16(Launch& launch, float* token_losses, bf16* logits, con
                           int Vp, float dlogits_scale_over_T);
 template <class Launch>  // sample_losses (B) = the mean of each sample's T token losses
 void sample_mean_losses(Launch& launch, float* sample_losses, const float* token_losses, int B, int T);
-// optimizer_bf16.hpp
-template <class Launch>  // adamw_update, plus param_copies = bf16(params) in the same pass
-void adamw_update_bf16(Launch& launch, float* params, bf16* param_copies, const float* grads, float* m, float* v,
-                       size_t n, float lr, float beta1, float beta2, float eps, float weight_decay, float grad_scale,
-                       float correction1, float correction2);
 
 }  // namespace eth::kernels::gpu_ops

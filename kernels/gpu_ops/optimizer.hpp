@@ -1,7 +1,8 @@
 // The optimizer's ops and the step's one other reduction: the sum of squares behind the global
 // gradient norm, in double and deterministic (a fixed grid of partial sums, then one block adding
 // them in a fixed order); the AdamW update, elementwise with the CPU twin's formula term for
-// term; and the device-side sum of per-sample losses.
+// term, over a rank's whole parameter buffer in one launch (writing the bf16 copies in the same
+// pass on the bf16 path); and the device-side sum of per-sample losses.
 #pragma once
 
 #include "kernels/gpu_ops/common.hpp"
@@ -68,39 +69,39 @@ struct AccumulateSumKernel {
   }
 };
 
-struct AdamWSettings {
-  float lr, beta1, beta2, eps, weight_decay, grad_scale, correction1, correction2;
-};
-
 // One parameter's step, the CPU twin's formula term for term: updates its moments m and v and
-// returns the new parameter. Every AdamW kernel calls it, so that they agree bit for bit.
-SIMT_DEVICE float adamw_step(const AdamWSettings& h, float p, float grad, float& m, float& v) {
+// returns the new parameter.
+SIMT_DEVICE float adamw_step(const AdamWSettings& h, float weight_decay, float p, float grad, float& m, float& v) {
   const float g = grad * h.grad_scale;
   m = h.beta1 * m + (1.f - h.beta1) * g;
   v = h.beta2 * v + (1.f - h.beta2) * g * g;
   const float m_hat = m / h.correction1;
   const float v_hat = v / h.correction2;
-  return p - h.lr * (m_hat / (simt::sqrtf_(v_hat) + h.eps) + h.weight_decay * p);
+  return p - h.lr * (m_hat / (simt::sqrtf_(v_hat) + h.eps) + weight_decay * p);
 }
 
-// Grid-stride over the n parameters, one element per thread step. WriteCopies: also stores
-// each updated parameter's bf16 copy (optimizer_bf16.hpp), in the same pass.
+// Block b updates segment b of the table (kernels/adamw_segments.hpp), its threads striding
+// over the segment's floats. WriteCopies: also stores each updated parameter's bf16 copy, in the
+// same pass (the bf16 path: the copies its GEMMs read).
 template <bool WriteCopies>
 struct AdamWKernel {
   static constexpr const char* kName = WriteCopies ? "adamw_update_bf16" : "adamw_update";
-  Global<float> params;        // (n)
-  Global<bf16> param_copies;   // (n) overwritten with bf16(params) when WriteCopies, else null
-  Global<const float> grads;   // (n)
-  Global<float> m, v;          // (n)
-  size_t n;
+  Global<float> params;                  // (params' size)
+  Global<bf16> param_copies;             // (params' size) when WriteCopies, else null
+  Global<const float> grads;             // (params' size)
+  Global<float> m, v;                    // (the segments' moments)
+  Global<const AdamWSegment> segments;   // (gridDim.x)
   AdamWSettings h;
 
   SIMT_DEVICE void operator()(Thread& t) const {
-    for (size_t i = global_index(t); i < n; i += grid_stride(t)) {
-      float mi = m[i], vi = v[i];
-      const float p = adamw_step(h, params[i], grads[i], mi, vi);
-      m[i] = mi;
-      v[i] = vi;
+    const AdamWSegment s = segments[t.block_idx().x];
+    const float weight_decay = s.decay ? h.weight_decay : 0.f;
+    for (uint32_t j = t.thread_idx().x; j < s.size; j += t.block_dim().x) {
+      const size_t i = s.param_offset + j, k = s.moment_offset + j;
+      float mk = m[k], vk = v[k];
+      const float p = adamw_step(h, weight_decay, params[i], grads[i], mk, vk);
+      m[k] = mk;
+      v[k] = vk;
       params[i] = p;
       if constexpr (WriteCopies) param_copies[i] = simt::to_bf16(p);
     }
@@ -126,13 +127,14 @@ void accumulate_sum(Launch& launch, double* total, const float* x, size_t n) {
 }
 
 template <class Launch>
-void adamw_update(Launch& launch, float* params, const float* grads, float* m, float* v, size_t n, float lr,
-                  float beta1, float beta2, float eps, float weight_decay, float grad_scale, float correction1,
-                  float correction2) {
-  if (n == 0) return;
-  launch.kernel(AdamWKernel<false>{params, nullptr, grads, m, v, n,
-                                   {lr, beta1, beta2, eps, weight_decay, grad_scale, correction1, correction2}},
-                LaunchShape{Dim3(grid_for(n, kAdamWThreads)), Dim3(kAdamWThreads), 0});
+void adamw_update(Launch& launch, float* params, bf16* param_copies, const float* grads, float* m, float* v,
+                  const AdamWSegment* segments, size_t count, const AdamWSettings& h) {
+  if (count == 0) return;
+  const LaunchShape shape{Dim3(static_cast<unsigned>(count)), Dim3(kAdamWThreads), 0};
+  if (param_copies != nullptr)
+    launch.kernel(AdamWKernel<true>{params, param_copies, grads, m, v, segments, h}, shape);
+  else
+    launch.kernel(AdamWKernel<false>{params, nullptr, grads, m, v, segments, h}, shape);
 }
 
 }  // namespace eth::kernels::gpu_ops

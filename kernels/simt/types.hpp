@@ -83,7 +83,8 @@ SIMT_HOST_DEVICE float round_to_bf16(float x) { return bf16_to_float(bf16_bits(x
 SIMT_HOST_DEVICE bf16 to_bf16(float x) { return bf16{bf16_bits(x)}; }
 SIMT_HOST_DEVICE float to_float(bf16 h) { return bf16_to_float(h.bits); }
 // Kernels written once for either stored element type T (float or bf16): load with to_float,
-// store with from_float<T>; a parameter's fp32 master read as the path's copy with as_copy<T>.
+// store with from_float<T>; an fp32 master read as the path's copy with as_copy<T> (the embedding's
+// tables, whose rows it reads are known on the device only).
 SIMT_HOST_DEVICE float to_float(float x) { return x; }
 template <class T>
 SIMT_HOST_DEVICE T from_float(float x) {

@@ -18,4 +18,16 @@ inline size_t total_size(const std::vector<FloatRange>& spans) {
   return n;
 }
 
+// The parts of [0, size) that no span covers; spans ascending and disjoint.
+inline std::vector<FloatRange> uncovered(const std::vector<FloatRange>& spans, size_t size) {
+  std::vector<FloatRange> gaps;
+  size_t at = 0;
+  for (const FloatRange& s : spans) {
+    if (s.offset > at) gaps.push_back({at, s.offset - at});
+    at = s.end();
+  }
+  if (at < size) gaps.push_back({at, size - at});
+  return gaps;
+}
+
 }  // namespace eth

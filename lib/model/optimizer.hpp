@@ -23,6 +23,11 @@ struct AdamWConfig {
   bool shard = false;          // ZeRO-1 job-wide: every block of several owners sharded, beside the plan's sharded_blocks
 };
 
+// The segment table of one AdamW launch (kernels/adamw_segments.hpp) over the parts `spans` of a
+// layout: each tensor's kept parts, their moments packed in span order. The memory model counts
+// its bytes with it.
+std::vector<kernels::AdamWSegment> adamw_segments(const ParamLayout& layout, const std::vector<FloatRange>& spans);
+
 // PyTorch's clip_grad_norm_ factor: min(1, max_norm / (norm + 1e-6)).
 double clip_factor(double grad_norm, double max_norm);
 
@@ -34,9 +39,10 @@ class AdamW {
   AdamW(const ParamLayout& layout, const AdamWConfig& config, kernels::Backend& backend)
       : AdamW(layout, {{0, layout.size()}}, config, backend) {}
 
-  // One update. grad_scale multiplies every gradient before use: 1/global_batch (gradients are
-  // per-sample sums) times the clipping factor.
-  void step(float* params, const float* grads, float lr, float grad_scale);
+  // One update, in one launch. grad_scale multiplies every gradient before use: 1/global_batch
+  // (gradients are per-sample sums) times the clipping factor. param_copies (the bf16 path's
+  // copies of params, Stage::param_copies; null on fp32) get the updated parameters rounded.
+  void step(float* params, kernels::bf16* param_copies, const float* grads, float lr, float grad_scale);
   int steps_taken() const { return step_; }
   const AdamWConfig& config() const { return config_; }
 
@@ -56,6 +62,7 @@ class AdamW {
       moment += s.size;
     }
   }
+  const std::vector<FloatRange>& spans() const { return spans_; }
   // Resuming from a checkpoint: the bias corrections continue from here.
   void set_steps_taken(int steps) { step_ = steps; }
 
@@ -65,6 +72,7 @@ class AdamW {
   AdamWConfig config_;
   kernels::Backend& backend_;
   kernels::DeviceBuffer<float> m_, v_;  // (total_size(spans_)) each
+  kernels::DeviceBuffer<kernels::AdamWSegment> segments_;  // adamw_segments(layout_, spans_), in device memory
   int step_ = 0;
 };
 

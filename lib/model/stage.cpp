@@ -91,6 +91,11 @@ Stage::Stage(const GptConfig& config, LayerRange layers, int B, int T, int slots
 
   params_ = kernels::DeviceBuffer<float>(backend, layout_.size());
   grads_ = kernels::DeviceBuffer<float>(backend, layout_.size());
+  if (storage_ == kernels::ElementType::bf16) {
+    param_copies_ = kernels::DeviceBuffer<kernels::bf16>(backend, layout_.size());
+    const std::vector<kernels::bf16> nan(layout_.size(), kernels::bf16{0x7FC0});
+    backend.copy_to_device(param_copies_.data(), nan.data(), nan.size() * sizeof(kernels::bf16));
+  }
   activations_ = kernels::DeviceBuffer<std::byte>(backend, acts_.slot_size * static_cast<size_t>(slots));
   if (acts_.shared_size > 0) shared_ = kernels::DeviceBuffer<std::byte>(backend, acts_.shared_size);
   if (layout_.has_embedding()) {
@@ -117,6 +122,18 @@ Stage::Stage(const GptConfig& config, LayerRange layers, int B, int T, int slots
 }
 
 void Stage::zero_grads() { backend_.fill_zero(grads_.data(), grads_.size()); }
+
+void Stage::params_written() { params_written({0, layout_.size()}); }
+
+void Stage::params_written(FloatRange range) {
+  if (storage_ != kernels::ElementType::bf16 || range.size == 0) return;
+  backend_.convert({param_copies_.data() + range.offset, storage_}, params_.data() + range.offset, range.size);
+}
+
+kernels::ConstTensor Stage::weights() const {
+  if (storage_ == kernels::ElementType::bf16) return {param_copies_.data(), storage_};
+  return params_.data();
+}
 
 kernels::Tensor Stage::slot_tensor(int slot, Place place, int local_layer) {
   assert(0 <= slot && slot < slots_ && !place.shared);
@@ -152,7 +169,6 @@ void Stage::forward(int slot, const int32_t* host_tokens, kernels::ConstTensor i
   const int B = rows, T = T_, C = config_.channels;
   const size_t BTC = static_cast<size_t>(B) * T * C;
   const kernels::Tensor in = input_buffer(slot);
-  float* p = params_.data();
 
   if (layout_.has_embedding()) {
     const size_t capacity = static_cast<size_t>(B_) * T;  // a slot's tokens
@@ -162,7 +178,9 @@ void Stage::forward(int slot, const int32_t* host_tokens, kernels::ConstTensor i
     std::copy(host_tokens, host_tokens + B * T, upload);
     backend_.copy_to_device_async(tokens, upload, sizeof(int32_t) * B * T);
     tokens_uploaded_[slot].record();
-    backend_.encoder_forward(in, tokens, p + layout_.wte(), p + layout_.wpe(), B, T, C);
+    // The embedding reads the fp32 masters (the bf16 path rounds the rows it reads, which only the
+    // device knows: the fp32-compute path could not widen them from the copies).
+    backend_.encoder_forward(in, tokens, params_.data() + layout_.wte(), params_.data() + layout_.wpe(), B, T, C);
   } else if (input.data() != in.data()) {
     assert(input.type() == storage_);
     backend_.copy(in.data(), input.data(), BTC * kernels::element_bytes(storage_));
@@ -180,7 +198,7 @@ void Stage::forward(int slot, const int32_t* host_tokens, kernels::ConstTensor i
 void Stage::attention_half_forward(int slot, int i) {
   const int B = rows_[slot], T = T_, C = config_.channels, NH = config_.num_heads;
   const int N = B * T;
-  const float* lp = params_.data() + layout_.layer(layout_.layers().begin + i);
+  const kernels::ConstTensor lp = weights() + layout_.layer(layout_.layers().begin + i);
   const LayerOffsets& w = layout_.layer_offsets();
   const LayerActs a = layer_acts(slot, i);
   backend_.layernorm_forward(a[ln1], a[ln1_mean].as_f32(), a[ln1_rstd].as_f32(), layer_input(slot, i), lp + w.ln1_w, lp + w.ln1_b, N, C);
@@ -192,14 +210,14 @@ void Stage::layers_forward(int slot) {
   const int B = rows_[slot], T = T_, C = config_.channels;
   const int N = B * T;
   const size_t BTC = static_cast<size_t>(N) * C;
-  const float* p = params_.data();
+  const kernels::ConstTensor p = weights();
   const LayerOffsets& w = layout_.layer_offsets();
   const LayerRange range = layout_.layers();
   for (int l = range.begin; l < range.end; l++) {
     const int i = l - range.begin;
     const kernels::ConstTensor x = layer_input(slot, i);  // (B, T, C)
     const LayerActs a = layer_acts(slot, i);
-    const float* lp = p + layout_.layer(l);
+    const kernels::ConstTensor lp = p + layout_.layer(l);
     attention_half_forward(slot, i);
     backend_.matmul_forward(scratch(branch_), a[atty], lp + w.attproj_w, lp + w.attproj_b, N, C, C);
     backend_.residual_forward(a[res2], x, scratch(branch_), BTC);
@@ -224,7 +242,7 @@ void Stage::loss(int slot, const int32_t* host_targets, bool with_grad, int coun
   std::copy(host_targets, host_targets + N, targets_upload_.data());
   backend_.copy_to_device_async(targets_.data(), targets_upload_.data(), sizeof(int32_t) * N);
   targets_uploaded_.record();
-  backend_.matmul_forward(scratch(logits_), at(slot, acts_.lnf), params_.data() + layout_.head_wte(), nullptr,
+  backend_.matmul_forward(scratch(logits_), at(slot, acts_.lnf), weights() + layout_.head_wte(), nullptr,
                           N, C, config_.padded_vocab_size);
   backend_.crossentropy_forward_backward(sample_losses_.data(), scratch(logits_), targets_.data(), B, T,
                                          config_.vocab_size, config_.padded_vocab_size,
@@ -250,7 +268,7 @@ void Stage::backward(int slot, kernels::ConstTensor doutput, const std::function
   const int B = rows_[slot], T = T_, C = config_.channels, NH = config_.num_heads;
   const int N = B * T;
   const size_t BTC = static_cast<size_t>(N) * C;
-  const float* p = params_.data();
+  const kernels::ConstTensor p = weights();
   float* g = grads_.data();
   const kernels::Tensor dres = scratch(dresidual_);  // (B, T, C): gradient of the residual stream, flowing down
 
@@ -278,7 +296,7 @@ void Stage::backward(int slot, kernels::ConstTensor doutput, const std::function
     const int i = l - range.begin;
     const kernels::ConstTensor x = layer_input(slot, i);
     const LayerActs a = layer_acts(slot, i);
-    const float* lp = p + layout_.layer(l);
+    const kernels::ConstTensor lp = p + layout_.layer(l);
     float* lg = g + layout_.layer(l);
     // res3 = res2 + fcproj(gelu(fc(ln2(res2)))): dres flows through both paths.
     backend_.matmul_backward(scratch(dfch_), lg + w.fcproj_w, lg + w.fcproj_b, dres, a[fch_gelu],

@@ -21,7 +21,8 @@
 //
 // Storage: activations, their gradients, the stage's input and output and the logits are of the
 // backend's element type (Backend::storage: bf16 on the bf16 path, else fp32); parameters,
-// their gradients and the layernorm and attention statistics are fp32 on every path.
+// their gradients and the layernorm and attention statistics are fp32 on every path. On the
+// bf16 path the kernels read bf16 copies of the parameters, kept beside the masters.
 //
 // Every call only enqueues work on the backend's stream (kernels/device.hpp): tokens and targets
 // go up through pinned buffers, one per slot, each rewritten only after its last upload ran;
@@ -36,6 +37,7 @@
 
 #include "kernels/backend.hpp"
 #include "kernels/device_buffer.hpp"
+#include "lib/model/float_range.hpp"
 #include "lib/model/model_config.hpp"
 #include "lib/model/param_layout.hpp"
 #include "lib/model/recompute.hpp"
@@ -59,8 +61,15 @@ class Stage {
   int seq_len() const { return T_; }
   kernels::ElementType storage() const { return storage_; }
 
-  float* params() { return params_.data(); }    // (layout().size())
+  float* params() { return params_.data(); }    // (layout().size()) the fp32 masters
   float* grads() { return grads_.data(); }      // (layout().size())
+  // The bf16 path's copies of the parameters, which its kernels read ((layout().size()); null on
+  // fp32). The optimizer step writes them with the masters (AdamW::step); whoever else writes
+  // params() remakes them with params_written(). Until then they are NaN, so that a missing
+  // call shows in the first loss.
+  kernels::bf16* param_copies() { return param_copies_.data(); }
+  void params_written();                  // all of params()
+  void params_written(FloatRange range);  // the floats in range
   void zero_grads();
 
   void forward(int slot, const int32_t* host_tokens /* (rows, T) */, kernels::ConstTensor input /* (rows, T, C) */,
@@ -154,7 +163,11 @@ class Stage {
   ActLayout acts_;
   int shared_holds_ = -1;  // full: the slot whose forward the shared set holds; -1 none
 
+  // What the kernels read as parameters: the bf16 copies on the bf16 path, else the masters.
+  kernels::ConstTensor weights() const;
+
   kernels::DeviceBuffer<float> params_, grads_;
+  kernels::DeviceBuffer<kernels::bf16> param_copies_;  // (layout().size()) bf16 path only
   kernels::DeviceBuffer<std::byte> activations_;  // (slots, slot_size)
   kernels::DeviceBuffer<std::byte> shared_;       // (shared_size): recomputed activations
   kernels::DeviceBuffer<int32_t> tokens_;       // (slots, B, T) first stage, for encoder backward

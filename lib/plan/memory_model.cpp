@@ -1,5 +1,6 @@
 #include "lib/plan/memory_model.hpp"
 
+#include "kernels/adamw_segments.hpp"
 #include "kernels/bf16_rounding_backend.hpp"
 
 #include "lib/plan/grad_blocks.hpp"
@@ -27,6 +28,21 @@ MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T
 
 namespace {
 
+// The segments of AdamW's table over all of a stage (lib/model/optimizer.hpp: adamw_segments):
+// each tensor cut into runs of kAdamWSegmentFloats, in closed form as stage_param_floats.
+size_t stage_adamw_segments(const GptConfig& model, LayerRange layers) {
+  const size_t C = static_cast<size_t>(model.channels), Vp = static_cast<size_t>(model.padded_vocab_size);
+  const size_t maxT = static_cast<size_t>(model.max_seq_len);
+  auto runs = [](size_t n) { return (n + kernels::kAdamWSegmentFloats - 1) / kernels::kAdamWSegmentFloats; };
+  const bool first = layers.begin == 0, last = layers.end == model.num_layers;
+  // Per layer: ln1 w, b; qkv w, b; attproj w, b; ln2 w, b; fc w, b; fcproj w, b.
+  size_t n = static_cast<size_t>(layers.count()) * (6 * runs(C) + runs(3 * C * C) + runs(3 * C) + runs(C * C) +
+                                                     2 * runs(4 * C * C) + runs(4 * C));
+  if (first) n += runs(Vp * C) + runs(maxT * C);
+  if (last) n += 2 * runs(C) + (first ? 0 : runs(Vp * C));
+  return n;
+}
+
 // The bf16 path's working copies (kernels/bf16_rounding_backend.hpp), with `gathered_rows` rows
 // of late embedding rows added by an embedding backward; 0 on the other paths.
 double bf16_working_bytes(const GptConfig& model, LayerRange layers, int b, int T, size_t gathered_rows,
@@ -42,17 +58,27 @@ double bf16_working_bytes(const GptConfig& model, LayerRange layers, int b, int 
 
 MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T, int slots,
                          const Stage::ActivationFootprint& acts, const JobMemoryOptions& options) {
-  const double params = 4.0 * double(stage_param_floats(model, layers));
+  const double floats = double(stage_param_floats(model, layers));
+  const double params = 4.0 * floats;
+  // On the bf16 path the kernels read bf16 copies of the parameters, kept beside the masters.
+  const double copies = options.storage == kernels::ElementType::bf16 ? 2.0 * floats : 0.0;
+  const double table = double(sizeof(kernels::AdamWSegment) * stage_adamw_segments(model, layers));
   const double BT = double(b) * T;
   const bool first = layers.begin == 0, last = layers.end == model.num_layers;
   const double tokens = (first ? BT * slots : 0) + (last ? BT : 0);  // int32 token ids (per slot) and targets
   const double rows = BT * model.channels;                           // one micro-batch's activations
-  return {params,
+  return {params + copies,
           params,
-          2 * params,
+          2 * params + table,
           double(acts.per_slot) * slots + 4 * tokens,
           double(acts.scratch) + bf16_working_bytes(model, layers, b, T, 0, options),
           double(kernels::element_bytes(options.storage)) * rows * (slots + 1)};
+}
+
+double rank_optimizer_bytes(const GptConfig& model, const Plan& plan, int world_rank, bool shard_all) {
+  const size_t segments = adamw_segment_count(model, plan, world_rank, shard_all);
+  return 8.0 * double(moment_floats(model, plan, world_rank, shard_all)) +
+         double(sizeof(kernels::AdamWSegment) * segments);
 }
 
 MemoryBytes rank_memory(const GptConfig& model, const Plan& plan, const RankRole& role, int world_rank, int seq_len,
@@ -61,7 +87,7 @@ MemoryBytes rank_memory(const GptConfig& model, const Plan& plan, const RankRole
   const PlanStage& stage = pipe.stages[role.stage];
   const int slots = activation_slots(role.stage, static_cast<int>(pipe.stages.size()), pipe.micro_batches);
   MemoryBytes bytes = stage_memory(model, stage.layers, role.samples, seq_len, slots, stage.recompute, options);
-  bytes.optimizer = 8.0 * double(moment_floats(model, plan, world_rank, options.shard_all));
+  bytes.optimizer = rank_optimizer_bytes(model, plan, world_rank, options.shard_all);
   // The tied group's late embedding rows: a first stage's own, with their ids, and every
   // member's gathered ones (rows of the storage type, ids int32), and on the bf16 path the
   // gathered rows' widening for their embedding backward.

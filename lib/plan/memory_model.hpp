@@ -25,9 +25,9 @@ namespace eth {
 
 // One rank's memory by what holds it, in bytes (integers, exact in a double).
 struct MemoryBytes {
-  double parameters = 0;   // fp32 weights of the stage
+  double parameters = 0;   // fp32 weights of the stage, and on the bf16 path their bf16 copies
   double gradients = 0;    // their fp32 gradients
-  double optimizer = 0;    // AdamW's two moments (of this rank's shards only where sharded)
+  double optimizer = 0;    // AdamW's two moments (of this rank's shards only where sharded), its segment table
   double activations = 0;  // what the in-flight micro-batches keep for backward, token ids included
   double workspace = 0;    // one micro-batch's scratch: the recomputed set, the head's logits, fp32 working copies
   double transfers = 0;    // the gradient received from the next stage, one per slot in flight back, late rows
@@ -60,6 +60,10 @@ MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T
 // the same stage shapes many times (the planner's cost model keeps the footprints it has computed).
 MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T, int slots,
                          const Stage::ActivationFootprint& acts, const JobMemoryOptions& options);
+
+// AdamW's bytes on world_rank (not idle) under plan: its two moments, of its shards only where
+// sharded (sharded_block_flags(plan, ..., shard_all)), and its segment table.
+double rank_optimizer_bytes(const GptConfig& model, const Plan& plan, int world_rank, bool shard_all);
 
 // `role` (not idle) of `world_rank` in `plan` at seq_len: its stage's memory, with the moments
 // of its shards only in the plan's sharded blocks (and every block of several owners under

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cassert>
+#include <utility>
+
+#include "lib/model/optimizer.hpp"
 
 namespace eth {
 
@@ -64,7 +67,11 @@ std::vector<FloatRange> updated_spans(const std::vector<BlockShard>& shards, siz
   return spans;
 }
 
-size_t moment_floats(const GptConfig& model, const Plan& plan, int world_rank, bool shard_all) {
+namespace {
+
+// The layout of world_rank's stage and the spans of it that the rank's optimizer updates.
+std::pair<ParamLayout, std::vector<FloatRange>> rank_optimizer_spans(const GptConfig& model, const Plan& plan,
+                                                                     int world_rank, bool shard_all) {
   LayerRange layers{};
   bool found = false;
   for (const PlanPipeline& pipe : plan.pipelines)
@@ -75,11 +82,23 @@ size_t moment_floats(const GptConfig& model, const Plan& plan, int world_rank, b
       }
   assert(found);  // not idle
   (void)found;
-  const ParamLayout layout(model, layers);
+  ParamLayout layout(model, layers);
   const std::vector<GradBlock> blocks = derive_grad_blocks(plan, model.num_layers);
   const std::vector<BlockShard> shards =
       block_shards(blocks, layout, world_rank, sharded_block_flags(plan, blocks, shard_all));
-  return total_size(updated_spans(shards, layout.size()));
+  std::vector<FloatRange> spans = updated_spans(shards, layout.size());
+  return {std::move(layout), std::move(spans)};
+}
+
+}  // namespace
+
+size_t moment_floats(const GptConfig& model, const Plan& plan, int world_rank, bool shard_all) {
+  return total_size(rank_optimizer_spans(model, plan, world_rank, shard_all).second);
+}
+
+size_t adamw_segment_count(const GptConfig& model, const Plan& plan, int world_rank, bool shard_all) {
+  const auto [layout, spans] = rank_optimizer_spans(model, plan, world_rank, shard_all);
+  return adamw_segments(layout, spans).size();
 }
 
 }  // namespace eth

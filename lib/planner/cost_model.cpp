@@ -229,7 +229,7 @@ Estimate CostModel::estimate(const Plan& plan) const {
         const int b = st.split.empty() ? pipe.micro_batch : st.split[i];
         MemoryBytes bytes = memory(st.layers, b, activation_slots(s, S, pipe.micro_batches), st.recompute);
         if (shard_optimizer_ || !plan.sharded_blocks.empty())
-          bytes.optimizer = 8.0 * double(moment_floats(model_, plan, st.ranks[i], shard_optimizer_));
+          bytes.optimizer = rank_optimizer_bytes(model_, plan, st.ranks[i], shard_optimizer_);
         est.memory[st.ranks[i]] = bytes;
         est.memory_gb[st.ranks[i]] = bytes.total() * 1e-9;
         slack[st.ranks[i]] = before;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <vector>
 
 #include "kernels/device_buffer.hpp"
 #include "lib/base/random.hpp"
@@ -51,6 +52,7 @@ ComputeMs time_stage(kernels::Backend& backend, LockstepTimer& timer, const GptC
   std::vector<float> params(stage.layout().size());
   init_gpt2_parameters(model, stage.layout(), 1234, params.data());
   backend.copy_to_device(stage.params(), params.data(), params.size() * sizeof(float));
+  stage.params_written();
   const size_t BT = static_cast<size_t>(B) * T;
   std::vector<int32_t> tokens(BT);
   for (size_t i = 0; i < BT; i++) tokens[i] = static_cast<int32_t>((i * 7919) % static_cast<size_t>(model.vocab_size));
@@ -102,11 +104,20 @@ Profile measure_profile(kernels::Backend& backend, const GptConfig& model, const
   const size_t n = size_t{1} << 23;
   kernels::DeviceBuffer<float> params(backend, n), grads(backend, n), m1(backend, n), m2(backend, n);
   for (auto* b : {&params, &grads, &m1, &m2}) backend.fill_zero(b->data(), n);
+  // The bf16 path's AdamW also writes the parameters' bf16 copies.
+  const bool copies = backend.storage() == kernels::ElementType::bf16;
+  kernels::DeviceBuffer<kernels::bf16> param_copies;
+  if (copies) param_copies = kernels::DeviceBuffer<kernels::bf16>(backend, n);
+  std::vector<kernels::AdamWSegment> table;
+  kernels::append_adamw_segments(table, 0, 0, n, true);
+  kernels::DeviceBuffer<kernels::AdamWSegment> segments(backend, table.size());
+  backend.copy_to_device(segments.data(), table.data(), table.size() * sizeof(kernels::AdamWSegment));
   const kernels::AdamWParams hp{1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 1};
   const double ms = timer.sustained_ms(options.repetitions, [&] {
     backend.fill_zero(grads.data(), n);
     backend.sum_of_squares(grads.data(), n);
-    backend.adamw_update(params.data(), grads.data(), m1.data(), m2.data(), n, hp);
+    backend.adamw_update(params.data(), param_copies.data(), grads.data(), m1.data(), m2.data(), segments.data(),
+                         segments.size(), hp);
   });
   p.optimizer_ms_per_mparam = ms * 1e6 / double(n);
   return p;

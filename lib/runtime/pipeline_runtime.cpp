@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 
+#include "kernels/bf16_rounding_backend.hpp"
 #include "lib/base/strprintf.hpp"
 #include "lib/runtime/fault_injection.hpp"
 #include "mpi_topology/host_messages.hpp"
@@ -60,6 +61,17 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
     std::vector<float> host(stage_.layout().size());
     init_gpt2_parameters(model, stage_.layout(), seed, host.data());
     backend.copy_to_device(stage_.params(), host.data(), host.size() * sizeof(float));
+    stage_.params_written();
+  }
+  // The bf16 path's working copies, sized before the first step, so that no step allocates
+  // (lib/plan/memory_model counts them): the widest op of this stage, and the embedding backward
+  // of the tied group's gathered rows.
+  if (backend.storage() == kernels::ElementType::bf16) {
+    const size_t gathered = late_rows_.on() ? static_cast<size_t>(tied_rows_kept_late(plan, seq_len)) : 0;
+    const kernels::Bf16StageShape shape{ctx.role.samples, seq_len, model.channels, model.num_heads,
+                                        model.padded_vocab_size, ctx.first_stage(), ctx.last_stage(), gathered};
+    backend.reserve_workspace(kernels::bf16_rounding_workspace_bytes(
+        shape, backend.runs_bf16_kernels() ? kernels::Bf16Compute::kernels : kernels::Bf16Compute::fp32));
   }
   const size_t BT = static_cast<size_t>(ctx.role.samples) * T_;
   inputs_.resize(BT);
@@ -196,8 +208,11 @@ StepResult PipelineRuntime::apply_step(float lr) {
   result.applied = std::isfinite(result.loss) && std::isfinite(result.grad_norm);
   if (!result.applied) return result;
   const double scale = clip_factor(result.grad_norm, optimizer_.config().max_grad_norm) / plan_.global_batch;
-  optimizer_.step(stage_.params(), stage_.grads(), lr, static_cast<float>(scale));
+  optimizer_.step(stage_.params(), stage_.param_copies(), stage_.grads(), lr, static_cast<float>(scale));
   sync_->gather_params();
+  // The other owners' shards arrived as fp32 masters: their copies are made here.
+  for (const FloatRange& gathered : uncovered(optimizer_.spans(), stage_.layout().size()))
+    stage_.params_written(gathered);
   return result;
 }
 

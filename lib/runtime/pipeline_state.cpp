@@ -116,6 +116,7 @@ void PipelineRuntime::take_state(const StageState& state) {
   backend_.copy_to_device(optimizer_.second_moments(), state.second_moments.data(),
                           state.second_moments.size() * sizeof(float));
   optimizer_.set_steps_taken(state.steps_taken);
+  stage_.params_written();
 }
 
 CheckpointHeader PipelineRuntime::load_checkpoint(const std::string& path) {
@@ -133,6 +134,7 @@ CheckpointHeader PipelineRuntime::load_checkpoint(const std::string& path) {
     }
   }
   optimizer_.set_steps_taken(reader.header().step);
+  stage_.params_written();
   return reader.header();
 }
 

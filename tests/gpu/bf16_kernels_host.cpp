@@ -7,7 +7,7 @@
 #include "kernels/gpu_ops/flash_attention_bf16.hpp"
 #include "kernels/gpu_ops/layernorm_bf16.hpp"
 #include "kernels/gpu_ops/matmul_bf16.hpp"
-#include "kernels/gpu_ops/optimizer_bf16.hpp"
+#include "kernels/gpu_ops/optimizer.hpp"
 #include "tests/gpu/bf16_kernels_run.hpp"
 
 namespace eth::test::bf16_kernels {

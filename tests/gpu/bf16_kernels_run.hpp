@@ -138,17 +138,21 @@ std::vector<Output> run_cases(Launch& launch, Memory& mem) {
     keep("classifier: dlogits", logits, NV);
   }
 
-  // AdamW over one flat buffer, writing the bf16 copies (step 3's bias corrections).
+  // AdamW over one flat buffer in one launch, writing the bf16 copies (step 3's bias corrections).
   {
     const size_t n = size_t(1) << 20;
+    std::vector<kernels::AdamWSegment> table;
+    kernels::append_adamw_segments(table, 0, 0, n, true);
+    const kernels::AdamWSegment* segments = mem.put(table);
     float* params = mem.put(uniforms(n, 19, 1.f));
     const float* grads = mem.put(uniforms(n, 20, 1.f));
     float* m = mem.put(uniforms(n, 21, 0.1f));
     float* v = mem.put(uniforms(n, 22, 0.01f, 0.011f));  // positive
     bf16* copies = mem.filled(n, bf16_nan);
     const float beta1 = 0.9f, beta2 = 0.95f;
-    kernels::gpu_ops::adamw_update_bf16(launch, params, copies, grads, m, v, n, 6e-4f, beta1, beta2, 1e-8f, 0.1f,
-                                        0.5f, 1.f - beta1 * beta1 * beta1, 1.f - beta2 * beta2 * beta2);
+    kernels::gpu_ops::adamw_update(launch, params, copies, grads, m, v, segments, table.size(),
+                                   {6e-4f, beta1, beta2, 1e-8f, 0.1f, 0.5f, 1.f - beta1 * beta1 * beta1,
+                                    1.f - beta2 * beta2 * beta2});
     keep("adamw: params", params, n);
     keep("adamw: m", m, n);
     keep("adamw: v", v, n);

@@ -247,10 +247,16 @@ std::vector<Comparison> check_adamw(const Backends& be) {
   // lr 1e-2: updates well above the parameters' own rounding (ulp 6e-8 at 0.5), which both sides
   // share but may round differently where the update differs in its last bit.
   const kernels::AdamWParams hp{1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 3};
+  // Two runs (the first 500 without weight decay), their moments in the other order.
+  std::vector<kernels::AdamWSegment> table;
+  kernels::append_adamw_segments(table, 0, n - 500, 500, false);
+  kernels::append_adamw_segments(table, 500, 0, n - 500, true);
   Vec params = params0, m = m0, v = v0;
-  be.cpu.adamw_update(params.data(), grads.data(), m.data(), v.data(), n, hp);
+  be.cpu.adamw_update(params.data(), nullptr, grads.data(), m.data(), v.data(), table.data(), table.size(), hp);
   auto d_p = upload(be.gpu, params0), d_g = upload(be.gpu, grads), d_m = upload(be.gpu, m0), d_v = upload(be.gpu, v0);
-  be.gpu.adamw_update(d_p.data(), d_g.data(), d_m.data(), d_v.data(), n, hp);
+  kernels::DeviceBuffer<kernels::AdamWSegment> d_table(be.gpu, table.size());
+  be.gpu.copy_to_device(d_table.data(), table.data(), table.size() * sizeof(kernels::AdamWSegment));
+  be.gpu.adamw_update(d_p.data(), nullptr, d_g.data(), d_m.data(), d_v.data(), d_table.data(), table.size(), hp);
   // The parameters by their update (about lr), which is where an error would show.
   return {compare("adamw params", download(be.gpu, d_p), params, kFp32, &params0),
           compare("adamw m", download(be.gpu, d_m), m, kFp32),

@@ -66,6 +66,7 @@ StepResult run_step(const GptConfig& config, LayerRange layers, kernels::Backend
   const size_t P = stage.layout().size(), BT = static_cast<size_t>(kB) * kT;
   const size_t BTC = BT * static_cast<size_t>(config.channels);
   backend.copy_to_device(stage.params(), params.data(), P * sizeof(float));
+  stage.params_written();
   const bool first = stage.layout().has_embedding();
   auto forward = [&](int mb) {
     if (first) {

@@ -133,6 +133,7 @@ void dump(const fs::path& dir, const std::string& model_path, int T, const std::
     params = eth::read_whole_params(params_checkpoint, model);
   }
   backend->copy_to_device(stage.params(), params.data(), P * sizeof(float));
+  stage.params_written();
   write_raw(dir / "params_init.f32", params);
 
   // Tokens and targets of every (step, micro-batch), uniform in [0, V).
@@ -178,7 +179,7 @@ void dump(const fs::path& dir, const std::string& model_path, int T, const std::
                                               step + 1, grad_norm, kAdamW.max_grad_norm));
     }
     if (step == 0) write_raw(dir / "grads_step1.f32", eth::kernels::copy_to_host_f32(*backend, stage.grads(), P));
-    optimizer.step(stage.params(), stage.grads(), kLr, static_cast<float>(clip / kGlobalBatch));
+    optimizer.step(stage.params(), stage.param_copies(), stage.grads(), kLr, static_cast<float>(clip / kGlobalBatch));
     write_raw(dir / eth::strprintf("params_step%d.f32", step + 1), eth::kernels::copy_to_host_f32(*backend, stage.params(), P));
 
     std::cout << eth::strprintf("step %d/%d | loss %.6f | grad norm %.6f | clip factor %.6f\n", step + 1, kSteps,

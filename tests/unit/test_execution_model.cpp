@@ -82,6 +82,7 @@ TEST(ExecutionModel, AsyncStageEqualsSyncStage) {
     std::vector<float> params(stage.layout().size());
     init_gpt2_parameters(config, stage.layout(), 7, params.data());
     backend.copy_to_device(stage.params(), params.data(), params.size() * sizeof(float));
+    stage.params_written();
     for (int mb = 0; mb < 3; mb++) {
       // The host's token buffer changes right after each call: uploads must not depend on it.
       std::vector<int32_t> in(tokens.begin() + mb * BT, tokens.begin() + (mb + 1) * BT);

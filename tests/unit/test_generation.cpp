@@ -38,6 +38,7 @@ std::vector<float> stage_logits(const TinyModel& m, kernels::Backend& backend, c
   const int T = static_cast<int>(tokens.size()), Vp = m.config.padded_vocab_size;
   Stage stage(m.config, {0, m.config.num_layers}, 1, T, 1, backend);
   backend.copy_to_device(stage.params(), m.params.data(), m.params.size() * sizeof(float));
+  stage.params_written();
   stage.forward(0, tokens.data(), nullptr);
   stage.loss(0, std::vector<int32_t>(tokens.size(), 0).data(), false);  // leaves the logits
   std::vector<float> all(static_cast<size_t>(T) * Vp);

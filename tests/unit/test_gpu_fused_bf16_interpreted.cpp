@@ -1,4 +1,5 @@
-// The fused bf16 kernels of the stage step (kernels/gpu_ops/{layernorm,classifier,optimizer}_bf16.hpp)
+// The fused bf16 kernels of the stage step (kernels/gpu_ops/{layernorm,classifier}_bf16.hpp, and
+// optimizer.hpp's AdamW writing the bf16 copies)
 // run through the kernel interpreter (HostLaunch: the very kernels and grids the CUDA backend
 // launches), each against
 //   (a) the bf16 twin: the CPU ops (kernels/cpu/gpt_ops.hpp) in fp32 on the same bf16 inputs,
@@ -30,7 +31,6 @@
 #include "kernels/gpu_ops/classifier_bf16.hpp"
 #include "kernels/gpu_ops/layernorm_bf16.hpp"
 #include "kernels/gpu_ops/optimizer.hpp"
-#include "kernels/gpu_ops/optimizer_bf16.hpp"
 #include "lib/base/random.hpp"
 
 namespace {
@@ -112,14 +112,18 @@ TEST(FusedBf16, AdamWStateIsTheFp32OpsBitForBitAndCopiesAreTheRoundedParameters)
   Vec v0 = random_floats(n, 4, 0.01f);
   for (float& x : v0) x = std::fabs(x);
 
+  std::vector<eth::kernels::AdamWSegment> segments;
+  eth::kernels::append_adamw_segments(segments, 0, 0, n, true);
+  const gpu_ops::AdamWSettings settings{lr, beta1, beta2, eps, wd, grad_scale, c1, c2};
+
   HostLaunch launch;
   Vec p = p0, m = m0, v = v0;
   Bf16s copies(n, kBf16NaN);
-  gpu_ops::adamw_update_bf16(launch, p.data(), copies.data(), g.data(), m.data(), v.data(), n, lr, beta1, beta2, eps,
-                             wd, grad_scale, c1, c2);
+  gpu_ops::adamw_update(launch, p.data(), copies.data(), g.data(), m.data(), v.data(), segments.data(), segments.size(),
+                        settings);
   Vec p_fp32 = p0, m_fp32 = m0, v_fp32 = v0;
-  gpu_ops::adamw_update(launch, p_fp32.data(), g.data(), m_fp32.data(), v_fp32.data(), n, lr, beta1, beta2, eps, wd,
-                        grad_scale, c1, c2);
+  gpu_ops::adamw_update(launch, p_fp32.data(), nullptr, g.data(), m_fp32.data(), v_fp32.data(), segments.data(),
+                        segments.size(), settings);
   EXPECT_TRUE(same_bits(p, p_fp32)) << "params differ from adamw_update's";
   EXPECT_TRUE(same_bits(m, m_fp32)) << "m differs from adamw_update's";
   EXPECT_TRUE(same_bits(v, v_fp32)) << "v differs from adamw_update's";
@@ -130,8 +134,10 @@ TEST(FusedBf16, AdamWStateIsTheFp32OpsBitForBitAndCopiesAreTheRoundedParameters)
   // corrections come from the same pow; only the host compiler's contraction could differ, so
   // allow one fp32 rounding per term: 4 e (|p| + |lr step|) covers it.
   Vec p_cpu = p0, m_cpu = m0, v_cpu = v0;
-  cpu::adamw_update<float>(p_cpu.data(), g.data(), m_cpu.data(), v_cpu.data(), n, lr, beta1, beta2, eps, wd,
-                           grad_scale, step);
+  Bf16s copies_cpu(n, kBf16NaN);
+  cpu::adamw_update<float>(p_cpu.data(), copies_cpu.data(), g.data(), m_cpu.data(), v_cpu.data(), segments.data(),
+                           segments.size(), lr, beta1, beta2, eps, wd, grad_scale, step);
+  EXPECT_TRUE(same_bits(copies_cpu, to_bf16s(p_cpu))) << "a CPU copy is not its rounded parameter";
   expect_close("adamw params vs CPU twin", doubles(p), doubles(p_cpu),
                [&](size_t i) { return 4 * kE * (std::fabs(p_cpu[i]) + std::fabs(p_cpu[i] - p0[i])) + 1e-30; });
   expect_close("adamw m vs CPU twin", doubles(m), doubles(m_cpu), [&](size_t i) { return 4 * kE * std::fabs(m_cpu[i]) + 1e-30; });
@@ -141,8 +147,8 @@ TEST(FusedBf16, AdamWStateIsTheFp32OpsBitForBitAndCopiesAreTheRoundedParameters)
   // lr m^/(sqrt v^ + eps) carries ~8 more roundings and the error of m and v: relative 16 e of
   // the step, plus e |p| for the final subtraction; bounds doubled for margin.
   Vec64 p64 = doubles(p0), m64 = doubles(m0), v64 = doubles(v0), step64(n);
-  cpu::adamw_update<double>(p64.data(), doubles(g).data(), m64.data(), v64.data(), n, lr, beta1, beta2, eps, wd,
-                            grad_scale, step);
+  cpu::adamw_update<double>(p64.data(), nullptr, doubles(g).data(), m64.data(), v64.data(), segments.data(),
+                            segments.size(), lr, beta1, beta2, eps, wd, grad_scale, step);
   for (size_t i = 0; i < n; i++) step64[i] = std::fabs(p64[i] - p0[i]);
   expect_close("adamw m vs float64", doubles(m), m64,
                [&](size_t i) { return 8 * kE * (beta1 * std::fabs(m0[i]) + std::fabs(grad_scale * g[i])); });

@@ -273,19 +273,27 @@ OpResult check_reductions(HostLaunch& launch, Backend& cpu) {
 }
 
 OpResult check_adamw(HostLaunch& launch, Backend& cpu) {
-  const size_t n = kElements;
+  // Two runs over more than two segments' worth of floats: the first 700 parameters without
+  // weight decay, their moments at the end, the rest with it, their moments first: every block
+  // must find its parameters, moments and decay through the table.
+  const size_t n = 2 * eth::kernels::kAdamWSegmentFloats + kElements, head = 700;
+  std::vector<eth::kernels::AdamWSegment> segments;
+  eth::kernels::append_adamw_segments(segments, 0, n - head, head, false);
+  eth::kernels::append_adamw_segments(segments, head, 0, n - head, true);
   const Vec params0 = random_floats(n, 80), grads = random_floats(n, 81), m0 = random_floats(n, 82, 0.1f);
   Vec v0 = random_floats(n, 83, 0.1f);
   for (float& x : v0) x = x * x + 1e-4f;  // a second moment is positive
   // lr 1e-2: updates well above the parameters' own rounding (cuda_checks.cpp's reasoning).
   const eth::kernels::AdamWParams hp{1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 3};
   Vec params_ref = params0, m_ref = m0, v_ref = v0, params = params0, m = m0, v = v0;
-  cpu.adamw_update(params_ref.data(), grads.data(), m_ref.data(), v_ref.data(), n, hp);
+  cpu.adamw_update(params_ref.data(), nullptr, grads.data(), m_ref.data(), v_ref.data(), segments.data(),
+                   segments.size(), hp);
   // The bias corrections as the CUDA backend computes them (the CPU twin's formula).
   const float correction1 = 1.f - static_cast<float>(std::pow(static_cast<double>(hp.beta1), hp.step));
   const float correction2 = 1.f - static_cast<float>(std::pow(static_cast<double>(hp.beta2), hp.step));
-  gpu_ops::adamw_update(launch, params.data(), grads.data(), m.data(), v.data(), n, hp.lr, hp.beta1, hp.beta2, hp.eps,
-                        hp.weight_decay, hp.grad_scale, correction1, correction2);
+  gpu_ops::adamw_update(launch, params.data(), nullptr, grads.data(), m.data(), v.data(), segments.data(),
+                        segments.size(),
+                        {hp.lr, hp.beta1, hp.beta2, hp.eps, hp.weight_decay, hp.grad_scale, correction1, correction2});
   OpResult r;
   // The parameters by their update (about lr), which is where an error would show.
   r.add(compare("adamw params", params, params_ref, kFp32, &params0));
@@ -294,6 +302,7 @@ OpResult check_adamw(HostLaunch& launch, Backend& cpu) {
   r.keep(params);
   r.keep(m);
   r.keep(v);
+  EXPECT_EQ(count_of(launch.kernel_counts(), "adamw_update").launches, 1u) << "one launch for every segment";
   return r;
 }
 

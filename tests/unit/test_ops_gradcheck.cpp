@@ -183,20 +183,26 @@ TEST(GradCheck, CrossEntropy) {
     for (int v = V; v < Vp; v++) EXPECT_EQ(dlogits[n * Vp + v], 0.0) << "padded column " << v << " of row " << n;
 }
 
-TEST(AdamW, MatchesTheUpdateFormula) {
+TEST(AdamW, MatchesTheUpdateFormulaInEverySegment) {
+  // Two segments, their moments packed in the other order, one without weight decay: each
+  // parameter must take its own moments and its segment's decay.
   const size_t n = 5;
+  const std::vector<kernels::AdamWSegment> segments = {{3, 0, 2, 0}, {0, 2, 3, 1}};
   Vec p = random_vector(n, 70), g = random_vector(n, 71), m = random_vector(n, 72, 0.1), v(n);
   for (size_t i = 0; i < n; i++) v[i] = 0.01 + 0.01 * i;
   const double lr = 1e-2, b1 = 0.9, b2 = 0.95, eps = 1e-8, wd = 0.1, scale = 0.5;
   const int step = 3;
   Vec expected(n);
-  for (size_t i = 0; i < n; i++) {
-    const double gi = g[i] * scale;
-    const double mi = b1 * m[i] + (1 - b1) * gi, vi = b2 * v[i] + (1 - b2) * gi * gi;
-    const double m_hat = mi / (1 - std::pow(b1, step)), v_hat = vi / (1 - std::pow(b2, step));
-    expected[i] = p[i] - lr * (m_hat / (std::sqrt(v_hat) + eps) + wd * p[i]);
-  }
-  ops::adamw_update(p.data(), g.data(), m.data(), v.data(), n, lr, b1, b2, eps, wd, scale, step);
+  for (const kernels::AdamWSegment& s : segments)
+    for (size_t j = 0; j < s.size; j++) {
+      const size_t i = s.param_offset + j, k = s.moment_offset + j;
+      const double gi = g[i] * scale;
+      const double mi = b1 * m[k] + (1 - b1) * gi, vi = b2 * v[k] + (1 - b2) * gi * gi;
+      const double m_hat = mi / (1 - std::pow(b1, step)), v_hat = vi / (1 - std::pow(b2, step));
+      expected[i] = p[i] - lr * (m_hat / (std::sqrt(v_hat) + eps) + (s.decay ? wd : 0.0) * p[i]);
+    }
+  ops::adamw_update(p.data(), nullptr, g.data(), m.data(), v.data(), segments.data(), segments.size(), lr, b1, b2, eps,
+                    wd, scale, step);
   expect_close("params", p, expected, 1e-15);
 }
 

@@ -10,6 +10,7 @@
 #include <functional>
 #include <random>
 
+#include "lib/model/optimizer.hpp"
 #include "lib/model/param_layout.hpp"
 #include "lib/model/stage.hpp"
 #include "lib/plan/grad_blocks.hpp"
@@ -148,7 +149,10 @@ TEST(Planner, MemoryModelMatchesStageAllocation) {
               Stage::activation_footprint(model, r, b, T, cpu->attention_path(T), cpu->storage(), mode);
           const double BT = double(T) * b;
           const double tokens = (r.begin == 0 ? BT * 2 : 0) + (r.end == 5 ? BT : 0);
-          EXPECT_EQ(cost.memory_bytes(r, b, 2, mode), 16.0 * layout.size() + 4.0 * tokens + double(fp.per_slot * 2 + fp.scratch))
+          // fp32 masters, gradients, two moments; AdamW's segment table; token ids; activations.
+          const double table = double(sizeof(kernels::AdamWSegment) * adamw_segments(layout, {{0, layout.size()}}).size());
+          EXPECT_EQ(cost.memory_bytes(r, b, 2, mode),
+                    16.0 * layout.size() + table + 4.0 * tokens + double(fp.per_slot * 2 + fp.scratch))
               << "T " << T << " " << r.begin << ".." << r.end << " b " << b << " " << to_string(mode);
         }
       }
@@ -170,18 +174,24 @@ TEST(Planner, MemoryCountsShardedBlocks) {
   const std::vector<double> whole = cost.estimate(plan).memory_gb;
   const size_t n0 = ParamLayout(model, {0, 2}).size() - ParamLayout(model, {0, 2}).wte_size();
   const size_t n1 = ParamLayout(model, {0, 4}).size() - ParamLayout(model, {0, 2}).size();
-  // 8 bytes (m and v) per float of the other owner's shard; the estimate's GB are doubles of
-  // bytes * 1e-9, so differences of them are exact to ~1e-16 GB of ~1e-3: 1e-12 is rounding only.
-  auto dropped = [&](size_t floats) { return 8.0 * double(floats) * 1e-9; };
+  // 8 bytes (m and v) per float of the other owner's shard, and AdamW's segment table shrinks
+  // with it; the estimate's GB are doubles of bytes * 1e-9, so differences of them are exact to
+  // ~1e-16 GB of ~1e-3: 1e-12 is rounding only.
+  const Plan unsharded = plan;
+  auto dropped = [&](size_t floats, int rank, bool shard_all) {
+    const size_t table = adamw_segment_count(model, unsharded, rank, false) -
+                         adamw_segment_count(model, plan, rank, shard_all);
+    return (8.0 * double(floats) + double(sizeof(kernels::AdamWSegment) * table)) * 1e-9;
+  };
   plan.sharded_blocks = {1};
   const std::vector<double> some = cost.estimate(plan).memory_gb;
-  EXPECT_NEAR(whole[0] - some[0], dropped(shard_span(n1, 2, 1).size), 1e-12);  // rank 0 keeps shard 0
-  EXPECT_NEAR(whole[1] - some[1], 0.0, 1e-12);                                 // block 0 unsharded
-  EXPECT_NEAR(whole[2] - some[2], dropped(shard_span(n1, 2, 0).size), 1e-12);
+  EXPECT_NEAR(whole[0] - some[0], dropped(shard_span(n1, 2, 1).size, 0, false), 1e-12);  // rank 0 keeps shard 0
+  EXPECT_NEAR(whole[1] - some[1], dropped(0, 1, false), 1e-12);                           // block 0 unsharded
+  EXPECT_NEAR(whole[2] - some[2], dropped(shard_span(n1, 2, 0).size, 2, false), 1e-12);
   cost.set_shard_optimizer(true);  // the union: block 0 as well
   const std::vector<double> all = cost.estimate(plan).memory_gb;
-  EXPECT_NEAR(whole[0] - all[0], dropped(shard_span(n0, 2, 1).size + shard_span(n1, 2, 1).size), 1e-12);
-  EXPECT_NEAR(whole[1] - all[1], dropped(shard_span(n0, 2, 0).size), 1e-12);
+  EXPECT_NEAR(whole[0] - all[0], dropped(shard_span(n0, 2, 1).size + shard_span(n1, 2, 1).size, 0, true), 1e-12);
+  EXPECT_NEAR(whole[1] - all[1], dropped(shard_span(n0, 2, 0).size, 1, true), 1e-12);
 }
 
 // A profile with fixed times, for hand computation.
