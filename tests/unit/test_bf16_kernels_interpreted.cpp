@@ -4,7 +4,8 @@
 // against the same backend computing in fp32 on the CPU (the twin), on the same bf16 inputs.
 // Bit for bit: each kernel loads bf16, computes the twin's fp32 expression (term for term, the
 // row statistics in double) and rounds once to nearest even where the twin narrows; the
-// parameters are the fp32 masters, rounded as the twin rounds them. Outputs are NaN-poisoned
+// embedding's parameters are the fp32 masters, rounded as the twin rounds them, layernorm's the
+// stage's bf16 copies. Each test checks that its bf16 kernels launched. Outputs are NaN-poisoned
 // first; shapes are off the warp's 32 lanes and the kernels' 256-thread blocks.
 #include <gtest/gtest.h>
 
@@ -65,8 +66,16 @@ void expect_same_bits(const std::vector<X>& got, const std::vector<X>& want, con
 
 struct Paths {
   std::unique_ptr<Backend> twin = kernels::make_bf16_rounding_backend(kernels::make_cpu_backend());
-  std::unique_ptr<Backend> kernels = kernels::make_bf16_rounding_backend(kernels::make_cuda_emulated_backend(),
+  std::unique_ptr<Backend> device = kernels::make_cuda_emulated_backend();
+  kernels::emulated::HostLaunch* launch = kernels::cuda_emulated_launch(*device);
+  std::unique_ptr<Backend> kernels = kernels::make_bf16_rounding_backend(std::move(device),
                                                                           kernels::Bf16Compute::kernels);
+  // Launches of `kernel` so far: an op that took the fp32-compute path launches none of the bf16
+  // kernels, and would equal the twin trivially.
+  uint64_t launches(const std::string& kernel) const {
+    const auto it = launch->kernel_counts().find(kernel);
+    return it == launch->kernel_counts().end() ? 0 : it->second.launches;
+  }
 };
 
 TEST(Bf16KernelsInterpreted, RunOnTheKernelsPath) {
@@ -95,12 +104,15 @@ TEST(Bf16KernelsInterpreted, EmbeddingForwardAndBackwardEqualTheTwin) {
   p.kernels->synchronize();
   expect_same_bits(dwte_kernels, dwte_twin, "dwte");
   expect_same_bits(dwpe_kernels, dwpe_twin, "dwpe");
+  for (const char* kernel : {"encoder_forward_bf16", "encoder_backward_wpe_bf16", "encoder_backward_wte_bf16"})
+    EXPECT_EQ(p.launches(kernel), 1u) << kernel;
 }
 
 TEST(Bf16KernelsInterpreted, LayerNormForwardEqualsTheTwin) {
   Paths p;
   const std::vector<bf16> inp = normal_bf16(N * C, 2.f, 6);
-  const std::vector<float> weight = normal_floats(C, 1.f, 7), bias = normal_floats(C, 0.5f, 8);
+  // The stage's bf16 parameter copies, as the kernels' path takes them.
+  const std::vector<bf16> weight = normal_bf16(C, 1.f, 7), bias = normal_bf16(C, 0.5f, 8);
   std::vector<bf16> out_twin = poisoned<bf16>(N * C), out_kernels = poisoned<bf16>(N * C);
   std::vector<float> mean_twin = poisoned<float>(N), rstd_twin = poisoned<float>(N);
   std::vector<float> mean_kernels = poisoned<float>(N), rstd_kernels = poisoned<float>(N);
@@ -112,6 +124,7 @@ TEST(Bf16KernelsInterpreted, LayerNormForwardEqualsTheTwin) {
   expect_same_bits(out_kernels, out_twin, "layernorm out");
   expect_same_bits(mean_kernels, mean_twin, "layernorm mean");
   expect_same_bits(rstd_kernels, rstd_twin, "layernorm rstd");
+  EXPECT_EQ(p.launches("layernorm_forward_bf16"), 1u);
 }
 
 TEST(Bf16KernelsInterpreted, GeluAndResidualEqualTheTwin) {
@@ -135,6 +148,8 @@ TEST(Bf16KernelsInterpreted, GeluAndResidualEqualTheTwin) {
   p.kernels->residual_forward(kern.data(), x.data(), y.data(), n);
   p.kernels->synchronize();
   expect_same_bits(kern, twin, "residual out");
+  for (const char* kernel : {"gelu_forward_bf16", "gelu_backward_bf16", "residual_forward_bf16"})
+    EXPECT_EQ(p.launches(kernel), 1u) << kernel;
 }
 
 }  // namespace
