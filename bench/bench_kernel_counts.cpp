@@ -69,6 +69,7 @@ StepCounts count_step(const eth::GptConfig& model, int B, int T, bool bf16) {
   }
   const eth::AdamWConfig adamw;
   eth::AdamW optimizer(stage.layout(), adamw, *backend);
+  backend->reserve_workspace({B, T, model.channels, model.num_heads, model.padded_vocab_size, true, true, 0});
   launch.reset_counts();  // what making the stage and the optimizer launched is not the step's
 
   StepCounts out;

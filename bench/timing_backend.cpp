@@ -64,6 +64,22 @@ void TimingBackend::attention_backward(Tensor dqkv, ConstTensor dout, ConstTenso
                                        const float* saved, int B, int T, int C, int NH) {
   timed("attention_backward", [&] { inner_.attention_backward(dqkv, dout, qkv, out, saved, B, T, C, NH); });
 }
+void TimingBackend::matmul_gelu_forward(Tensor out, Tensor pre_gelu, ConstTensor inp, ConstTensor weight,
+                                        ConstTensor bias, int N, int C, int OC) {
+  timed(matmul_key("matmul_gelu_forward", C, OC),
+        [&] { inner_.matmul_gelu_forward(out, pre_gelu, inp, weight, bias, N, C, OC); });
+}
+void TimingBackend::matmul_dgelu_backward(Tensor dpre_gelu, float* dweight, float* dbias, ConstTensor dout,
+                                          ConstTensor inp, ConstTensor weight, ConstTensor pre_gelu, int N, int C,
+                                          int OC) {
+  timed(matmul_key("matmul_dgelu_backward", C, OC),
+        [&] { inner_.matmul_dgelu_backward(dpre_gelu, dweight, dbias, dout, inp, weight, pre_gelu, N, C, OC); });
+}
+void TimingBackend::residual_layernorm_forward(Tensor residual, Tensor out, float* mean, float* rstd, ConstTensor a,
+                                               ConstTensor b, ConstTensor weight, ConstTensor bias, int N, int C) {
+  timed("residual_layernorm_forward",
+        [&] { inner_.residual_layernorm_forward(residual, out, mean, rstd, a, b, weight, bias, N, C); });
+}
 void TimingBackend::gelu_forward(Tensor out, ConstTensor inp, size_t n) {
   timed("gelu_forward", [&] { inner_.gelu_forward(out, inp, n); });
 }

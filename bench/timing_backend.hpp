@@ -52,6 +52,12 @@ class TimingBackend : public kernels::ForwardingBackend {
                       int OC) override;
   void matmul_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
                        ConstTensor weight, int N, int C, int OC) override;
+  void matmul_gelu_forward(Tensor out, Tensor pre_gelu, ConstTensor inp, ConstTensor weight, ConstTensor bias, int N,
+                           int C, int OC) override;
+  void matmul_dgelu_backward(Tensor dpre_gelu, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
+                             ConstTensor weight, ConstTensor pre_gelu, int N, int C, int OC) override;
+  void residual_layernorm_forward(Tensor residual, Tensor out, float* mean, float* rstd, ConstTensor a, ConstTensor b,
+                                  ConstTensor weight, ConstTensor bias, int N, int C) override;
   void attention_forward(Tensor out, float* saved, ConstTensor qkv, int B, int T, int C, int NH) override;
   void attention_backward(Tensor dqkv, ConstTensor dout, ConstTensor qkv, ConstTensor out, const float* saved,
                           int B, int T, int C, int NH) override;

@@ -32,6 +32,7 @@
 #include "kernels/device.hpp"
 #include "kernels/precision.hpp"
 #include "kernels/tensor.hpp"
+#include "kernels/workspace.hpp"
 
 namespace eth::kernels {
 
@@ -62,9 +63,12 @@ class Backend : public Device {
   // Whether this backend's bf16 path runs native bf16 kernels (for the memory model: the
   // fp32-compute path holds fp32 working copies of its operands).
   virtual bool runs_bf16_kernels() const { return false; }
-  // Allocates now the workspace that the ops of a step will take (the bf16 path's working
-  // copies: kernels/bf16_rounding_backend.hpp), so that no step allocates; none elsewhere.
-  virtual void reserve_workspace(size_t bytes) { (void)bytes; }
+  // Allocates now the workspace that the ops of a step of such a stage take (kernels/workspace.hpp:
+  // the bf16 path's working copies, the GPU ops' launch workspace), so that no step allocates;
+  // none on the CPU backend.
+  virtual void reserve_workspace(const StageShape& shape) { (void)shape; }
+  // Where the ops run, which decides the launch workspace (kernels/workspace.hpp).
+  virtual OpsDevice ops_device() const { return OpsDevice::host; }
   // out = inp rounded to the nearest bf16 value, ties to even, held in fp32 (n); out may be inp.
   // NaN stays NaN, infinities stay, finite values past bf16's largest become infinite.
   virtual void round_to_bf16(float* out, const float* inp, size_t n) = 0;
@@ -153,6 +157,49 @@ class Backend : public Device {
   virtual void gelu_backward(Tensor dinp, ConstTensor inp, ConstTensor dout, size_t n) = 0;
 
   virtual void residual_forward(Tensor out, ConstTensor a, ConstTensor b, size_t n) = 0;
+
+  // ---- two ops in one pass -----------------------------------------------------------------
+  // Where a backend has no fused kernel they run as the two ops they fuse (these defaults): the
+  // same numbers in fp32. On the bf16 path the fused form rounds once less, where the fused
+  // kernel does (kernels/bf16_rounding_backend.hpp).
+  //
+  // The fc matmul with GELU in its epilogue: pre_gelu = inp @ weight^T + bias, out = GELU of
+  // that sum, taken before pre_gelu is stored (so on the bf16 path from the unrounded fp32 sum).
+  virtual void matmul_gelu_forward(Tensor out,          // (N, OC)
+                                   Tensor pre_gelu,     // (N, OC), kept for matmul_dgelu_backward
+                                   ConstTensor inp,     // (N, C)
+                                   ConstTensor weight,  // (OC, C)
+                                   ConstTensor bias,    // (OC) or nullptr
+                                   int N, int C, int OC) {
+    matmul_forward(pre_gelu, inp, weight, bias, N, C, OC);
+    gelu_forward(out, pre_gelu, static_cast<size_t>(N) * OC);
+  }
+  // matmul_backward of a matmul whose input is GELU(pre_gelu), taken on through GELU's backward:
+  // dpre_gelu = gelu'(pre_gelu) * (dout @ weight), from the matmul's sum before it is stored.
+  virtual void matmul_dgelu_backward(Tensor dpre_gelu,      // (N, C) overwritten
+                                     float* dweight,        // (OC, C) accumulated
+                                     float* dbias,          // (OC) accumulated, or nullptr
+                                     ConstTensor dout,      // (N, OC)
+                                     ConstTensor inp,       // (N, C) = GELU(pre_gelu)
+                                     ConstTensor weight,    // (OC, C)
+                                     ConstTensor pre_gelu,  // (N, C)
+                                     int N, int C, int OC) {
+    matmul_backward(dpre_gelu, dweight, dbias, dout, inp, weight, N, C, OC);
+    gelu_backward(dpre_gelu, pre_gelu, dpre_gelu, static_cast<size_t>(N) * C);
+  }
+  // The residual add and the layernorm after it: residual = a + b, out = layernorm(residual) of
+  // the residual as stored (so the same numbers fused or not, on every path).
+  virtual void residual_layernorm_forward(Tensor residual,   // (N, C)
+                                          Tensor out,        // (N, C)
+                                          float* mean,       // (N)
+                                          float* rstd,       // (N)
+                                          ConstTensor a,     // (N, C)
+                                          ConstTensor b,     // (N, C)
+                                          ConstTensor weight, ConstTensor bias,  // (C)
+                                          int N, int C) {
+    residual_forward(residual, a, b, static_cast<size_t>(N) * C);
+    layernorm_forward(out, mean, rstd, residual, weight, bias, N, C);
+  }
 
   // Fused softmax + cross-entropy over the first V of Vp logits. Writes each sample's loss,
   // the mean over its T tokens. When dlogits_scale != 0 it then overwrites logits with

@@ -21,6 +21,11 @@ namespace eth::kernels {
 // bf16 path computes attention in fp32.
 constexpr bool bf16_attention_head_size(int head_size) { return head_size == 64 || head_size == 128; }
 
+// The widths (pre_gelu's columns) at which GELU and its gradient fuse into a GEMM's epilogue:
+// cuBLASLt takes the aux matrix's leading dimension in multiples of 8. At others the bf16 path
+// runs the fused op in fp32 (the same numbers).
+constexpr bool gelu_epilogue_width(int columns) { return columns % 8 == 0; }
+
 class Bf16Kernels {
  public:
   virtual ~Bf16Kernels() = default;
@@ -45,6 +50,17 @@ class Bf16Kernels {
   // dinp (N, C) overwritten; dweight (OC, C) and dbias (OC, or null) accumulated in fp32.
   virtual void matmul_backward(bf16* dinp, float* dweight, float* dbias, const bf16* dout, const bf16* inp,
                                const bf16* weight, int N, int C, int OC) = 0;
+  // The fused forms of kernels/backend.hpp: GELU in the fc GEMM's epilogue (from the fp32 sum;
+  // pre_gelu (N, OC) stored bf16), dGELU in fc_proj's dinp GEMM's epilogue (dpre_gelu (N, C)
+  // overwritten), both at widths gelu_epilogue_width takes; the residual add with the layernorm
+  // after it (residual and out (N, C) bf16, of the residual as stored).
+  virtual void matmul_gelu_forward(bf16* out, bf16* pre_gelu, const bf16* inp, const bf16* weight, const bf16* bias,
+                                   int N, int C, int OC) = 0;
+  virtual void matmul_dgelu_backward(bf16* dpre_gelu, float* dweight, float* dbias, const bf16* dout,
+                                     const bf16* inp, const bf16* weight, const bf16* pre_gelu, int N, int C,
+                                     int OC) = 0;
+  virtual void residual_layernorm_forward(bf16* residual, bf16* out, float* mean, float* rstd, const bf16* a,
+                                          const bf16* b, const bf16* weight, const bf16* bias, int N, int C) = 0;
   // Causal attention with the log-sum-exp kept (B, NH, T), at the head sizes bf16_attention_head_size takes.
   virtual void attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH) = 0;
   virtual void attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out, const float* lse,

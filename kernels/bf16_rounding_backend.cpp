@@ -31,6 +31,7 @@ size_t matmul_forward(size_t N, size_t C, size_t OC, bool bias) {
   return f32(rows(N, OC)) + f32(rows(N, C)) + f32(rows(OC, C)) + (bias ? f32(OC) : 0);
 }
 size_t matmul_backward(size_t N, size_t C, size_t OC) { return 2 * f32(rows(N, C)) + f32(rows(N, OC)) + f32(rows(OC, C)); }
+size_t matmul_dgelu_backward(size_t N, size_t C, size_t OC) { return matmul_backward(N, C, OC) + f32(rows(N, C)); }
 size_t attention_forward(size_t N, size_t C) { return f32(rows(N, C)) + f32(rows(N, 3 * C)); }
 size_t attention_backward(size_t N, size_t C) { return 2 * f32(rows(N, C)) + 2 * f32(rows(N, 3 * C)); }
 size_t attention_decode(size_t B, size_t Tn, size_t Tmax, size_t C) {
@@ -66,7 +67,10 @@ class Bf16RoundingBackend final : public ForwardingBackend {
                                                         : "no bf16 kernels on this device";
     return "bf16 (" + std::string(why) + ": bf16 storage, fp32 compute)";
   }
-  void reserve_workspace(size_t bytes) override { workspace(bytes); }
+  void reserve_workspace(const StageShape& shape) override {
+    workspace(bf16_rounding_workspace_bytes(shape, kernels_ ? Bf16Compute::kernels : Bf16Compute::fp32));
+    inner_.reserve_workspace(shape);
+  }
   // The decorator computes bf16 itself: it offers no fp32 kernels' bf16 twin to decorate again.
   Bf16Kernels* bf16_kernels() override { return nullptr; }
   bool runs_bf16_kernels() const override { return kernels_ != nullptr; }
@@ -139,6 +143,41 @@ class Bf16RoundingBackend final : public ForwardingBackend {
     inner_.matmul_backward(d, dweight, dbias, w.in(dout, rows(N, OC)), w.in(inp, rows(N, C)),
                            w.in(weight, rows(OC, C)), N, C, OC);
     store(dinp, d, rows(N, C));
+  }
+  void matmul_gelu_forward(Tensor out, Tensor pre_gelu, ConstTensor inp, ConstTensor weight, ConstTensor bias, int N,
+                           int C, int OC) override {
+    if (on_kernels({out, pre_gelu}, {inp, weight, bias}) && gelu_epilogue_width(OC))
+      return kernels_->matmul_gelu_forward(out.as_bf16(), pre_gelu.as_bf16(), inp.as_bf16(), weight.as_bf16(),
+                                           bias.as_bf16(), N, C, OC);
+    // As the fused kernel: GELU of the fp32 sum, which is stored (rounded) as pre_gelu first.
+    Working w(*this, need::matmul_forward(N, C, OC, bool(bias)));
+    const size_t n = rows(N, OC);
+    float* o = w.output(out, n);
+    inner_.matmul_forward(o, w.in(inp, rows(N, C)), w.in(weight, rows(OC, C)), w.in(bias, OC), N, C, OC);
+    narrow(pre_gelu, o, n);
+    inner_.gelu_forward(o, o, n);
+    store(out, o, n);
+  }
+  void matmul_dgelu_backward(Tensor dpre_gelu, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
+                             ConstTensor weight, ConstTensor pre_gelu, int N, int C, int OC) override {
+    if (on_kernels({dpre_gelu}, {dout, inp, weight, pre_gelu}) && gelu_epilogue_width(C))
+      return kernels_->matmul_dgelu_backward(dpre_gelu.as_bf16(), dweight, dbias, dout.as_bf16(), inp.as_bf16(),
+                                             weight.as_bf16(), pre_gelu.as_bf16(), N, C, OC);
+    // As the fused kernel: GELU's backward on the fp32 sum, then one rounding.
+    Working w(*this, need::matmul_dgelu_backward(N, C, OC));
+    const size_t n = rows(N, C);
+    float* d = w.output(dpre_gelu, n);
+    inner_.matmul_backward(d, dweight, dbias, w.in(dout, rows(N, OC)), w.in(inp, n), w.in(weight, rows(OC, C)), N, C,
+                           OC);
+    inner_.gelu_backward(d, w.in(pre_gelu, n), d, n);
+    store(dpre_gelu, d, n);
+  }
+  void residual_layernorm_forward(Tensor residual, Tensor out, float* mean, float* rstd, ConstTensor a, ConstTensor b,
+                                  ConstTensor weight, ConstTensor bias, int N, int C) override {
+    if (on_kernels({residual, out}, {a, b, weight, bias}))
+      return kernels_->residual_layernorm_forward(residual.as_bf16(), out.as_bf16(), mean, rstd, a.as_bf16(),
+                                                  b.as_bf16(), weight.as_bf16(), bias.as_bf16(), N, C);
+    Backend::residual_layernorm_forward(residual, out, mean, rstd, a, b, weight, bias, N, C);  // this path's two ops
   }
   void attention_forward(Tensor out, float* saved, ConstTensor qkv, int B, int T, int C, int NH) override {
     // saved stays fp32: lse is a softmax statistic, and the materialised path's probabilities
@@ -278,6 +317,13 @@ class Bf16RoundingBackend final : public ForwardingBackend {
     else
       inner_.convert(out, r, n);
   }
+  // An fp32 value r stored rounded into `out`, another buffer, r left as it is.
+  void narrow(Tensor out, const float* r, size_t n) {
+    if (out.type() == ElementType::f32)
+      inner_.round_to_bf16(out.as_f32(), r, n);
+    else
+      inner_.convert(out, r, n);
+  }
   // The workspace, grown to at least `bytes` (reserve_workspace sizes it before the first step).
   std::byte* workspace(size_t bytes) {
     if (workspace_bytes_ < bytes) {
@@ -300,21 +346,23 @@ std::unique_ptr<Backend> make_bf16_rounding_backend(std::unique_ptr<Backend> inn
   return std::make_unique<Bf16RoundingBackend>(std::move(inner), compute);
 }
 
-size_t bf16_rounding_workspace_bytes(const Bf16StageShape& s, Bf16Compute compute) {
+size_t bf16_rounding_workspace_bytes(const StageShape& s, Bf16Compute compute) {
   const size_t N = rows(s.B, s.T), C = static_cast<size_t>(s.C), Vp = static_cast<size_t>(s.Vp);
   const bool kernels = compute == Bf16Compute::kernels;
   const bool flash = kernels && bf16_attention_head_size(s.C / s.NH);
   // A layer's ops, shapes as lib/model/stage.cpp calls them. On the fp32-compute path the widest
-  // are GELU's backward (three (N, 4C) copies) and fc_proj's matmul backward ((N, 4C) in and
-  // dinp, the 4C x C weight); the kernels' path reads the stage's bf16 tensors as they are.
+  // is fc_proj's matmul backward with dGELU ((N, 4C) in, dinp and pre_gelu, the 4C x C weight);
+  // the kernels' path reads the stage's bf16 tensors as they are.
   size_t bytes = 0;
   if (!kernels)
     bytes = std::max({need::layernorm_forward(N, C), need::layernorm_backward(N, C),
                       need::matmul_forward(N, C, 3 * C, true), need::matmul_forward(N, 4 * C, C, true),
                       need::matmul_forward(N, C, 4 * C, true), need::matmul_backward(N, C, 3 * C),
-                      need::matmul_backward(N, C, 4 * C), need::matmul_backward(N, 4 * C, C),
-                      need::gelu_forward(4 * rows(N, C)), need::gelu_backward(4 * rows(N, C)),
+                      need::matmul_backward(N, C, 4 * C), need::matmul_dgelu_backward(N, 4 * C, C),
                       need::residual_forward(rows(N, C))});
+  // At widths GELU's epilogue does not take, the fused fc ops in fp32.
+  if (kernels && !gelu_epilogue_width(4 * s.C)) bytes = std::max(bytes, need::matmul_forward(N, C, 4 * C, true));
+  if (kernels && !gelu_epilogue_width(s.C)) bytes = std::max(bytes, need::matmul_dgelu_backward(N, 4 * C, C));
   // At a head size the flash kernels do not take, attention's fp32 operands.
   if (!flash) bytes = std::max({bytes, need::attention_forward(N, C), need::attention_backward(N, C)});
   if (!kernels) {  // the kernels' embedding reads the masters and adds into fp32 directly

@@ -27,8 +27,9 @@
 // copies of the parameters they read; every other op (and every op on an fp32 Tensor) takes the
 // fp32-compute path above.
 //
-// The working copies live in one workspace, grown to the largest op's need (then kept):
-// bf16_rounding_workspace_bytes is that size for a GPT stage, which the memory model counts.
+// The working copies live in one workspace: bf16_rounding_workspace_bytes is its size for a GPT
+// stage, reserved at start-up (reserve_workspace) and counted by the memory model; an op that
+// needs more (generation's attention_decode, say) grows it.
 #pragma once
 
 #include <cstddef>
@@ -47,16 +48,7 @@ enum class Bf16Compute { fp32, kernels };
 std::unique_ptr<Backend> make_bf16_rounding_backend(std::unique_ptr<Backend> inner,
                                                     Bf16Compute compute = Bf16Compute::fp32);
 
-// A pipeline stage's shapes, as far as the workspace goes: micro-batches of B samples of T
-// tokens, C channels, NH heads, Vp padded vocabulary; the embedding and the head on it or not;
-// `gathered_rows`: the rows of one more embedding backward, of rows gathered from the tied group
-// (lib/runtime/late_embedding_rows.hpp), 0 where none.
-struct Bf16StageShape {
-  int B, T, C, NH, Vp;
-  bool embedding, head;
-  size_t gathered_rows;
-};
-// The workspace the backend holds after a training step of such a stage's GPT-2 ops.
-size_t bf16_rounding_workspace_bytes(const Bf16StageShape& shape, Bf16Compute compute);
+// The working copies a training step of such a stage's GPT-2 ops takes (kernels/workspace.hpp).
+size_t bf16_rounding_workspace_bytes(const StageShape& shape, Bf16Compute compute);
 
 }  // namespace eth::kernels

@@ -54,7 +54,8 @@ class ForwardingBackend : public Backend {
   // ---- precision -----------------------------------------------------------------------
   Precision precision() const override { return inner_.precision(); }
   std::string precision_path() const override { return inner_.precision_path(); }
-  void reserve_workspace(size_t bytes) override { inner_.reserve_workspace(bytes); }
+  void reserve_workspace(const StageShape& shape) override { inner_.reserve_workspace(shape); }
+  OpsDevice ops_device() const override { return inner_.ops_device(); }
   void round_to_bf16(float* out, const float* inp, size_t n) override { inner_.round_to_bf16(out, inp, n); }
   void convert(Tensor out, ConstTensor inp, size_t n) override { inner_.convert(out, inp, n); }
   Bf16Kernels* bf16_kernels() override { return inner_.bf16_kernels(); }
@@ -103,6 +104,18 @@ class ForwardingBackend : public Backend {
   }
   void residual_forward(Tensor out, ConstTensor a, ConstTensor b, size_t n) override {
     inner_.residual_forward(out, a, b, n);
+  }
+  void matmul_gelu_forward(Tensor out, Tensor pre_gelu, ConstTensor inp, ConstTensor weight, ConstTensor bias, int N,
+                           int C, int OC) override {
+    inner_.matmul_gelu_forward(out, pre_gelu, inp, weight, bias, N, C, OC);
+  }
+  void matmul_dgelu_backward(Tensor dpre_gelu, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
+                             ConstTensor weight, ConstTensor pre_gelu, int N, int C, int OC) override {
+    inner_.matmul_dgelu_backward(dpre_gelu, dweight, dbias, dout, inp, weight, pre_gelu, N, C, OC);
+  }
+  void residual_layernorm_forward(Tensor residual, Tensor out, float* mean, float* rstd, ConstTensor a, ConstTensor b,
+                                  ConstTensor weight, ConstTensor bias, int N, int C) override {
+    inner_.residual_layernorm_forward(residual, out, mean, rstd, a, b, weight, bias, N, C);
   }
   void crossentropy_forward_backward(float* sample_losses, Tensor logits, const int32_t* targets, int B, int T,
                                      int V, int Vp, float dlogits_scale) override {

@@ -133,6 +133,9 @@ int main(int argc, char** argv) {
         backend = eth::kernels::make_bf16_rounding_backend(
             std::move(backend), precision == "bf16" ? eth::kernels::Bf16Compute::kernels : eth::kernels::Bf16Compute::fp32);
       eth::Stage stage(config, all, B, T, 1, *backend);
+      // As eth_train: the workspace before the first step, so that no step allocates.
+      backend->reserve_workspace(
+          {B, T, config.channels, config.num_heads, config.padded_vocab_size, true, true, 0});
       backend->copy_to_device(stage.params(), params.data(), P * sizeof(float));
       stage.params_written();
       const eth::AdamWConfig adamw_config;

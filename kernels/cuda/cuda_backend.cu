@@ -41,6 +41,7 @@ class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunc
 
   std::string name() const override { return options_.tf32 ? "cuda-tf32" : "cuda"; }
   bool host_addressable() const override { return false; }
+  OpsDevice ops_device() const override { return OpsDevice::cuda; }
   int cuda_device() const override { return device_; }
   std::string gpu_uuid() const override { return uuid_; }
   void* native_stream() const override { return stream_; }

@@ -26,6 +26,7 @@ class Scratch {
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
 
+  size_t bytes() const { return bytes_; }
   // At least `bytes` of device memory, 256-byte aligned; its content is undefined.
   void* get(size_t bytes) {
     if (bytes > bytes_) {
@@ -52,6 +53,7 @@ class Scratch {
 class Counters {
  public:
   explicit Counters(cudaStream_t stream) : scratch_(stream), stream_(stream) {}
+  size_t count() const { return count_; }
   unsigned* get(size_t n) {
     if (n > count_) {
       unsigned* p = static_cast<unsigned*>(scratch_.get(n * sizeof(unsigned)));

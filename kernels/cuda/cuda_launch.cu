@@ -5,12 +5,11 @@
 #include <string>
 
 #include "kernels/cuda/cuda_launch.cuh"
+#include "kernels/workspace.hpp"
 
 namespace eth::kernels::cuda {
 namespace {
 
-// cuBLASLt's recommendation for Hopper (32 MiB; 4 MiB suffice before it), allocated once.
-constexpr size_t kLtWorkspaceBytes = size_t{32} << 20;
 
 // The descriptors of one cuBLASLt call, destroyed on every path out (host objects: creating them
 // allocates no device memory, and the heuristic caches its answer per descriptor contents).
@@ -52,7 +51,34 @@ cublasStatus_t set(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t att
 CudaLaunch::CudaLaunch(cudaStream_t stream, cublasHandle_t cublas)
     : stream_(stream), cublas_(cublas), scratch_(stream), sort_scratch_(stream), counters_(stream) {
   CUBLAS_CHECK(cublasLtCreate(&cublaslt_));
-  CUDA_CHECK(cudaMalloc(&lt_workspace_, kLtWorkspaceBytes));
+  CUDA_CHECK(cudaMalloc(&lt_workspace_, kCublasWorkspaceBytes));
+  // cuBLAS (the fp32 GEMMs) shares it, on the same stream, rather than allocating its own on first use.
+  CUBLAS_CHECK(cublasSetWorkspace(cublas_, lt_workspace_, kCublasWorkspaceBytes));
+}
+
+size_t CudaLaunch::within_reserve(const char* what, size_t asked, size_t held) const {
+  if (reserved_ && asked > held)
+    throw std::logic_error("CudaLaunch: an op asks for " + std::to_string(asked) + " " + what + ", past the " +
+                           std::to_string(held) + " reserved at start-up (kernels/workspace.cpp leaves it out)");
+  return asked;
+}
+
+void CudaLaunch::reserve(size_t scratch_bytes, size_t sort_rows) {
+  scratch_.get(scratch_bytes);
+  counters_.get(kLaunchCounters);
+  if (sort_rows > 0) {
+    size_t bytes = 0;
+    const int n = static_cast<int>(sort_rows);
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, static_cast<const int32_t*>(nullptr),
+                                               static_cast<int32_t*>(nullptr), static_cast<const int32_t*>(nullptr),
+                                               static_cast<int32_t*>(nullptr), n, 0, 32, stream_));
+    if (bytes > sort_storage_bound(sort_rows))  // the memory model counts the bound
+      throw std::logic_error("CudaLaunch: CUB asks for " + std::to_string(bytes) + " bytes to sort " +
+                             std::to_string(sort_rows) + " pairs, past kernels/workspace.hpp's sort_storage_bound (" +
+                             std::to_string(sort_storage_bound(sort_rows)) + ")");
+    sort_scratch_.get(bytes);
+  }
+  reserved_ = true;
 }
 
 CudaLaunch::~CudaLaunch() {
@@ -90,7 +116,7 @@ void CudaLaunch::gemm_bf16(const gpu_ops::GemmBf16& g) {
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.d, d_type, g.m, g.n, g.ldd));
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&call.preference));
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(call.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                    &kLtWorkspaceBytes, sizeof kLtWorkspaceBytes));
+                                                    &kCublasWorkspaceBytes, sizeof kCublasWorkspaceBytes));
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
   CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(cublaslt_, call.op, call.a, call.b, call.d, call.d, call.preference, 1,
@@ -102,7 +128,7 @@ void CudaLaunch::gemm_bf16(const gpu_ops::GemmBf16& g) {
   const float alpha = 1.f, beta = g.accumulate ? 1.f : 0.f;
   void* d = g.D_bf16 ? static_cast<void*>(g.D_bf16) : static_cast<void*>(g.D_fp32);
   CUBLAS_CHECK(cublasLtMatmul(cublaslt_, call.op, &alpha, g.A, call.a, g.B, call.b, &beta, d, call.d, d, call.d,
-                              &heuristic.algo, lt_workspace_, kLtWorkspaceBytes, stream_));
+                              &heuristic.algo, lt_workspace_, kCublasWorkspaceBytes, stream_));
 }
 
 void CudaLaunch::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* A, int lda,
@@ -117,7 +143,8 @@ void CudaLaunch::sort_pairs(const int32_t* keys_in, int32_t* keys_out, const int
   size_t bytes = 0;
   CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys_in, keys_out, values_in, values_out, n, 0, 32,
                                              stream_));
-  CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_scratch_.get(bytes), bytes, keys_in, keys_out, values_in,
+  void* storage = sort_scratch_.get(within_reserve("sort storage bytes", bytes, sort_scratch_.bytes()));
+  CUDA_CHECK(cub::DeviceRadixSort::SortPairs(storage, bytes, keys_in, keys_out, values_in,
                                              values_out, n, 0, 32, stream_));
 }
 

@@ -43,24 +43,32 @@ class CudaLaunch {
   }
   // Kernels launched, by name: the interpreter's counts must equal them for the same work.
   const std::map<std::string, uint64_t>& launches() const { return launches_; }
-  void* scratch(size_t bytes) { return scratch_.get(bytes); }
+  // Sizes the scratch (bytes), the counters and CUB's storage for sorting sort_rows pairs now
+  // (kernels/workspace.hpp), so that no op allocates inside a step: from then on an op that asks
+  // for more throws std::logic_error (the interpreter's HostLaunch checks the same in CI).
+  void reserve(size_t scratch_bytes, size_t sort_rows);
+  void* scratch(size_t bytes) { return scratch_.get(within_reserve("scratch bytes", bytes, scratch_.bytes())); }
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* A, int lda, const float* B,
             int ldb, float beta, float* C, int ldc);
   void gemm_bf16(const gpu_ops::GemmBf16& g);
   // Stable: values of one key keep their order (cuda_launch.cu).
   void sort_pairs(const int32_t* keys_in, int32_t* keys_out, const int32_t* values_in, int32_t* values_out, int n);
   void read_back(void* host, const void* src, size_t bytes);
-  unsigned* counters(size_t n) { return counters_.get(n); }
+  unsigned* counters(size_t n) { return counters_.get(within_reserve("counters", n, counters_.count())); }
 
  private:
   cudaStream_t stream_;
   cublasHandle_t cublas_;
   cublasLtHandle_t cublaslt_ = nullptr;
-  void* lt_workspace_ = nullptr;  // kLtWorkspaceBytes, for cuBLASLt's split-k and stream-k kernels
+  void* lt_workspace_ = nullptr;  // kCublasWorkspaceBytes, for cuBLASLt's split-k and stream-k kernels and cuBLAS
   Scratch scratch_;       // the ops' intermediates
   Scratch sort_scratch_;  // CUB's temporary storage, apart: the sort runs inside an op that holds scratch_
   Counters counters_;     // the grid counters, zero between ops
   std::map<std::string, uint64_t> launches_;
+  bool reserved_ = false;
+
+  // `asked`, checked against what reserve() sized (`held`) once it has run.
+  size_t within_reserve(const char* what, size_t asked, size_t held) const;
 };
 
 }  // namespace eth::kernels::cuda

@@ -23,9 +23,13 @@ namespace eth::kernels {
 // are the GPU ops through the interpreter.
 class CudaEmulatedBackend final : public gpu_ops::GpuOpsBackend<ForwardingBackend, emulated::HostLaunch> {
  public:
-  explicit CudaEmulatedBackend(std::unique_ptr<Backend> host) : GpuOpsBackend(*host), host_(std::move(host)) {}
+  // The launch's scratch and counters come from the host backend, so that its allocator's peak
+  // counts them as a GPU's would.
+  explicit CudaEmulatedBackend(std::unique_ptr<Backend> host)
+      : GpuOpsBackend(*host), host_(std::move(host)), launch_(host_.get()) {}
 
   std::string name() const override { return "cuda-emulated"; }
+  OpsDevice ops_device() const override { return OpsDevice::interpreter; }
   Precision precision() const override { return Precision::fp32; }
   std::string precision_path() const override {
     return "fp32 (the CUDA backend's kernels in the kernel interpreter; GEMMs on the CPU at cuBLAS's contract)";

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -11,16 +12,43 @@
 
 #include "kernels/gpu_ops/elementwise.hpp"
 #include "kernels/simt/types.hpp"
+#include "kernels/workspace.hpp"
 
 namespace eth::kernels::emulated {
 
+void HostLaunch::Held::grow(size_t bytes) {
+  if (bytes <= bytes_) return;
+  free();
+  data_ = memory_ ? memory_->allocate(bytes) : ::operator new(bytes);
+  bytes_ = bytes;
+  std::memset(data_, 0, bytes);
+}
+
+void HostLaunch::Held::free() {
+  if (data_ == nullptr) return;
+  if (memory_)
+    memory_->release(data_);
+  else
+    ::operator delete(data_);
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
+void HostLaunch::reserve(size_t scratch_bytes, size_t sort_rows) {
+  (void)sort_rows;
+  scratch_.grow(scratch_bytes);
+  counters_.grow(sizeof(unsigned) * kLaunchCounters);
+  reserved_ = true;
+}
+
 void* HostLaunch::scratch(size_t bytes) {
-  if (bytes > scratch_bytes_) {
-    scratch_ = std::make_unique<unsigned char[]>(bytes);
-    scratch_bytes_ = bytes;
-  }
-  std::memset(scratch_.get(), 0xff, bytes);  // undefined content: NaN, as the interpreter's shared memory
-  return scratch_.get();
+  if (reserved_ && bytes > scratch_.bytes())
+    throw std::logic_error("HostLaunch::scratch: an op asks for " + std::to_string(bytes) + " bytes, past the " +
+                           std::to_string(scratch_.bytes()) +
+                           " reserved at start-up (kernels/workspace.cpp: launch_scratch_bytes leaves it out)");
+  scratch_.grow(bytes);
+  std::memset(scratch_.data(), 0xff, bytes);  // undefined content: NaN, as the interpreter's shared memory
+  return scratch_.data();
 }
 
 void HostLaunch::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* A, int lda,
@@ -117,15 +145,17 @@ void HostLaunch::read_back(void* host, const void* src, size_t bytes) { std::mem
 // What the GPU cannot check cheaply, checked here: that every op restored its counters to zero
 // (a kernel that forgets leaves the next op's last-block test wrong on the device).
 unsigned* HostLaunch::counters(size_t n) {
-  for (size_t i = 0; i < counter_count_; i++)
-    if (counters_[i] != 0)
+  auto* counters = static_cast<unsigned*>(counters_.data());
+  const size_t held = counters_.bytes() / sizeof(unsigned);
+  for (size_t i = 0; i < held; i++)
+    if (counters[i] != 0)
       throw std::logic_error("HostLaunch::counters: counter " + std::to_string(i) + " was left at " +
-                             std::to_string(counters_[i]) + " by the previous op (it must leave it zero)");
-  if (n > counter_count_) {
-    counters_ = std::make_unique<unsigned[]>(n);  // value-initialised: zero
-    counter_count_ = n;
-  }
-  return counters_.get();
+                             std::to_string(counters[i]) + " by the previous op (it must leave it zero)");
+  if (reserved_ && n > held)
+    throw std::logic_error("HostLaunch::counters: an op asks for " + std::to_string(n) + " counters, past the " +
+                           std::to_string(held) + " reserved at start-up (kernels/workspace.hpp: kLaunchCounters)");
+  counters_.grow(sizeof(unsigned) * n);  // zeroed
+  return static_cast<unsigned*>(counters_.data());
 }
 
 }  // namespace eth::kernels::emulated

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/device.hpp"
 #include "kernels/gpu_ops/gemm_bf16.hpp"
 #include "kernels/simt/interpreter.hpp"
 
@@ -29,6 +30,14 @@ struct LibraryCounts {
 
 class HostLaunch {
  public:
+  // The scratch and the counters come from `memory` where given (the emulated backend's
+  // allocator, which then counts them as device memory), else from the heap.
+  explicit HostLaunch(Device* memory = nullptr) : scratch_(memory), counters_(memory) {}
+
+  // Sizes the scratch (bytes) and the counters now (kernels/workspace.hpp); from then on an op
+  // that asks for more throws std::logic_error: on a GPU it would allocate inside a step.
+  // sort_rows: the host's sort needs no storage.
+  void reserve(size_t scratch_bytes, size_t sort_rows);
   template <typename Kernel>
   void kernel(const Kernel& k, const simt::LaunchShape& shape) {
     interpreter_.launch(k, shape);
@@ -50,12 +59,29 @@ class HostLaunch {
   }
 
  private:
+  // Memory the launch holds, grown on request and never shrunk.
+  class Held {
+   public:
+    explicit Held(Device* memory) : memory_(memory) {}
+    ~Held() { free(); }
+    Held(const Held&) = delete;
+    Held& operator=(const Held&) = delete;
+    void* data() const { return data_; }
+    size_t bytes() const { return bytes_; }
+    void grow(size_t bytes);  // to at least `bytes`, zeroed
+
+   private:
+    void free();
+    Device* memory_;
+    void* data_ = nullptr;
+    size_t bytes_ = 0;
+  };
+
   simt::Interpreter interpreter_;
   std::map<std::string, LibraryCounts> library_;
-  std::unique_ptr<unsigned char[]> scratch_;
-  size_t scratch_bytes_ = 0;
-  std::unique_ptr<unsigned[]> counters_;
-  size_t counter_count_ = 0;
+  Held scratch_;
+  Held counters_;
+  bool reserved_ = false;
 };
 
 }  // namespace eth::kernels::emulated

@@ -40,6 +40,18 @@ class Bf16KernelsOn final : public Bf16Kernels {
                        const bf16* weight, int N, int C, int OC) override {
     matmul_backward_bf16(launch_, dinp, dweight, dbias, dout, inp, weight, nullptr, N, C, OC);
   }
+  void matmul_gelu_forward(bf16* out, bf16* pre_gelu, const bf16* inp, const bf16* weight, const bf16* bias, int N,
+                           int C, int OC) override {
+    matmul_forward_bf16(launch_, out, pre_gelu, inp, weight, bias, N, C, OC);
+  }
+  void matmul_dgelu_backward(bf16* dpre_gelu, float* dweight, float* dbias, const bf16* dout, const bf16* inp,
+                             const bf16* weight, const bf16* pre_gelu, int N, int C, int OC) override {
+    matmul_backward_bf16(launch_, dpre_gelu, dweight, dbias, dout, inp, weight, pre_gelu, N, C, OC);
+  }
+  void residual_layernorm_forward(bf16* residual, bf16* out, float* mean, float* rstd, const bf16* a, const bf16* b,
+                                  const bf16* weight, const bf16* bias, int N, int C) override {
+    fused_residual_layernorm_forward_bf16(launch_, residual, out, mean, rstd, a, b, weight, bias, N, C);
+  }
   void attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH) override {
     attention_forward_bf16(launch_, out, lse, qkv, B, T, C, NH);
   }

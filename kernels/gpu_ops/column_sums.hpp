@@ -11,7 +11,6 @@
 
 namespace eth::kernels::gpu_ops {
 
-constexpr int kRowsPerChunk = 128;
 constexpr int kColumnTile = 32;  // columns per block: one warp reads 32 consecutive floats
 constexpr int kRowLanes = 8;     // rows read at once by a block
 constexpr int kColumnFinishThreads = 256;
@@ -98,7 +97,8 @@ template <class Launch, typename Term>
 void add_column_sums(Launch& launch, float* dst_x, float* dst_y, const Term& term, int N, int C) {
   const int chunks = static_cast<int>(ceil_div(static_cast<size_t>(N), kRowsPerChunk));
   if (chunks > 65535) throw std::invalid_argument("column sums: more than 65535 * 128 rows");  // gridDim.y
-  auto* partials = static_cast<Float2*>(launch.scratch(sizeof(Float2) * static_cast<size_t>(chunks) * C));
+  static_assert(sizeof(Float2) == 2 * sizeof(float));
+  auto* partials = static_cast<Float2*>(launch.scratch(column_sums_scratch_bytes(static_cast<size_t>(N), C)));
   const Dim3 grid(static_cast<unsigned>(ceil_div(static_cast<size_t>(C), kColumnTile)), static_cast<unsigned>(chunks));
   using Partials = ColumnPartialsKernel<Term>;
   launch.kernel(Partials{partials, term, N, C}, LaunchShape{grid, Dim3(kColumnTile, kRowLanes), sizeof(typename Partials::Smem)});

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 
+#include "kernels/gpu_ops/scratch.hpp"
 #include "kernels/simt/simt.hpp"
 
 namespace eth::kernels::gpu_ops {
@@ -72,20 +73,5 @@ SIMT_DEVICE float block_max(Thread& t, float v, BlockReduceSmem<float>& smem) {
   return total;
 }
 
-// Carves consecutive 256-byte aligned pieces out of one launch.scratch request: add() each
-// piece's count to get its byte offset, then ask for total() bytes once.
-class ScratchCarver {
- public:
-  template <typename T>
-  size_t add(size_t count) {
-    const size_t at = total_;
-    total_ += (count * sizeof(T) + 255) / 256 * 256;
-    return at;
-  }
-  size_t total() const { return total_; }
-
- private:
-  size_t total_ = 0;
-};
 
 }  // namespace eth::kernels::gpu_ops

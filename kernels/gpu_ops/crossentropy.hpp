@@ -89,7 +89,7 @@ void crossentropy_forward_backward(Launch& launch, float* sample_losses, float* 
                                    int B, int T, int V, int Vp, float dlogits_scale) {
   const size_t N = static_cast<size_t>(B) * T;
   if (N == 0) return;
-  auto* token_loss = static_cast<double*>(launch.scratch(sizeof(double) * N));  // (B, T)
+  auto* token_loss = static_cast<double*>(launch.scratch(crossentropy_scratch_bytes(N)));  // (B, T)
   launch.kernel(CrossEntropyRowsKernel{token_loss, logits, targets, T, V, Vp, dlogits_scale},
                 LaunchShape{Dim3(static_cast<unsigned>(N)), Dim3(kCrossEntropyThreads),
                             sizeof(CrossEntropyRowsKernel::Smem)});

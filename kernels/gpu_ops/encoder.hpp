@@ -121,13 +121,11 @@ void encoder_backward(Launch& launch, float* dwte, float* dwpe, const E* dout, c
   if (!dwte) return;
 
   // Scratch: sorted tokens, and the row indices before and after sorting, (N) each.
-  ScratchCarver carve;
-  const size_t at_keys = carve.add<int32_t>(N), at_rows = carve.add<int32_t>(N),
-               at_sorted_rows = carve.add<int32_t>(N);
-  char* base = static_cast<char*>(launch.scratch(carve.total()));
-  auto* sorted_tokens = reinterpret_cast<int32_t*>(base + at_keys);
-  auto* rows = reinterpret_cast<int32_t*>(base + at_rows);
-  auto* sorted_rows = reinterpret_cast<int32_t*>(base + at_sorted_rows);
+  const EncoderBackwardScratch at(static_cast<size_t>(N));
+  char* base = static_cast<char*>(launch.scratch(at.total));
+  auto* sorted_tokens = reinterpret_cast<int32_t*>(base + at.keys);
+  auto* rows = reinterpret_cast<int32_t*>(base + at.rows);
+  auto* sorted_rows = reinterpret_cast<int32_t*>(base + at.sorted_rows);
 
   launch.kernel(IotaKernel{rows, N},
                 LaunchShape{Dim3(static_cast<unsigned>(ceil_div(static_cast<size_t>(N), kEncoderThreads))),

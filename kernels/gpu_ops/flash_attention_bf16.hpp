@@ -474,7 +474,7 @@ template <int H, class Launch>
 void backward(Launch& launch, bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out, const float* lse,
               int B, int T, int C, int NH) {
   const size_t rows = static_cast<size_t>(B) * NH * T;
-  float* D = static_cast<float*>(launch.scratch(rows * sizeof(float)));  // (B, NH, T)
+  float* D = static_cast<float*>(launch.scratch(attention_backward_bf16_scratch_bytes(B, T, NH)));  // (B, NH, T)
   launch.kernel(DeltaKernel{D, dout, out, B, T, C, NH}, LaunchShape{Dim3(grid_for(rows, 256)), Dim3(256), 0});
   const BackwardArgs args{dqkv, dout, qkv, lse, D, T, C, NH, 1.f / std::sqrt(static_cast<float>(H))};
   launch.kernel(BackwardDkdvKernel<H>{args}, shape_of<H, BackwardDkdvKernel<H>>(B, T, NH));

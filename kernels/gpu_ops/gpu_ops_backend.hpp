@@ -96,6 +96,12 @@ class GpuOpsBackend : public Base {
     gpu_ops::adamw_update(launch(), params, param_copies, grads, m, v, segments, count, settings);
   }
 
+  // The largest op's scratch, the grid counters and (on a GPU) the sort's storage, now
+  // (kernels/workspace.hpp); the launch then refuses to grow them inside a step.
+  void reserve_workspace(const StageShape& shape) override {
+    launch().reserve(launch_scratch_bytes(shape), sorted_rows(shape));
+  }
+
   Bf16Kernels* bf16_kernels() override {
     if (!has_bf16_kernels()) return nullptr;
     if (!bf16_kernels_) bf16_kernels_ = std::make_unique<Bf16KernelsOn<Launch>>(launch());

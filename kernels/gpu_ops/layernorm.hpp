@@ -17,9 +17,34 @@ SIMT_DEVICE int layernorm_row(Thread& t) {
   return static_cast<int>(t.block_idx().x) * kLayerNormRowsPerBlock + t.warp();
 }
 
+// Row n of a layernorm forward, by its warp: x (C values) normalised into o, from the lane's
+// partial sum of x (its columns lane, lane + 32, ...), which the warp adds by butterfly; the
+// variance in a second pass; lane 0 writes mean and rstd. Every layernorm forward ends here, so
+// fused with the residual add (layernorm_bf16.hpp) or not, a row's output has the same bits.
+template <class E>
+SIMT_DEVICE void normalise_row(Thread& t, double lane_sum, Global<const E> x, Global<E> o, Global<const E> weight,
+                               Global<const E> bias, Global<float> mean, Global<float> rstd, int n, int C) {
+  const int lane = t.lane();
+  const double m = warp_sum(t, lane_sum) / C;
+  double var = 0.0;
+  for (int c = lane; c < C; c += kWarp) {
+    const double d = simt::to_float(x[c]) - m;
+    var += d * d;
+  }
+  const double s = 1.0 / simt::sqrt_(warp_sum(t, var) / C + kLayerNormEps);
+  for (int c = lane; c < C; c += kWarp) {
+    const float xc = simt::to_float(x[c]);
+    o[c] = simt::from_float<E>(static_cast<float>((xc - m) * s) * simt::to_float(weight[c]) + simt::to_float(bias[c]));
+  }
+  if (lane == 0) {
+    mean[n] = static_cast<float>(m);
+    rstd[n] = static_cast<float>(s);
+  }
+}
+
 // Block b, 8 warps: warp w owns row n = 8 b + w (warps past N return whole); lane l owns the
-// columns l, l + 32, ... of it and the warp adds its lanes' partial sums by butterfly. out, inp,
-// weight and bias of element type E (float, or bf16 activations and parameter copies).
+// columns l, l + 32, ... of it. out, inp, weight and bias of element type E (float, or bf16
+// activations and parameter copies).
 template <class E>
 struct LayerNormForwardKernel {
   static constexpr const char* kName = simt::named<E>("layernorm_forward", "layernorm_forward_bf16");
@@ -31,28 +56,13 @@ struct LayerNormForwardKernel {
   int N, C;
 
   SIMT_DEVICE void operator()(Thread& t) const {
-    const int lane = t.lane(), n = layernorm_row(t);
+    const int n = layernorm_row(t);
     if (n >= N) return;
-    const Global<const E> x = inp + static_cast<size_t>(n) * C;
+    const size_t row = static_cast<size_t>(n) * C;
+    const Global<const E> x = inp + row;
     double sum = 0.0;
-    for (int c = lane; c < C; c += kWarp) sum += simt::to_float(x[c]);
-    const double m = warp_sum(t, sum) / C;
-    double var = 0.0;
-    for (int c = lane; c < C; c += kWarp) {
-      const double d = simt::to_float(x[c]) - m;
-      var += d * d;
-    }
-    const double s = 1.0 / simt::sqrt_(warp_sum(t, var) / C + kLayerNormEps);
-    const Global<E> o = out + static_cast<size_t>(n) * C;
-    for (int c = lane; c < C; c += kWarp) {
-      const float xc = simt::to_float(x[c]);
-      o[c] = simt::from_float<E>(static_cast<float>((xc - m) * s) * simt::to_float(weight[c]) +
-                                 simt::to_float(bias[c]));
-    }
-    if (lane == 0) {
-      mean[n] = static_cast<float>(m);
-      rstd[n] = static_cast<float>(s);
-    }
+    for (int c = t.lane(); c < C; c += kWarp) sum += simt::to_float(x[c]);
+    normalise_row<E>(t, sum, x, out + row, weight, bias, mean, rstd, n, C);
   }
 };
 

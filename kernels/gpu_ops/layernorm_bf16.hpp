@@ -17,12 +17,12 @@ namespace eth::kernels::gpu_ops {
 using simt::to_bf16;
 using simt::to_float;
 
-constexpr int kLayerNormBackwardRowsPerBlock = 32;  // 4 per warp: 128 blocks for GPT-2's B T = 4096
 constexpr int kLayerNormBackwardThreads = kLayerNormRowsPerBlock * kWarp;
 
 // Block b, 8 warps: warp w owns row n = 8 b + w (warps past N return whole); lane l owns the
 // columns l, l + 32, ... of it. The first pass adds, stores the rounded residual and sums it;
-// the two later passes read the stored residual back (this thread's own writes, from L1/L2).
+// normalise_row (layernorm.hpp) reads the stored residual back (this thread's own writes, from
+// L1/L2) as layernorm_forward reads its input: the same bits as the two ops apart.
 struct FusedResidualLayerNormForwardKernel {
   static constexpr const char* kName = "fused_residual_layernorm_forward_bf16";
   Global<bf16> residual;          // (N, C) = a + b
@@ -34,32 +34,17 @@ struct FusedResidualLayerNormForwardKernel {
   int N, C;
 
   SIMT_DEVICE void operator()(Thread& t) const {
-    const int lane = t.lane(), n = layernorm_row(t);
+    const int n = layernorm_row(t);
     if (n >= N) return;
     const size_t row = static_cast<size_t>(n) * C;
     const Global<bf16> r = residual + row;
     double sum = 0.0;
-    for (int c = lane; c < C; c += kWarp) {
+    for (int c = t.lane(); c < C; c += kWarp) {
       const bf16 x = to_bf16(to_float(a[row + c]) + to_float(b[row + c]));
       r[c] = x;
       sum += to_float(x);
     }
-    const double m = warp_sum(t, sum) / C;
-    double var = 0.0;
-    for (int c = lane; c < C; c += kWarp) {
-      const double d = to_float(r[c]) - m;
-      var += d * d;
-    }
-    const double s = 1.0 / simt::sqrt_(warp_sum(t, var) / C + kLayerNormEps);
-    const Global<bf16> o = out + row;
-    for (int c = lane; c < C; c += kWarp) {
-      const float norm = static_cast<float>((to_float(r[c]) - m) * s);
-      o[c] = to_bf16(norm * to_float(weight[c]) + to_float(bias[c]));
-    }
-    if (lane == 0) {
-      mean[n] = static_cast<float>(m);
-      rstd[n] = static_cast<float>(s);
-    }
+    normalise_row<bf16>(t, sum, r, out + row, weight, bias, mean, rstd, n, C);
   }
 };
 
@@ -147,7 +132,8 @@ void layernorm_backward_bf16(Launch& launch, bf16* dinp, float* dweight, float* 
                              const bf16* inp, const bf16* weight, const float* mean, const float* rstd, int N, int C) {
   if (N == 0 || C == 0) return;
   const size_t blocks = ceil_div(static_cast<size_t>(N), kLayerNormBackwardRowsPerBlock);
-  auto* partials = static_cast<Float2*>(launch.scratch(sizeof(Float2) * blocks * static_cast<size_t>(C)));
+  auto* partials =
+      static_cast<Float2*>(launch.scratch(layernorm_backward_bf16_scratch_bytes(static_cast<size_t>(N), C)));
   launch.kernel(LayerNormBackwardBf16Kernel{dinp, dweight, dbias, partials, launch.counters(1), dout, inp, weight,
                                             mean, rstd, N, C},
                 LaunchShape{Dim3(static_cast<unsigned>(blocks)), Dim3(kLayerNormBackwardThreads),

@@ -9,14 +9,11 @@
 // Forward fuses the bias and GELU into its one GEMM: with pre_gelu, out = GELU(inp W^T + bias)
 // and pre_gelu keeps inp W^T + bias (bf16), GELU taken from the fp32 sum before it is rounded.
 //
-// Backward: g is the gradient of the matmul's output. Without pre_gelu g = dout; with it, dout is
-// the gradient of GELU's output and g = bf16(gelu'(pre_gelu) * dout), computed first by one
-// elementwise kernel into this op's scratch (N, OC) bf16: both GEMMs read it, and no GEMM of
-// this layer produces dout, so there is nothing to fuse dGELU into (the DGELU epilogue fuses it
-// into the previous layer's dinp GEMM, llm.c's placement, which needs the stage to pass pre_gelu
-// there). The rounding is the CPU twin's: gelu_backward stores bf16. dbias is the dW GEMM's
-// BGRADB epilogue (sum over N of g, in fp32); BGRADB overwrites, so it lands in scratch (OC) fp32
-// and one kernel adds it to dbias.
+// Backward, with g = dout the gradient of inp W^T + bias. With pre_gelu, inp is GELU(pre_gelu)
+// and dinp is taken on through GELU's backward in the dinp GEMM's DGELU epilogue (llm.c's
+// placement): dinp = bf16(gelu'(pre_gelu) * (g W)) from the fp32 sum, as the CPU twin's
+// matmul_dgelu_backward computes it. dbias is the dW GEMM's BGRADB epilogue (sum over N of g, in
+// fp32); BGRADB overwrites, so it lands in scratch (OC) fp32 and one kernel adds it to dbias.
 #pragma once
 
 #include "kernels/gpu_ops/common.hpp"
@@ -25,20 +22,6 @@
 #include "kernels/gpu_ops/ops.hpp"
 
 namespace eth::kernels::gpu_ops {
-
-// Grid-stride, one element per thread step: g[i] = bf16(gelu'(pre[i]) * dout[i]), as
-// GeluBackwardKernel then a bf16 store.
-struct DgeluBf16Kernel {
-  static constexpr const char* kName = "matmul_bf16_dgelu";
-  Global<bf16> g;               // (n)
-  Global<const bf16> pre_gelu;  // (n)
-  Global<const bf16> dout;      // (n)
-  size_t n;
-  SIMT_DEVICE void operator()(Thread& t) const {
-    for (size_t i = global_index(t); i < n; i += grid_stride(t))
-      g[i] = simt::to_bf16(gelu_grad(simt::to_float(pre_gelu[i])) * simt::to_float(dout[i]));
-  }
-};
 
 // Grid-stride over the columns: dbias[j] += partial[j].
 struct AddBiasGradKernel {
@@ -71,30 +54,21 @@ template <class Launch>
 void matmul_backward_bf16(Launch& launch, bf16* dinp, float* dweight, float* dbias, const bf16* dout,
                           const bf16* inp, const bf16* weight, const bf16* pre_gelu, int N, int C, int OC) {
   if (N == 0 || C == 0 || OC == 0) return;
-  const size_t NOC = static_cast<size_t>(N) * OC;
-  ScratchCarver carver;
-  const size_t g_at = pre_gelu ? carver.add<bf16>(NOC) : 0;
-  const size_t dbias_at = dbias ? carver.add<float>(static_cast<size_t>(OC)) : 0;
-  auto* scratch = static_cast<unsigned char*>(carver.total() > 0 ? launch.scratch(carver.total()) : nullptr);
-
-  const bf16* grad = dout;  // (N, OC): the gradient of inp W^T + bias
-  if (pre_gelu != nullptr) {
-    auto* g = reinterpret_cast<bf16*>(scratch + g_at);
-    launch.kernel(DgeluBf16Kernel{g, pre_gelu, dout, NOC}, elementwise_shape(NOC));
-    grad = g;
-  }
-
-  GemmBf16 di = gemm_operands(false, false, C, N, OC, weight, C, grad, OC);
+  GemmBf16 di = gemm_operands(false, false, C, N, OC, weight, C, dout, OC);
   di.D_bf16 = dinp, di.ldd = C;
+  if (pre_gelu != nullptr) {
+    di.epilogue = GemmEpilogue::dgelu;
+    di.aux = const_cast<bf16*>(pre_gelu), di.ldaux = C;  // dgelu reads aux, never writes it
+  }
   launch.gemm_bf16(di);
 
-  GemmBf16 dw = gemm_operands(false, true, C, OC, N, inp, C, grad, OC);
+  GemmBf16 dw = gemm_operands(false, true, C, OC, N, inp, C, dout, OC);
   dw.D_fp32 = dweight, dw.ldd = C;
   dw.accumulate = true;
-  float* partial = dbias ? reinterpret_cast<float*>(scratch + dbias_at) : nullptr;
-  if (dbias != nullptr) dw.epilogue = GemmEpilogue::bgradb, dw.bias_grad = partial;
+  if (dbias == nullptr) return launch.gemm_bf16(dw);
+  auto* partial = static_cast<float*>(launch.scratch(matmul_backward_bf16_scratch_bytes(static_cast<size_t>(OC), true)));
+  dw.epilogue = GemmEpilogue::bgradb, dw.bias_grad = partial;
   launch.gemm_bf16(dw);
-  if (dbias == nullptr) return;
   launch.kernel(AddBiasGradKernel{dbias, partial, OC}, elementwise_shape(static_cast<size_t>(OC)));
 }
 

@@ -66,7 +66,8 @@ template <class Launch>
 void matmul_backward(Launch& launch, float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int N, int C, int OC);
 
-// matmul_bf16.hpp
+// matmul_bf16.hpp: forward with pre_gelu keeps the GELU's input and outputs GELU of it; backward
+// with pre_gelu (inp = GELU(pre_gelu)) outputs the gradient of pre_gelu in dinp
 template <class Launch>
 void matmul_forward_bf16(Launch& launch, bf16* out, bf16* pre_gelu, const bf16* inp, const bf16* weight,
                          const bf16* bias, int N, int C, int OC);

@@ -10,9 +10,8 @@
 
 namespace eth::kernels::gpu_ops {
 
-// Fixed, not derived from the device: the order of additions, and so the result's last bits,
-// must not depend on which GPU runs it.
-constexpr int kSumBlocks = 1024;
+// Fixed, not derived from the device (kSumBlocks too, in scratch.hpp): the order of additions,
+// and so the result's last bits, must not depend on which GPU runs it.
 constexpr int kSumThreads = 256;
 constexpr int kAdamWThreads = 256;
 
@@ -110,7 +109,7 @@ struct AdamWKernel {
 
 template <class Launch>
 double sum_of_squares(Launch& launch, const float* x, size_t n) {
-  auto* partials = static_cast<double*>(launch.scratch(sizeof(double) * (kSumBlocks + 1)));  // (kSumBlocks), result
+  auto* partials = static_cast<double*>(launch.scratch(sum_of_squares_scratch_bytes()));  // (kSumBlocks), result
   double* result = partials + kSumBlocks;
   const size_t smem = sizeof(BlockReduceSmem<double>);
   launch.kernel(SumOfSquaresPartialsKernel{partials, x, n}, LaunchShape{Dim3(kSumBlocks), Dim3(kSumThreads), smem});

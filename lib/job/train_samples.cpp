@@ -35,7 +35,7 @@ bool TrainSamples::due(int step) const {
 void TrainSamples::sample(int step, RankRuntime& runtime, kernels::Backend& backend, std::ostream& log,
                           std::optional<MetricsWriter>& metrics) {
   // Rank 0 decides whether the generator fits beside its stage's state; every rank learns it.
-  const size_t needed = Generator::device_bytes(model_);
+  const size_t needed = Generator::device_bytes(model_, backend.storage());
   const size_t free_bytes = backend.free_memory_bytes();  // 0: not known (no limit)
   int fits = free_bytes == 0 || needed <= free_bytes;
   MPI_CHECK(MPI_Bcast(&fits, 1, MPI_INT, 0, world_comm()));

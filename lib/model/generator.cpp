@@ -2,10 +2,12 @@
 
 #include <cassert>
 
+#include "kernels/host_copy.hpp"
+
 namespace eth {
 namespace {
 
-// Floats of each buffer kind, in the order the constructor allocates them.
+// Elements of each buffer kind, in the order the constructor allocates them.
 struct Sizes {
   size_t params, cache, rows_c, rows, rows_3c, rows_4c, vp;
 };
@@ -18,33 +20,49 @@ int resolved_capacity(const GptConfig& config, int capacity) { return capacity =
 
 }  // namespace
 
-size_t Generator::device_bytes(const GptConfig& config, int capacity) {
+size_t Generator::device_bytes(const GptConfig& config, kernels::ElementType storage, int capacity) {
   const Sizes s = sizes(config, resolved_capacity(config, capacity));
-  // params, two caches, five (T, C), mean and rstd, qkv, two (T, 4C), logits; tokens (int32)
-  return sizeof(float) * (s.params + 2 * s.cache + 5 * s.rows_c + 2 * s.rows + s.rows_3c + 2 * s.rows_4c + s.vp) +
-         sizeof(int32_t) * s.rows;
+  const size_t e = kernels::element_bytes(storage);
+  const size_t copies = storage == kernels::ElementType::bf16 ? sizeof(kernels::bf16) * s.params : 0;
+  // masters and copies; tokens; two caches, five (T, C), qkv, two (T, 4C), logits; mean and rstd
+  return sizeof(float) * s.params + copies + sizeof(int32_t) * s.rows +
+         e * (2 * s.cache + 5 * s.rows_c + s.rows_3c + 2 * s.rows_4c + s.vp) + sizeof(float) * 2 * s.rows;
 }
 
 Generator::Generator(const GptConfig& config, kernels::Backend& backend, const float* host_params, int capacity)
     : config_(config),
       layout_(config, {0, config.num_layers}),
       backend_(backend),
+      storage_(backend.storage()),
       capacity_(resolved_capacity(config, capacity)) {
   assert(0 < capacity_ && capacity_ <= config.max_seq_len);
   const Sizes s = sizes(config, capacity_);
+  const size_t e = kernels::element_bytes(storage_);
   params_ = kernels::DeviceBuffer<float>(backend, s.params);
   backend.copy_to_device(params_.data(), host_params, s.params * sizeof(float));
-  k_cache_ = kernels::DeviceBuffer<float>(backend, s.cache);
-  v_cache_ = kernels::DeviceBuffer<float>(backend, s.cache);
+  if (storage_ == kernels::ElementType::bf16) {
+    param_copies_ = kernels::DeviceBuffer<kernels::bf16>(backend, s.params);
+    backend.convert(param_copies_.data(), params_.data(), s.params);
+  }
   tokens_ = kernels::DeviceBuffer<int32_t>(backend, s.rows);
-  for (auto* b : {&x_, &y_, &ln_, &branch_, &atty_}) *b = kernels::DeviceBuffer<float>(backend, s.rows_c);
+  auto make = [&](kernels::DeviceBuffer<std::byte>& b, size_t elements) {
+    b = kernels::DeviceBuffer<std::byte>(backend, elements * e);
+  };
+  make(k_cache_, s.cache);
+  make(v_cache_, s.cache);
+  for (auto* b : {&x_, &y_, &ln_, &branch_, &atty_}) make(*b, s.rows_c);
+  make(qkv_, s.rows_3c);
+  make(fch_, s.rows_4c);
+  make(fch_gelu_, s.rows_4c);
+  make(logits_, s.vp);
   mean_ = kernels::DeviceBuffer<float>(backend, s.rows);
   rstd_ = kernels::DeviceBuffer<float>(backend, s.rows);
-  qkv_ = kernels::DeviceBuffer<float>(backend, s.rows_3c);
-  fch_ = kernels::DeviceBuffer<float>(backend, s.rows_4c);
-  fch_gelu_ = kernels::DeviceBuffer<float>(backend, s.rows_4c);
-  logits_ = kernels::DeviceBuffer<float>(backend, s.vp);
   host_logits_.resize(s.vp);
+}
+
+kernels::ConstTensor Generator::weights() const {
+  if (storage_ == kernels::ElementType::bf16) return param_copies_.data();
+  return params_.data();
 }
 
 const std::vector<float>& Generator::prefill(const std::vector<int32_t>& tokens) {
@@ -60,32 +78,42 @@ const std::vector<float>& Generator::extend(const int32_t* tokens, int n) {
   const int C = config_.channels, NH = config_.num_heads, T0 = position_;
   const size_t nC = static_cast<size_t>(n) * C;
   const size_t layer_cache = static_cast<size_t>(capacity_) * C;  // one layer's (NH, capacity, hs)
-  const float* p = params_.data();
+  const kernels::ConstTensor p = weights();
   const LayerOffsets& w = layout_.layer_offsets();
+  const kernels::Tensor x = stored(x_), y = stored(y_), ln = stored(ln_), branch = stored(branch_);
+  const kernels::Tensor atty = stored(atty_), qkv = stored(qkv_), fch = stored(fch_), fch_gelu = stored(fch_gelu_);
   backend_.copy_to_device(tokens_.data(), tokens, sizeof(int32_t) * n);
-  // (n, C): the positions' rows of wpe start at T0.
-  backend_.encoder_forward(x_.data(), tokens_.data(), p + layout_.wte(), p + layout_.wpe() + static_cast<size_t>(T0) * C,
-                           1, n, C);
+  // (n, C): the positions' rows of wpe start at T0. The embedding reads the fp32 masters, as the Stage's.
+  const float* masters = params_.data();
+  backend_.encoder_forward(x, tokens_.data(), masters + layout_.wte(),
+                           masters + layout_.wpe() + static_cast<size_t>(T0) * C, 1, n, C);
+  // The first ln1 alone; ln2 and the next ln1 fused with the residual add before them (Stage).
+  backend_.layernorm_forward(ln, mean_.data(), rstd_.data(), x, p + layout_.layer(0) + w.ln1_w,
+                             p + layout_.layer(0) + w.ln1_b, n, C);
   for (int l = 0; l < config_.num_layers; l++) {
-    const float* lp = p + layout_.layer(l);
-    float* k = k_cache_.data() + layer_cache * l;
-    float* v = v_cache_.data() + layer_cache * l;
-    backend_.layernorm_forward(ln_.data(), mean_.data(), rstd_.data(), x_.data(), lp + w.ln1_w, lp + w.ln1_b, n, C);
-    backend_.matmul_forward(qkv_.data(), ln_.data(), lp + w.qkv_w, lp + w.qkv_b, n, C, 3 * C);  // (n, 3C)
-    backend_.attention_decode(atty_.data(), k, v, qkv_.data(), 1, n, T0, capacity_, C, NH);
-    backend_.matmul_forward(branch_.data(), atty_.data(), lp + w.attproj_w, lp + w.attproj_b, n, C, C);
-    backend_.residual_forward(y_.data(), x_.data(), branch_.data(), nC);  // res2
-    backend_.layernorm_forward(ln_.data(), mean_.data(), rstd_.data(), y_.data(), lp + w.ln2_w, lp + w.ln2_b, n, C);
-    backend_.matmul_forward(fch_.data(), ln_.data(), lp + w.fc_w, lp + w.fc_b, n, C, 4 * C);  // (n, 4C)
-    backend_.gelu_forward(fch_gelu_.data(), fch_.data(), 4 * nC);
-    backend_.matmul_forward(branch_.data(), fch_gelu_.data(), lp + w.fcproj_w, lp + w.fcproj_b, n, 4 * C, C);
-    backend_.residual_forward(x_.data(), y_.data(), branch_.data(), nC);  // res3: the next layer's input
+    const kernels::ConstTensor lp = p + layout_.layer(l);
+    const kernels::Tensor k = stored(k_cache_) + layer_cache * l;
+    const kernels::Tensor v = stored(v_cache_) + layer_cache * l;
+    backend_.matmul_forward(qkv, ln, lp + w.qkv_w, lp + w.qkv_b, n, C, 3 * C);  // (n, 3C)
+    backend_.attention_decode(atty, k, v, qkv, 1, n, T0, capacity_, C, NH);
+    backend_.matmul_forward(branch, atty, lp + w.attproj_w, lp + w.attproj_b, n, C, C);
+    backend_.residual_layernorm_forward(y, ln, mean_.data(), rstd_.data(), x, branch, lp + w.ln2_w, lp + w.ln2_b, n,
+                                        C);  // res2, ln2
+    backend_.matmul_gelu_forward(fch_gelu, fch, ln, lp + w.fc_w, lp + w.fc_b, n, C, 4 * C);  // (n, 4C)
+    backend_.matmul_forward(branch, fch_gelu, lp + w.fcproj_w, lp + w.fcproj_b, n, 4 * C, C);
+    if (l + 1 < config_.num_layers) {
+      const kernels::ConstTensor next = p + layout_.layer(l + 1);
+      backend_.residual_layernorm_forward(x, ln, mean_.data(), rstd_.data(), y, branch, next + w.ln1_w,
+                                          next + w.ln1_b, n, C);  // res3 (the next layer's input), its ln1
+    } else {
+      backend_.residual_forward(x, y, branch, nC);  // res3
+    }
   }
   // The final layernorm and the tied head, on the last row only.
-  const float* last = x_.data() + static_cast<size_t>(n - 1) * C;  // (1, C)
-  backend_.layernorm_forward(ln_.data(), mean_.data(), rstd_.data(), last, p + layout_.lnf_w(), p + layout_.lnf_b(), 1, C);
-  backend_.matmul_forward(logits_.data(), ln_.data(), p + layout_.head_wte(), nullptr, 1, C, config_.padded_vocab_size);
-  backend_.copy_to_host(host_logits_.data(), logits_.data(), sizeof(float) * host_logits_.size());  // waits
+  const kernels::ConstTensor last = x + static_cast<size_t>(n - 1) * C;  // (1, C)
+  backend_.layernorm_forward(ln, mean_.data(), rstd_.data(), last, p + layout_.lnf_w(), p + layout_.lnf_b(), 1, C);
+  backend_.matmul_forward(stored(logits_), ln, p + layout_.head_wte(), nullptr, 1, C, config_.padded_vocab_size);
+  host_logits_ = kernels::copy_to_host_f32(backend_, stored(logits_), host_logits_.size());  // waits
   position_ += n;
   return host_logits_;
 }

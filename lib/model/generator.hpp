@@ -1,15 +1,21 @@
 // The whole GPT-2 on one device, for generation: its parameters in ETH's one-stage layout
 // (ParamLayout(config, {0, L})) and a key/value cache per layer, so that each new token costs
 // one position's forward. The layer math is the Stage's (lib/model/stage.cpp), through the same
-// backend operations, with Backend::attention_decode in place of attention_forward:
+// backend operations (fused where the Stage fuses them, so the same numbers), with
+// Backend::attention_decode in place of attention_forward:
 //
 //   prefill(tokens)  the cache restarts with these tokens at positions [0, n)
 //   step(token)      one more position
 //
-// Both return the logits (Vp) of the last position, on the host; ids V..Vp-1 are padding
+// Both return the logits (Vp) of the last position, on the host in fp32; ids V..Vp-1 are padding
 // (sampling never picks them, lib/model/sampling.hpp). Single sequence (B = 1).
+//
+// Storage is the Stage's: the caches and activations are of the backend's element type (bf16 on
+// the bf16 path, 2 bytes each), and the kernels read bf16 copies of the parameters there, beside
+// the fp32 masters the embedding reads.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -26,8 +32,9 @@ class Generator {
   // holds, 1 to max_seq_len (0: max_seq_len).
   Generator(const GptConfig& config, kernels::Backend& backend, const float* host_params, int capacity = 0);
 
-  // Device bytes a Generator of this capacity allocates: parameters, caches, activations.
-  static size_t device_bytes(const GptConfig& config, int capacity = 0);
+  // Device bytes a Generator of this capacity allocates on a backend of this storage type:
+  // parameters (and their bf16 copies), caches, activations.
+  static size_t device_bytes(const GptConfig& config, kernels::ElementType storage, int capacity = 0);
 
   const GptConfig& config() const { return config_; }
   int capacity() const { return capacity_; }
@@ -39,24 +46,29 @@ class Generator {
  private:
   // The forward of tokens at positions [position_, position_ + n), appending to the caches.
   const std::vector<float>& extend(const int32_t* tokens, int n);
+  kernels::Tensor stored(kernels::DeviceBuffer<std::byte>& buffer) const { return {buffer.data(), storage_}; }
+  kernels::ConstTensor weights() const;  // the bf16 copies on the bf16 path, else the masters
 
   GptConfig config_;
   ParamLayout layout_;
   kernels::Backend& backend_;
+  kernels::ElementType storage_;
   int capacity_;
   int position_ = 0;
 
-  kernels::DeviceBuffer<float> params_;          // (layout_.size())
-  kernels::DeviceBuffer<float> k_cache_, v_cache_;  // (L, NH, capacity, hs) each
-  kernels::DeviceBuffer<int32_t> tokens_;        // (capacity)
-  // Activations of the new rows (n <= capacity), reused by every layer: no backward.
-  kernels::DeviceBuffer<float> x_, y_;           // (capacity, C): the residual stream, in and after attention
-  kernels::DeviceBuffer<float> ln_, branch_, atty_;  // (capacity, C)
-  kernels::DeviceBuffer<float> mean_, rstd_;     // (capacity)
-  kernels::DeviceBuffer<float> qkv_;             // (capacity, 3C)
-  kernels::DeviceBuffer<float> fch_, fch_gelu_;  // (capacity, 4C)
-  kernels::DeviceBuffer<float> logits_;          // (Vp): the last row's
-  std::vector<float> host_logits_;               // (Vp)
+  kernels::DeviceBuffer<float> params_;               // (layout_.size()) fp32 masters
+  kernels::DeviceBuffer<kernels::bf16> param_copies_;  // (layout_.size()) bf16 path only
+  kernels::DeviceBuffer<int32_t> tokens_;             // (capacity)
+  // Of the storage type. The caches, then the activations of the new rows (n <= capacity),
+  // reused by every layer: no backward.
+  kernels::DeviceBuffer<std::byte> k_cache_, v_cache_;  // (L, NH, capacity, hs) each
+  kernels::DeviceBuffer<std::byte> x_, y_;              // (capacity, C): the residual stream, in and after attention
+  kernels::DeviceBuffer<std::byte> ln_, branch_, atty_;  // (capacity, C)
+  kernels::DeviceBuffer<std::byte> qkv_;                 // (capacity, 3C)
+  kernels::DeviceBuffer<std::byte> fch_, fch_gelu_;      // (capacity, 4C)
+  kernels::DeviceBuffer<std::byte> logits_;              // (Vp): the last row's
+  kernels::DeviceBuffer<float> mean_, rstd_;             // (capacity) fp32
+  std::vector<float> host_logits_;                       // (Vp)
 };
 
 }  // namespace eth

@@ -195,14 +195,21 @@ void Stage::forward(int slot, const int32_t* host_tokens, kernels::ConstTensor i
   }
 }
 
-void Stage::attention_half_forward(int slot, int i) {
-  const int B = rows_[slot], T = T_, C = config_.channels, NH = config_.num_heads;
-  const int N = B * T;
+void Stage::ln1_forward(int slot, int i) {
+  const int N = rows_[slot] * T_, C = config_.channels;
   const kernels::ConstTensor lp = weights() + layout_.layer(layout_.layers().begin + i);
   const LayerOffsets& w = layout_.layer_offsets();
   const LayerActs a = layer_acts(slot, i);
-  backend_.layernorm_forward(a[ln1], a[ln1_mean].as_f32(), a[ln1_rstd].as_f32(), layer_input(slot, i), lp + w.ln1_w, lp + w.ln1_b, N, C);
-  backend_.matmul_forward(a[qkv], a[ln1], lp + w.qkv_w, lp + w.qkv_b, N, C, 3 * C);
+  backend_.layernorm_forward(a[ln1], a[ln1_mean].as_f32(), a[ln1_rstd].as_f32(), layer_input(slot, i), lp + w.ln1_w,
+                             lp + w.ln1_b, N, C);
+}
+
+void Stage::attention_forward(int slot, int i) {
+  const int B = rows_[slot], T = T_, C = config_.channels, NH = config_.num_heads;
+  const kernels::ConstTensor lp = weights() + layout_.layer(layout_.layers().begin + i);
+  const LayerOffsets& w = layout_.layer_offsets();
+  const LayerActs a = layer_acts(slot, i);
+  backend_.matmul_forward(a[qkv], a[ln1], lp + w.qkv_w, lp + w.qkv_b, B * T, C, 3 * C);
   backend_.attention_forward(a[atty], a[att_saved].as_f32(), a[qkv], B, T, C, NH);
 }
 
@@ -213,24 +220,32 @@ void Stage::layers_forward(int slot) {
   const kernels::ConstTensor p = weights();
   const LayerOffsets& w = layout_.layer_offsets();
   const LayerRange range = layout_.layers();
+  // Each layernorm but the first layer's ln1 comes fused with the residual add before it: ln2
+  // with the attention half's, the next ln1 (or the final layernorm) with the MLP half's.
+  ln1_forward(slot, 0);
   for (int l = range.begin; l < range.end; l++) {
     const int i = l - range.begin;
     const kernels::ConstTensor x = layer_input(slot, i);  // (B, T, C)
     const LayerActs a = layer_acts(slot, i);
     const kernels::ConstTensor lp = p + layout_.layer(l);
-    attention_half_forward(slot, i);
+    attention_forward(slot, i);
     backend_.matmul_forward(scratch(branch_), a[atty], lp + w.attproj_w, lp + w.attproj_b, N, C, C);
-    backend_.residual_forward(a[res2], x, scratch(branch_), BTC);
-    backend_.layernorm_forward(a[ln2], a[ln2_mean].as_f32(), a[ln2_rstd].as_f32(), a[res2], lp + w.ln2_w, lp + w.ln2_b, N, C);
-    backend_.matmul_forward(a[fch], a[ln2], lp + w.fc_w, lp + w.fc_b, N, C, 4 * C);
-    backend_.gelu_forward(a[fch_gelu], a[fch], BTC * 4);
+    backend_.residual_layernorm_forward(a[res2], a[ln2], a[ln2_mean].as_f32(), a[ln2_rstd].as_f32(), x,
+                                        scratch(branch_), lp + w.ln2_w, lp + w.ln2_b, N, C);
+    backend_.matmul_gelu_forward(a[fch_gelu], a[fch], a[ln2], lp + w.fc_w, lp + w.fc_b, N, C, 4 * C);
     backend_.matmul_forward(scratch(branch_), a[fch_gelu], lp + w.fcproj_w, lp + w.fcproj_b, N, 4 * C, C);
-    backend_.residual_forward(a[res3], a[res2], scratch(branch_), BTC);
-  }
-  if (layout_.has_head()) {
-    const kernels::ConstTensor last = layer_acts(slot, range.count() - 1)[res3];  // the output, before it is copied out (full)
-    backend_.layernorm_forward(at(slot, acts_.lnf), at(slot, acts_.lnf_mean).as_f32(), at(slot, acts_.lnf_rstd).as_f32(), last,
-                               p + layout_.lnf_w(), p + layout_.lnf_b(), N, C);
+    if (l + 1 < range.end) {
+      const LayerActs next = layer_acts(slot, i + 1);
+      const kernels::ConstTensor next_lp = p + layout_.layer(l + 1);
+      backend_.residual_layernorm_forward(a[res3], next[ln1], next[ln1_mean].as_f32(), next[ln1_rstd].as_f32(),
+                                          a[res2], scratch(branch_), next_lp + w.ln1_w, next_lp + w.ln1_b, N, C);
+    } else if (layout_.has_head()) {
+      backend_.residual_layernorm_forward(a[res3], at(slot, acts_.lnf), at(slot, acts_.lnf_mean).as_f32(),
+                                          at(slot, acts_.lnf_rstd).as_f32(), a[res2], scratch(branch_),
+                                          p + layout_.lnf_w(), p + layout_.lnf_b(), N, C);
+    } else {
+      backend_.residual_forward(a[res3], a[res2], scratch(branch_), BTC);
+    }
   }
 }
 
@@ -299,14 +314,16 @@ void Stage::backward(int slot, kernels::ConstTensor doutput, const std::function
     const kernels::ConstTensor lp = p + layout_.layer(l);
     float* lg = g + layout_.layer(l);
     // res3 = res2 + fcproj(gelu(fc(ln2(res2)))): dres flows through both paths.
-    backend_.matmul_backward(scratch(dfch_), lg + w.fcproj_w, lg + w.fcproj_b, dres, a[fch_gelu],
-                             lp + w.fcproj_w, N, 4 * C, C);
-    backend_.gelu_backward(scratch(dfch_), a[fch], scratch(dfch_), BTC * 4);
+    backend_.matmul_dgelu_backward(scratch(dfch_), lg + w.fcproj_w, lg + w.fcproj_b, dres, a[fch_gelu],
+                                   lp + w.fcproj_w, a[fch], N, 4 * C, C);
     backend_.matmul_backward(scratch(dbtc_), lg + w.fc_w, lg + w.fc_b, scratch(dfch_), a[ln2], lp + w.fc_w, N, C, 4 * C);
     backend_.layernorm_backward(dres, lg + w.ln2_w, lg + w.ln2_b, scratch(dbtc_), a[res2], lp + w.ln2_w,
                                 a[ln2_mean].as_f32(), a[ln2_rstd].as_f32(), N, C);
     // res2 = x + attproj(attention(qkv(ln1(x)))); selective recomputes that half's activations.
-    if (recompute_ == Recompute::selective) attention_half_forward(slot, i);
+    if (recompute_ == Recompute::selective) {
+      ln1_forward(slot, i);  // the bits layers_forward's fused layernorm made
+      attention_forward(slot, i);
+    }
     backend_.matmul_backward(scratch(dbtc_), lg + w.attproj_w, lg + w.attproj_b, dres, a[atty], lp + w.attproj_w,
                              N, C, C);
     backend_.attention_backward(scratch(dqkv_), scratch(dbtc_), a[qkv], a[atty], a[att_saved].as_f32(), B, T, C, NH);

@@ -148,9 +148,11 @@ class Stage {
   // A (B, T, width) scratch buffer of the storage type.
   kernels::Tensor scratch(kernels::DeviceBuffer<std::byte>& buffer) { return {buffer.data(), storage_}; }
   // The forward of the slot's layers (and final layernorm), from its input on; and of one
-  // layer's attention half (ln1, qkv, attention), which selective backward recomputes.
+  // layer's attention half, which selective backward recomputes: ln1 from the layer's input,
+  // then qkv and attention from ln1.
   void layers_forward(int slot);
-  void attention_half_forward(int slot, int local_layer);
+  void ln1_forward(int slot, int local_layer);
+  void attention_forward(int slot, int local_layer);
 
   GptConfig config_;
   ParamLayout layout_;

@@ -2,6 +2,7 @@
 
 #include "kernels/adamw_segments.hpp"
 #include "kernels/bf16_rounding_backend.hpp"
+#include "kernels/workspace.hpp"
 
 #include "lib/plan/grad_blocks.hpp"
 #include "lib/plan/optimizer_shards.hpp"
@@ -43,15 +44,17 @@ size_t stage_adamw_segments(const GptConfig& model, LayerRange layers) {
   return n;
 }
 
-// The bf16 path's working copies (kernels/bf16_rounding_backend.hpp), with `gathered_rows` rows
-// of late embedding rows added by an embedding backward; 0 on the other paths.
-double bf16_working_bytes(const GptConfig& model, LayerRange layers, int b, int T, size_t gathered_rows,
-                          const JobMemoryOptions& options) {
-  if (options.storage != kernels::ElementType::bf16) return 0;
-  const kernels::Bf16StageShape shape{b, T, model.channels, model.num_heads, model.padded_vocab_size,
-                                      layers.begin == 0, layers.end == model.num_layers, gathered_rows};
-  return double(kernels::bf16_rounding_workspace_bytes(
-      shape, options.bf16_kernels ? kernels::Bf16Compute::kernels : kernels::Bf16Compute::fp32));
+// The backend's workspace (kernels/workspace.hpp), with `gathered_rows` rows of late embedding
+// rows added by an embedding backward: the bf16 path's working copies and the GPU ops' launch
+// workspace, as Backend::reserve_workspace holds them.
+double backend_workspace_bytes(const GptConfig& model, LayerRange layers, int b, int T, size_t gathered_rows,
+                               const JobMemoryOptions& options) {
+  const kernels::StageShape shape{b, T, model.channels, model.num_heads, model.padded_vocab_size,
+                                  layers.begin == 0, layers.end == model.num_layers, gathered_rows};
+  const size_t copies = options.storage != kernels::ElementType::bf16 ? 0
+                        : kernels::bf16_rounding_workspace_bytes(
+                              shape, options.bf16_kernels ? kernels::Bf16Compute::kernels : kernels::Bf16Compute::fp32);
+  return double(copies + kernels::launch_workspace_bytes(shape, options.device));
 }
 
 }  // namespace
@@ -71,7 +74,7 @@ MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T
           params,
           2 * params + table,
           double(acts.per_slot) * slots + 4 * tokens,
-          double(acts.scratch) + bf16_working_bytes(model, layers, b, T, 0, options),
+          double(acts.scratch) + backend_workspace_bytes(model, layers, b, T, 0, options),
           double(kernels::element_bytes(options.storage)) * rows * (slots + 1)};
 }
 
@@ -89,14 +92,15 @@ MemoryBytes rank_memory(const GptConfig& model, const Plan& plan, const RankRole
   MemoryBytes bytes = stage_memory(model, stage.layers, role.samples, seq_len, slots, stage.recompute, options);
   bytes.optimizer = rank_optimizer_bytes(model, plan, world_rank, options.shard_all);
   // The tied group's late embedding rows: a first stage's own, with their ids, and every
-  // member's gathered ones (rows of the storage type, ids int32), and on the bf16 path the
-  // gathered rows' widening for their embedding backward.
+  // member's gathered ones (rows of the storage type, ids int32), and the workspace of their
+  // embedding backward (the bf16 path's widening, the GPU's sort).
   const bool first = stage.layers.begin == 0, last = stage.layers.end == model.num_layers;
   if (options.block_sync && (first || last) && tied_sum_starts_early(plan, model, seq_len)) {
     const double mine = first ? double(role.samples) * seq_len : 0, all = tied_rows_kept_late(plan, seq_len);
     bytes.transfers += (mine + all) * (double(kernels::element_bytes(options.storage)) * model.channels + 4);
-    bytes.workspace += bf16_working_bytes(model, stage.layers, role.samples, seq_len, static_cast<size_t>(all), options) -
-                       bf16_working_bytes(model, stage.layers, role.samples, seq_len, 0, options);
+    bytes.workspace +=
+        backend_workspace_bytes(model, stage.layers, role.samples, seq_len, static_cast<size_t>(all), options) -
+        backend_workspace_bytes(model, stage.layers, role.samples, seq_len, 0, options);
   }
   return bytes;
 }

@@ -7,8 +7,8 @@
 // as ParamLayout and Stage::activation_footprint lay them out (tests check that a stage
 // allocates exactly that), in the bytes of the path's storage type (kernels/tensor.hpp): fp32
 // masters, gradients and moments on every path; activations, scratch and transfers of the
-// storage type; on the bf16 path the fp32 working copies its ops compute on
-// (kernels/bf16_rounding_backend.hpp).
+// storage type; the backend's workspace (kernels/workspace.hpp): on the bf16 path the working
+// copies its ops compute on, on a GPU (or its interpreter) the launch workspace.
 #pragma once
 
 #include <cstddef>
@@ -29,7 +29,8 @@ struct MemoryBytes {
   double gradients = 0;    // their fp32 gradients
   double optimizer = 0;    // AdamW's two moments (of this rank's shards only where sharded), its segment table
   double activations = 0;  // what the in-flight micro-batches keep for backward, token ids included
-  double workspace = 0;    // one micro-batch's scratch: the recomputed set, the head's logits, fp32 working copies
+  double workspace = 0;    // one micro-batch's scratch: the recomputed set, the head's logits, the backend's
+                           // workspace (kernels/workspace.hpp: bf16 working copies, GPU launch workspace)
   double transfers = 0;    // the gradient received from the next stage, one per slot in flight back, late rows
   double total() const { return parameters + gradients + optimizer + activations + workspace + transfers; }
 };
@@ -48,6 +49,8 @@ struct JobMemoryOptions {
   // The bf16 path on the device's bf16 kernels (Backend::runs_bf16_kernels), whose working
   // copies are bf16 parameter copies, not the fp32-compute path's fp32 operands.
   bool bf16_kernels = false;
+  // Where the ops run (Backend::ops_device): the GPU ops hold a launch workspace.
+  kernels::OpsDevice device = kernels::OpsDevice::host;
 };
 
 // A stage holding `layers` on a rank with b samples per micro-batch of T tokens, `slots`

@@ -63,16 +63,13 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
     backend.copy_to_device(stage_.params(), host.data(), host.size() * sizeof(float));
     stage_.params_written();
   }
-  // The bf16 path's working copies, sized before the first step, so that no step allocates
-  // (lib/plan/memory_model counts them): the widest op of this stage, and the embedding backward
-  // of the tied group's gathered rows.
-  if (backend.storage() == kernels::ElementType::bf16) {
-    const size_t gathered = late_rows_.on() ? static_cast<size_t>(tied_rows_kept_late(plan, seq_len)) : 0;
-    const kernels::Bf16StageShape shape{ctx.role.samples, seq_len, model.channels, model.num_heads,
-                                        model.padded_vocab_size, ctx.first_stage(), ctx.last_stage(), gathered};
-    backend.reserve_workspace(kernels::bf16_rounding_workspace_bytes(
-        shape, backend.runs_bf16_kernels() ? kernels::Bf16Compute::kernels : kernels::Bf16Compute::fp32));
-  }
+  // The backend's workspace (the bf16 path's working copies, the GPU ops' launch workspace),
+  // sized before the first step so that no step allocates (kernels/workspace.hpp; lib/plan/
+  // memory_model counts it): for the widest op of this stage, and the embedding backward of the
+  // tied group's gathered rows.
+  const size_t gathered = late_rows_.on() ? static_cast<size_t>(tied_rows_kept_late(plan, seq_len)) : 0;
+  backend.reserve_workspace({ctx.role.samples, seq_len, model.channels, model.num_heads, model.padded_vocab_size,
+                             ctx.first_stage(), ctx.last_stage(), gathered});
   const size_t BT = static_cast<size_t>(ctx.role.samples) * T_;
   inputs_.resize(BT);
   targets_.resize(BT);

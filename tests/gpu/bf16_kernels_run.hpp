@@ -70,25 +70,27 @@ std::vector<Output> run_cases(Launch& launch, Memory& mem) {
     keep(tag + "dqkv", dqkv, 3 * BTC);
   }
 
-  // The MLP's first matmul with its fused GELU, forward and backward (N = 2 x 100 rows).
+  // The MLP (N = 2 x 100 rows): fc with GELU in its epilogue, then fc_proj's backward with dGELU
+  // in its dinp GEMM's epilogue, on fc's pre-activation: the gradient of pre_gelu.
   {
-    const int N = 200, C = 768, OC = 3072;
+    const int N = 200, C = 768, H = 4 * C;
     const bf16* inp = mem.put(bf16s(size_t(N) * C, 3, 1.f));
-    const bf16* weight = mem.put(bf16s(size_t(OC) * C, 4, 0.06f));
-    const bf16* bias = mem.put(bf16s(size_t(OC), 5, 0.5f));
-    const bf16* dout = mem.put(bf16s(size_t(N) * OC, 6, 1.f));
-    bf16* out = mem.filled(size_t(N) * OC, bf16_nan);
-    bf16* pre_gelu = mem.filled(size_t(N) * OC, bf16_nan);
-    bf16* dinp = mem.filled(size_t(N) * C, bf16_nan);
-    float* dweight = mem.put(uniforms(size_t(OC) * C, 7, 1.f));
-    float* dbias = mem.put(uniforms(size_t(OC), 8, 1.f));
-    kernels::gpu_ops::matmul_forward_bf16(launch, out, pre_gelu, inp, weight, bias, N, C, OC);
-    kernels::gpu_ops::matmul_backward_bf16(launch, dinp, dweight, dbias, dout, inp, weight, pre_gelu, N, C, OC);
-    keep("matmul + GELU: out", out, size_t(N) * OC);
-    keep("matmul + GELU: pre_gelu", pre_gelu, size_t(N) * OC);
-    keep("matmul + GELU: dinp", dinp, size_t(N) * C);
-    keep("matmul + GELU: dweight", dweight, size_t(OC) * C);
-    keep("matmul + GELU: dbias", dbias, size_t(OC));
+    const bf16* fc_w = mem.put(bf16s(size_t(H) * C, 4, 0.06f));
+    const bf16* fc_b = mem.put(bf16s(size_t(H), 5, 0.5f));
+    const bf16* proj_w = mem.put(bf16s(size_t(C) * H, 6, 0.03f));
+    const bf16* dout = mem.put(bf16s(size_t(N) * C, 7, 1.f));
+    bf16* out = mem.filled(size_t(N) * H, bf16_nan);
+    bf16* pre_gelu = mem.filled(size_t(N) * H, bf16_nan);
+    bf16* dpre_gelu = mem.filled(size_t(N) * H, bf16_nan);
+    float* dweight = mem.put(uniforms(size_t(C) * H, 8, 1.f));
+    float* dbias = mem.put(uniforms(size_t(C), 40, 1.f));
+    kernels::gpu_ops::matmul_forward_bf16(launch, out, pre_gelu, inp, fc_w, fc_b, N, C, H);
+    kernels::gpu_ops::matmul_backward_bf16(launch, dpre_gelu, dweight, dbias, dout, out, proj_w, pre_gelu, N, H, C);
+    keep("matmul + GELU: out", out, size_t(N) * H);
+    keep("matmul + GELU: pre_gelu", pre_gelu, size_t(N) * H);
+    keep("matmul + dGELU: dpre_gelu", dpre_gelu, size_t(N) * H);
+    keep("matmul + dGELU: dweight", dweight, size_t(C) * H);
+    keep("matmul + dGELU: dbias", dbias, size_t(C));
   }
 
   // Residual + layernorm forward, layernorm backward (one launch, the last block's column sums).

@@ -44,11 +44,12 @@ size_t count_differing(const std::vector<float>& a, const std::vector<float>& b,
   return n;
 }
 
-// Runs stage `layers` of tiny-4l through the 1F1B order of a stage with `slots` slots and five
-// micro-batches, the last one short (one sample of B = 2). A stage with the head runs forward,
-// loss and backward back to back, as 1F1B does there.
-Trace run(kernels::Backend& backend, LayerRange layers, int slots, Recompute mode) {
-  const GptConfig config = load_model_config("inputs/models/tiny-4l.yaml");
+// Runs stage `layers` of `model` (4 layers) through the 1F1B order of a stage with `slots` slots
+// and five micro-batches, the last one short (one sample of B = 2). A stage with the head runs
+// forward, loss and backward back to back, as 1F1B does there.
+Trace run(kernels::Backend& backend, LayerRange layers, int slots, Recompute mode,
+          const std::string& model = "inputs/models/tiny-4l.yaml") {
+  const GptConfig config = load_model_config(model);
   const int B = 2, T = 8, C = config.channels, m = 5;
   const size_t BT = static_cast<size_t>(B) * T, BTC = BT * C;
   Stage stage(config, layers, B, T, slots, backend, mode);
@@ -96,29 +97,43 @@ Trace run(kernels::Backend& backend, LayerRange layers, int slots, Recompute mod
   return trace;
 }
 
-TEST(Recompute, SelectiveAndFullEqualNoneBitForBit) {
-  for (auto make : {kernels::make_cpu_backend, kernels::make_async_cpu_backend}) {
-    auto backend = make();
-    for (LayerRange layers : {LayerRange{0, 4}, LayerRange{0, 2}, LayerRange{1, 3}, LayerRange{2, 4}}) {
-      const Trace none = run(*backend, layers, 3, Recompute::none);
-      for (Recompute mode : {Recompute::selective, Recompute::full}) {
-        const Trace other = run(*backend, layers, 3, mode);
-        const std::string what = backend->name() + " layers [" + std::to_string(layers.begin) + ", " +
-                                 std::to_string(layers.end) + ") " + to_string(mode);
-        EXPECT_EQ(none.loss, other.loss) << what;
-        for (auto [name, a, b] : {std::tuple{"outputs", &none.outputs, &other.outputs},
-                                  std::tuple{"input gradients", &none.input_grads, &other.input_grads},
-                                  std::tuple{"parameter gradients", &none.grads, &other.grads}}) {
-          ASSERT_EQ(a->size(), b->size()) << what << " " << name;
-          size_t first = 0;
-          const size_t n = count_differing(*a, *b, &first);
-          EXPECT_EQ(n, 0u) << what << ": " << n << " of " << a->size() << " " << name << " differ, first at " << first
-                           << " (" << (n ? (*a)[first] : 0.f) << " vs " << (n ? (*b)[first] : 0.f) << ")";
-        }
+void expect_modes_equal_none(kernels::Backend& backend, const std::string& model) {
+  for (LayerRange layers : {LayerRange{0, 4}, LayerRange{0, 2}, LayerRange{1, 3}, LayerRange{2, 4}}) {
+    const Trace none = run(backend, layers, 3, Recompute::none, model);
+    for (Recompute mode : {Recompute::selective, Recompute::full}) {
+      const Trace other = run(backend, layers, 3, mode, model);
+      const std::string what = backend.name() + " layers [" + std::to_string(layers.begin) + ", " +
+                               std::to_string(layers.end) + ") " + to_string(mode);
+      EXPECT_EQ(none.loss, other.loss) << what;
+      for (auto [name, a, b] : {std::tuple{"outputs", &none.outputs, &other.outputs},
+                                std::tuple{"input gradients", &none.input_grads, &other.input_grads},
+                                std::tuple{"parameter gradients", &none.grads, &other.grads}}) {
+        ASSERT_EQ(a->size(), b->size()) << what << " " << name;
+        size_t first = 0;
+        const size_t n = count_differing(*a, *b, &first);
+        EXPECT_EQ(n, 0u) << what << ": " << n << " of " << a->size() << " " << name << " differ, first at " << first
+                         << " (" << (n ? (*a)[first] : 0.f) << " vs " << (n ? (*b)[first] : 0.f) << ")";
       }
     }
   }
 }
+
+TEST(Recompute, SelectiveAndFullEqualNoneBitForBit) {
+  for (auto make : {kernels::make_cpu_backend, kernels::make_async_cpu_backend})
+    expect_modes_equal_none(*make(), "inputs/models/tiny-4l.yaml");
+}
+
+#ifdef ETH_HAVE_SIMT_INTERPRETER
+// The same on the bf16 kernels in the interpreter (tiny-hs64: attention on the flash kernels).
+// Selective recomputation remakes ln1 with the plain layernorm kernel where the forward ran it
+// fused with the residual add before it: the same bits (the two share normalise_row).
+TEST(Recompute, SelectiveAndFullEqualNoneBitForBitOnTheBf16Kernels) {
+  const auto backend =
+      kernels::make_bf16_rounding_backend(kernels::make_cuda_emulated_backend(), kernels::Bf16Compute::kernels);
+  ASSERT_TRUE(backend->runs_bf16_kernels());
+  expect_modes_equal_none(*backend, "inputs/models/tiny-hs64.yaml");
+}
+#endif
 
 // What a stage allocates through the backend is what activation_footprint says (the memory
 // models build on it): parameters and gradients, the slots, the scratch, and the int32 token
@@ -151,10 +166,11 @@ TEST(Recompute, StageAllocatesItsFootprint) {
 
 // The same on the bf16 paths: activations, scratch and logits stored in two bytes (the layernorm
 // and attention statistics in four), so a slot takes more than half and less than all of fp32's
-// bytes; and after a step's first forward, loss and backward the backend holds its working
-// copies besides, exactly bf16_rounding_workspace_bytes (the memory model's term): on the CPU
-// twin (fp32 compute), and on the bf16 kernels in the interpreter with heads of 64 channels, so
-// that attention runs on the flash kernels and needs no working copy.
+// bytes; and after a step's first forward, loss and backward the backend holds its workspace
+// besides (kernels/workspace.hpp, the memory model's term), exactly as reserved at start-up: the
+// working copies on the CPU twin (fp32 compute); on the bf16 kernels in the interpreter, with
+// heads of 64 channels so that attention runs on the flash kernels, the classifier's token losses
+// and the GPU ops' launch workspace (an op that asked for more would throw).
 void check_bf16_stage_memory(const std::string& model, const std::function<std::unique_ptr<kernels::Backend>()>& make,
                              kernels::Bf16Compute compute) {
   const GptConfig config = load_model_config(model);
@@ -190,10 +206,12 @@ void check_bf16_stage_memory(const std::string& model, const std::function<std::
                            fp.scratch;
       EXPECT_EQ(backend->allocated_bytes() - before, built) << what;
       // The workspace reserved as the runtime does at start-up: the step then allocates nothing
-      // (a grown workspace would change the bytes held).
-      const size_t workspace = kernels::bf16_rounding_workspace_bytes(
-          {B, T, C, config.num_heads, config.padded_vocab_size, first, last, 0}, compute);
-      backend->reserve_workspace(workspace);
+      // (a grown workspace would change the bytes held). On the interpreted kernels it holds the
+      // GPU ops' launch workspace besides (their scratch comes from the same allocator).
+      const kernels::StageShape shape{B, T, C, config.num_heads, config.padded_vocab_size, first, last, 0};
+      const size_t workspace = kernels::bf16_rounding_workspace_bytes(shape, compute) +
+                               kernels::launch_workspace_bytes(shape, backend->ops_device());
+      backend->reserve_workspace(shape);
       EXPECT_EQ(backend->allocated_bytes() - before, built + workspace) << what;
       EXPECT_LT(fp.per_slot, fp32.per_slot) << what;
       EXPECT_GT(2 * fp.per_slot, fp32.per_slot) << what;

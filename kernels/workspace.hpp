@@ -1,0 +1,51 @@
+// The workspace a backend holds for its ops, beside the buffers its callers allocate, through the
+// steps of one pipeline stage: reserved once at start-up (Backend::reserve_workspace), so that
+// no step allocates device memory, and counted by the memory model (lib/plan/memory_model) with
+// the formulas the reservation uses:
+//
+//   the bf16 path's working copies  bf16_rounding_workspace_bytes (kernels/bf16_rounding_backend.hpp):
+//                                   the fp32-compute path's fp32 operands, the kernels' token losses
+//   the GPU ops' launch workspace   launch_workspace_bytes below: the largest op's launch.scratch
+//                                   (kernels/gpu_ops/scratch.hpp), the grid counters; on a GPU also
+//                                   cuBLASLt's workspace and CUB's storage for the embedding's sort
+#pragma once
+
+#include <cstddef>
+
+namespace eth::kernels {
+
+// A pipeline stage's shapes, as far as the workspace goes: micro-batches of B samples of T
+// tokens, C channels, NH heads, Vp padded vocabulary; the embedding and the head on it or not;
+// `gathered_rows`: the rows of one more embedding backward, of rows gathered from the tied group
+// (lib/runtime/late_embedding_rows.hpp), 0 where none.
+struct StageShape {
+  int B, T, C, NH, Vp;
+  bool embedding, head;
+  size_t gathered_rows;
+};
+
+// Where a backend's ops run: the CPU backend's loops (no launch workspace), the GPU ops in the
+// kernel interpreter (cuda-emulated), or the GPU ops on a GPU.
+enum class OpsDevice { host, interpreter, cuda };
+
+// The grid counters the GPU ops hold (launch.counters): the bf16 layernorm backward's one.
+constexpr size_t kLaunchCounters = 1;
+// cuBLASLt's workspace on a GPU (kernels/cuda/cuda_launch.cu), which cuBLAS shares: 32 MiB,
+// cuBLASLt's recommendation for Hopper.
+constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
+// A bound on CUB's temporary storage for a stable radix sort of n (int32, int32) pairs: its
+// alternate key and value buffers (8 n bytes), its look-back and histogram state (under n bytes
+// plus 1 MiB at every tile size it picks; cub/device/dispatch/dispatch_radix_sort.cuh), with
+// room. The CUDA launch asks CUB at start-up and stops with an error if CUB wants more.
+inline size_t sort_storage_bound(size_t n) { return 12 * n + (size_t{2} << 20); }
+
+// The largest launch.scratch request of the GPU ops in a step of such a stage, on either
+// precision path (fp32 GPU ops and bf16 kernels alike: the larger of the two is reserved).
+size_t launch_scratch_bytes(const StageShape& shape);
+// The rows the embedding's backward sorts at most: a micro-batch's, or the gathered rows.
+size_t sorted_rows(const StageShape& shape);
+// All the GPU ops hold for such a stage on `device`: the scratch and the counters, and on a GPU
+// cuBLASLt's workspace and the bound on CUB's sort storage. 0 on the host.
+size_t launch_workspace_bytes(const StageShape& shape, OpsDevice device);
+
+}  // namespace eth::kernels

@@ -1,0 +1,89 @@
+// The GPU ops' launch workspace (kernels/workspace.hpp) in the interpreter: reserved as eth_train
+// reserves it (Backend::reserve_workspace), it holds a whole training step of a stage (forward,
+// loss, backward, the gradient norm, AdamW) on the fp32 GPU ops and on the bf16 kernels: no op
+// asks for more scratch (HostLaunch would throw) and nothing is allocated during the step. At
+// this shape (tiny-hs64, B 5, T 64: N = 320 rows, three 128-row chunks) the largest request is
+// the column sums of fc's bias gradient, (3, 4C) float pairs, which the fp32 matmul backward
+// makes: leaving that term out of launch_scratch_bytes fails the fp32 test. At tiny shapes the
+// sum of squares' 8200 bytes is the largest, which the MPI tests on cuda-emulated exercise.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/bf16_rounding_backend.hpp"
+#include "kernels/emulated/cuda_emulated_backend.hpp"
+#include "kernels/gpu_ops/scratch.hpp"
+#include "kernels/workspace.hpp"
+#include "lib/base/random.hpp"
+#include "lib/model/model_config.hpp"
+#include "lib/model/optimizer.hpp"
+#include "lib/model/param_layout.hpp"
+#include "lib/model/stage.hpp"
+
+namespace eth::test {
+namespace {
+
+constexpr int B = 5, T = 64;
+
+void expect_step_within_reserve(std::unique_ptr<kernels::Backend> backend) {
+  const GptConfig model = load_model_config("inputs/models/tiny-hs64.yaml");
+  Stage stage(model, LayerRange{0, model.num_layers}, B, T, 1, *backend);
+  std::vector<float> params(stage.layout().size());
+  init_gpt2_parameters(model, stage.layout(), 1, params.data());
+  backend->copy_to_device(stage.params(), params.data(), params.size() * sizeof(float));
+  stage.params_written();
+  const AdamWConfig adamw;
+  AdamW optimizer(stage.layout(), adamw, *backend);
+  const kernels::StageShape shape{B, T, model.channels, model.num_heads, model.padded_vocab_size, true, true, 0};
+  const size_t before = backend->allocated_bytes();
+  backend->reserve_workspace(shape);
+  const size_t reserved = backend->allocated_bytes() - before;
+  EXPECT_GE(reserved, kernels::launch_workspace_bytes(shape, kernels::OpsDevice::interpreter));
+
+  std::vector<int32_t> tokens(static_cast<size_t>(B) * T), targets(tokens.size());
+  for (size_t i = 0; i < tokens.size(); i++) {
+    tokens[i] = static_cast<int32_t>(uniform_at(11, i) * model.vocab_size);
+    targets[i] = static_cast<int32_t>(uniform_at(12, i) * model.vocab_size);
+  }
+  stage.zero_grads();
+  stage.forward(0, tokens.data(), nullptr);
+  stage.loss(0, targets.data(), true);
+  const double loss = stage.take_loss_sum() / B;
+  stage.backward(0, nullptr);
+  const double grad_norm = std::sqrt(backend->sum_of_squares(stage.grads(), stage.layout().size())) / B;
+  optimizer.step(stage.params(), stage.param_copies(), stage.grads(), 3e-4f,
+                 static_cast<float>(clip_factor(grad_norm, adamw.max_grad_norm) / B));
+  backend->synchronize();
+  EXPECT_TRUE(std::isfinite(loss) && std::isfinite(grad_norm)) << loss << " " << grad_norm;
+  EXPECT_EQ(backend->allocated_bytes() - before, reserved) << backend->name() << ": the step allocated";
+  EXPECT_EQ(backend->peak_allocated_bytes(), backend->allocated_bytes()) << backend->name() << ": the step allocated";
+}
+
+TEST(LaunchWorkspace, TheShapeMakesFcsBiasColumnSumsTheLargestRequest) {
+  const GptConfig model = load_model_config("inputs/models/tiny-hs64.yaml");
+  const size_t N = size_t{B} * T, C = static_cast<size_t>(model.channels);
+  const kernels::StageShape shape{B, T, model.channels, model.num_heads, model.padded_vocab_size, true, true, 0};
+  EXPECT_EQ(kernels::launch_scratch_bytes(shape), kernels::gpu_ops::column_sums_scratch_bytes(N, 4 * C));
+  EXPECT_GT(kernels::launch_scratch_bytes(shape), kernels::gpu_ops::sum_of_squares_scratch_bytes());
+  // What the memory model adds on each device: the scratch and the counters in the interpreter;
+  // on a GPU also cuBLASLt's workspace and the bound on CUB's sort storage; nothing on the host.
+  const size_t held = kernels::launch_scratch_bytes(shape) + sizeof(unsigned) * kernels::kLaunchCounters;
+  EXPECT_EQ(kernels::launch_workspace_bytes(shape, kernels::OpsDevice::interpreter), held);
+  EXPECT_EQ(kernels::launch_workspace_bytes(shape, kernels::OpsDevice::cuda),
+            held + kernels::kCublasWorkspaceBytes + kernels::sort_storage_bound(N));
+  EXPECT_EQ(kernels::launch_workspace_bytes(shape, kernels::OpsDevice::host), 0u);
+}
+
+TEST(LaunchWorkspace, HoldsAStepOfTheFp32GpuOps) { expect_step_within_reserve(kernels::make_cuda_emulated_backend()); }
+
+TEST(LaunchWorkspace, HoldsAStepOfTheBf16Kernels) {
+  expect_step_within_reserve(
+      kernels::make_bf16_rounding_backend(kernels::make_cuda_emulated_backend(), kernels::Bf16Compute::kernels));
+}
+
+}  // namespace
+}  // namespace eth::test
