@@ -20,7 +20,7 @@ MetricsWriter::MetricsWriter(const std::string& path, int resumed_step) : path_(
 }
 
 void MetricsWriter::write(const nlohmann::json& record) {
-  out_ << record.dump() << '\n';
+  out_ << record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   out_.flush();
 }
 

@@ -18,14 +18,22 @@ Sizes sizes(const GptConfig& config, int capacity) {
 }
 int resolved_capacity(const GptConfig& config, int capacity) { return capacity == 0 ? config.max_seq_len : capacity; }
 
+// The floats of the layout up to the end of wpe: the embedding, which the one-stage layout starts with.
+size_t embedding_floats(const GptConfig& config, const ParamLayout& layout) {
+  assert(layout.wte() == 0);
+  return layout.wpe() + static_cast<size_t>(config.max_seq_len) * config.channels;
+}
+
 }  // namespace
 
 size_t Generator::device_bytes(const GptConfig& config, kernels::ElementType storage, int capacity) {
   const Sizes s = sizes(config, resolved_capacity(config, capacity));
   const size_t e = kernels::element_bytes(storage);
-  const size_t copies = storage == kernels::ElementType::bf16 ? sizeof(kernels::bf16) * s.params : 0;
+  const bool bf16 = storage == kernels::ElementType::bf16;
+  const size_t masters = bf16 ? embedding_floats(config, ParamLayout(config, {0, config.num_layers})) : s.params;
+  const size_t copies = bf16 ? sizeof(kernels::bf16) * s.params : 0;
   // masters and copies; tokens; two caches, five (T, C), qkv, two (T, 4C), logits; mean and rstd
-  return sizeof(float) * s.params + copies + sizeof(int32_t) * s.rows +
+  return sizeof(float) * masters + copies + sizeof(int32_t) * s.rows +
          e * (2 * s.cache + 5 * s.rows_c + s.rows_3c + 2 * s.rows_4c + s.vp) + sizeof(float) * 2 * s.rows;
 }
 
@@ -38,11 +46,11 @@ Generator::Generator(const GptConfig& config, kernels::Backend& backend, const f
   assert(0 < capacity_ && capacity_ <= config.max_seq_len);
   const Sizes s = sizes(config, capacity_);
   const size_t e = kernels::element_bytes(storage_);
-  params_ = kernels::DeviceBuffer<float>(backend, s.params);
-  backend.copy_to_device(params_.data(), host_params, s.params * sizeof(float));
-  if (storage_ == kernels::ElementType::bf16) {
+  params_ = kernels::DeviceBuffer<float>(backend, master_floats());
+  backend.copy_to_device(params_.data(), host_params, master_floats() * sizeof(float));
+  if (storage_ == kernels::ElementType::bf16) {  // rounded on the host, as the device would
     param_copies_ = kernels::DeviceBuffer<kernels::bf16>(backend, s.params);
-    backend.convert(param_copies_.data(), params_.data(), s.params);
+    kernels::copy_to_device_f32(backend, param_copies_.data(), host_params, s.params);
   }
   tokens_ = kernels::DeviceBuffer<int32_t>(backend, s.rows);
   auto make = [&](kernels::DeviceBuffer<std::byte>& b, size_t elements) {
@@ -58,6 +66,10 @@ Generator::Generator(const GptConfig& config, kernels::Backend& backend, const f
   mean_ = kernels::DeviceBuffer<float>(backend, s.rows);
   rstd_ = kernels::DeviceBuffer<float>(backend, s.rows);
   host_logits_.resize(s.vp);
+}
+
+size_t Generator::master_floats() const {
+  return storage_ == kernels::ElementType::bf16 ? embedding_floats(config_, layout_) : layout_.size();
 }
 
 kernels::ConstTensor Generator::weights() const {

@@ -11,8 +11,9 @@
 // (sampling never picks them, lib/model/sampling.hpp). Single sequence (B = 1).
 //
 // Storage is the Stage's: the caches and activations are of the backend's element type (bf16 on
-// the bf16 path, 2 bytes each), and the kernels read bf16 copies of the parameters there, beside
-// the fp32 masters the embedding reads.
+// the bf16 path, 2 bytes each), and the kernels read bf16 copies of the parameters there. Of the
+// fp32 masters, which nothing here updates, it keeps only what the kernels read as fp32: all of
+// them on fp32, the embedding's (wte, wpe) on bf16.
 #pragma once
 
 #include <cstddef>
@@ -33,7 +34,7 @@ class Generator {
   Generator(const GptConfig& config, kernels::Backend& backend, const float* host_params, int capacity = 0);
 
   // Device bytes a Generator of this capacity allocates on a backend of this storage type:
-  // parameters (and their bf16 copies), caches, activations.
+  // parameters (fp32 masters, or the embedding's and bf16 copies of all), caches, activations.
   static size_t device_bytes(const GptConfig& config, kernels::ElementType storage, int capacity = 0);
 
   const GptConfig& config() const { return config_; }
@@ -48,6 +49,7 @@ class Generator {
   const std::vector<float>& extend(const int32_t* tokens, int n);
   kernels::Tensor stored(kernels::DeviceBuffer<std::byte>& buffer) const { return {buffer.data(), storage_}; }
   kernels::ConstTensor weights() const;  // the bf16 copies on the bf16 path, else the masters
+  size_t master_floats() const;          // what params_ holds
 
   GptConfig config_;
   ParamLayout layout_;
@@ -56,7 +58,8 @@ class Generator {
   int capacity_;
   int position_ = 0;
 
-  kernels::DeviceBuffer<float> params_;               // (layout_.size()) fp32 masters
+  // fp32 masters: (layout_.size()) on fp32; on bf16 the layout's first embedding_floats(), wte and wpe.
+  kernels::DeviceBuffer<float> params_;
   kernels::DeviceBuffer<kernels::bf16> param_copies_;  // (layout_.size()) bf16 path only
   kernels::DeviceBuffer<int32_t> tokens_;             // (capacity)
   // Of the storage type. The caches, then the activations of the new rows (n <= capacity),
