@@ -96,6 +96,22 @@ class GpuOpsBackend : public Base {
     gpu_ops::adamw_update(launch(), params, param_copies, grads, m, v, segments, count, settings);
   }
 
+  // The fused ops as the two GPU ops they fuse (the fp32 GPU ops have no fused kernel; the bf16
+  // path's are Bf16Kernels), named here so that a Base that forwards (the emulated backend's)
+  // does not send them to its host backend.
+  void matmul_gelu_forward(Tensor out, Tensor pre_gelu, ConstTensor inp, ConstTensor weight, ConstTensor bias, int N,
+                           int C, int OC) override {
+    Backend::matmul_gelu_forward(out, pre_gelu, inp, weight, bias, N, C, OC);
+  }
+  void matmul_dgelu_backward(Tensor dpre_gelu, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
+                             ConstTensor weight, ConstTensor pre_gelu, int N, int C, int OC) override {
+    Backend::matmul_dgelu_backward(dpre_gelu, dweight, dbias, dout, inp, weight, pre_gelu, N, C, OC);
+  }
+  void residual_layernorm_forward(Tensor residual, Tensor out, float* mean, float* rstd, ConstTensor a, ConstTensor b,
+                                  ConstTensor weight, ConstTensor bias, int N, int C) override {
+    Backend::residual_layernorm_forward(residual, out, mean, rstd, a, b, weight, bias, N, C);
+  }
+
   // The largest op's scratch, the grid counters and (on a GPU) the sort's storage, now
   // (kernels/workspace.hpp); the launch then refuses to grow them inside a step.
   void reserve_workspace(const StageShape& shape) override {

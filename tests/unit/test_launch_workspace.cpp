@@ -1,7 +1,8 @@
 // The GPU ops' launch workspace (kernels/workspace.hpp) in the interpreter: reserved as eth_train
 // reserves it (Backend::reserve_workspace), it holds a whole training step of a stage (forward,
 // loss, backward, the gradient norm, AdamW) on the fp32 GPU ops and on the bf16 kernels: no op
-// asks for more scratch (HostLaunch would throw) and nothing is allocated during the step. At
+// asks for more scratch (HostLaunch would throw), nothing is allocated during the step, and every
+// matmul (the fused ones included) runs on the GPU ops, none on the host backend. At
 // this shape (tiny-hs64, B 5, T 64: N = 320 rows, three 128-row chunks) the largest request is
 // the column sums of fc's bias gradient, (3, 4C) float pairs, which the fp32 matmul backward
 // makes: leaving that term out of launch_scratch_bytes fails the fp32 test. At tiny shapes the
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/bf16_rounding_backend.hpp"
@@ -29,7 +31,9 @@ namespace {
 
 constexpr int B = 5, T = 64;
 
-void expect_step_within_reserve(std::unique_ptr<kernels::Backend> backend) {
+// `gemm`: the library call each of the step's matmuls makes in the interpreter.
+void expect_step_within_reserve(std::unique_ptr<kernels::Backend> backend, kernels::emulated::HostLaunch& launch,
+                                const std::string& gemm) {
   const GptConfig model = load_model_config("inputs/models/tiny-hs64.yaml");
   Stage stage(model, LayerRange{0, model.num_layers}, B, T, 1, *backend);
   std::vector<float> params(stage.layout().size());
@@ -44,6 +48,7 @@ void expect_step_within_reserve(std::unique_ptr<kernels::Backend> backend) {
   const size_t reserved = backend->allocated_bytes() - before;
   EXPECT_GE(reserved, kernels::launch_workspace_bytes(shape, kernels::OpsDevice::interpreter));
 
+  launch.reset_counts();
   std::vector<int32_t> tokens(static_cast<size_t>(B) * T), targets(tokens.size());
   for (size_t i = 0; i < tokens.size(); i++) {
     tokens[i] = static_cast<int32_t>(uniform_at(11, i) * model.vocab_size);
@@ -61,6 +66,11 @@ void expect_step_within_reserve(std::unique_ptr<kernels::Backend> backend) {
   EXPECT_TRUE(std::isfinite(loss) && std::isfinite(grad_norm)) << loss << " " << grad_norm;
   EXPECT_EQ(backend->allocated_bytes() - before, reserved) << backend->name() << ": the step allocated";
   EXPECT_EQ(backend->peak_allocated_bytes(), backend->allocated_bytes()) << backend->name() << ": the step allocated";
+  // Every matmul of the step ran on the GPU ops, the fused ones included (none left for the host
+  // backend under the emulated one): 4 per layer forward, 8 backward, and the head's 3.
+  const auto calls = launch.library_counts().find(gemm);
+  ASSERT_NE(calls, launch.library_counts().end()) << gemm;
+  EXPECT_EQ(calls->second.calls, 12u * model.num_layers + 3) << gemm;
 }
 
 TEST(LaunchWorkspace, TheShapeMakesFcsBiasColumnSumsTheLargestRequest) {
@@ -78,11 +88,17 @@ TEST(LaunchWorkspace, TheShapeMakesFcsBiasColumnSumsTheLargestRequest) {
   EXPECT_EQ(kernels::launch_workspace_bytes(shape, kernels::OpsDevice::host), 0u);
 }
 
-TEST(LaunchWorkspace, HoldsAStepOfTheFp32GpuOps) { expect_step_within_reserve(kernels::make_cuda_emulated_backend()); }
+TEST(LaunchWorkspace, HoldsAStepOfTheFp32GpuOps) {
+  std::unique_ptr<kernels::Backend> backend = kernels::make_cuda_emulated_backend();
+  kernels::emulated::HostLaunch& launch = *kernels::cuda_emulated_launch(*backend);
+  expect_step_within_reserve(std::move(backend), launch, "cublas_sgemm");
+}
 
 TEST(LaunchWorkspace, HoldsAStepOfTheBf16Kernels) {
-  expect_step_within_reserve(
-      kernels::make_bf16_rounding_backend(kernels::make_cuda_emulated_backend(), kernels::Bf16Compute::kernels));
+  std::unique_ptr<kernels::Backend> backend = kernels::make_cuda_emulated_backend();
+  kernels::emulated::HostLaunch& launch = *kernels::cuda_emulated_launch(*backend);
+  expect_step_within_reserve(kernels::make_bf16_rounding_backend(std::move(backend), kernels::Bf16Compute::kernels),
+                             launch, "cublaslt_matmul_bf16");
 }
 
 }  // namespace
