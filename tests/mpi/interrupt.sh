@@ -33,8 +33,14 @@ interrupt() {
   last=$(grep -c '"loss"' "$work/$1/metrics.jsonl")
   stopped=""
   [ "$(cat "$work/$1/checkpoints/latest" 2> /dev/null)" != "step_$last.h5" ] || stopped=$last
-  local waited=0  # ranks ending (or SIGKILLed) right after mpirun returns are not orphans
-  while orphans=$(for pid in $ranks; do kill -0 "$pid" 2> /dev/null && echo "$pid"; done | wc -l) \
+  # Ranks ending (or SIGKILLed) right after mpirun returns are not orphans, and neither is a rank
+  # that has exited but is not yet reaped (a zombie, which kill -0 still finds: mpirun's orphans
+  # go to this machine's init, which may reap late). The count's loop must exit 0 whatever its
+  # last rank does: under pipefail a last rank that had ended made the count fail, and the wait
+  # stop at once with the other ranks still counted as orphans.
+  local waited=0
+  running() { [ -r "/proc/$1/status" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2> /dev/null; }
+  while orphans=$(for pid in $ranks; do if running "$pid"; then echo "$pid"; fi; done | wc -l) \
         && [ "$orphans" -gt 0 ] && [ $waited -lt 100 ]; do
     sleep 0.1
     waited=$((waited + 1))
