@@ -34,9 +34,10 @@ constexpr size_t kLaunchCounters = 1;
 // cuBLASLt's recommendation for Hopper.
 constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 // A bound on CUB's temporary storage for a stable radix sort of n (int32, int32) pairs: its
-// alternate key and value buffers (8 n bytes), its look-back and histogram state (under n bytes
-// plus 1 MiB at every tile size it picks; cub/device/dispatch/dispatch_radix_sort.cuh), with
-// room. The CUDA launch asks CUB at start-up and stops with an error if CUB wants more.
+// alternate key and value buffers (8 n bytes, cub/device/dispatch/dispatch_radix_sort.cuh), and
+// for its histograms and look-back state (a few counters per radix digit and tile) 4 n bytes
+// plus 2 MiB, a margin read off that source and not yet checked on a GPU: the CUDA launch asks
+// CUB at start-up and stops with an error if CUB wants more.
 inline size_t sort_storage_bound(size_t n) { return 12 * n + (size_t{2} << 20); }
 
 // The largest launch.scratch request of the GPU ops in a step of such a stage, on either

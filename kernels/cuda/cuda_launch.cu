@@ -10,7 +10,6 @@
 namespace eth::kernels::cuda {
 namespace {
 
-
 // The descriptors of one cuBLASLt call, destroyed on every path out (host objects: creating them
 // allocates no device memory, and the heuristic caches its answer per descriptor contents).
 struct LtCall {

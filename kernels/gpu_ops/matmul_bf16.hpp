@@ -66,7 +66,8 @@ void matmul_backward_bf16(Launch& launch, bf16* dinp, float* dweight, float* dbi
   dw.D_fp32 = dweight, dw.ldd = C;
   dw.accumulate = true;
   if (dbias == nullptr) return launch.gemm_bf16(dw);
-  auto* partial = static_cast<float*>(launch.scratch(matmul_backward_bf16_scratch_bytes(static_cast<size_t>(OC), true)));
+  const size_t partial_bytes = matmul_backward_bf16_scratch_bytes(static_cast<size_t>(OC), true);
+  auto* partial = static_cast<float*>(launch.scratch(partial_bytes));
   dw.epilogue = GemmEpilogue::bgradb, dw.bias_grad = partial;
   launch.gemm_bf16(dw);
   launch.kernel(AddBiasGradKernel{dbias, partial, OC}, elementwise_shape(static_cast<size_t>(OC)));

@@ -54,7 +54,9 @@ struct EncoderBackwardScratch {
   }
 };
 // The bf16 flash attention's backward: D = rowsum(dO * O), (B, NH, T) floats.
-inline size_t attention_backward_bf16_scratch_bytes(size_t B, size_t T, size_t NH) { return sizeof(float) * B * NH * T; }
+inline size_t attention_backward_bf16_scratch_bytes(size_t B, size_t T, size_t NH) {
+  return sizeof(float) * B * NH * T;
+}
 // The bf16 layernorm backward: (blocks, C) pairs of floats.
 inline size_t layernorm_backward_bf16_scratch_bytes(size_t N, size_t C) {
   return 2 * sizeof(float) * chunks_of(N, kLayerNormBackwardRowsPerBlock) * C;
