@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/bf16.hpp"
 #include "kernels/cpu/gemm.hpp"
+#include "kernels/cpu/ordered_gemm.hpp"
 
 namespace eth::kernels::cpu {
 namespace {
@@ -121,8 +122,10 @@ void layernorm_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* i
 
 template <typename F>
 void matmul_forward(F* out, const F* inp, const F* weight, const F* bias, int N, int C, int OC) {
-  if (N == 1) gemv(OC, C, weight, inp, out);  // (OC, C) @ (C): generation's decoding step
-  else gemm(false, true, N, OC, C, F(1), inp, C, weight, C, F(0), out, OC);
+  // Each row's outputs are the same bits whatever N (kernels/cpu/ordered_gemm.hpp). Generation's
+  // one new position a step reads the weights once instead, through gemv.
+  if (N == 1) gemv(OC, C, weight, inp, out);  // (OC, C) @ (C)
+  else ordered_gemm(false, true, N, OC, C, inp, C, weight, C, false, out, OC);
   if (bias == nullptr) return;
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; n++) {
@@ -134,8 +137,10 @@ void matmul_forward(F* out, const F* inp, const F* weight, const F* bias, int N,
 template <typename F>
 void matmul_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
                      int N, int C, int OC) {
-  gemm(false, false, N, C, OC, F(1), dout, OC, weight, C, F(0), dinp, C);     // dinp = dout @ W
-  gemm(true, false, OC, C, N, F(1), dout, OC, inp, C, F(1), dweight, C);      // dW += dout^T @ inp
+  // One summation order (kernels/cpu/ordered_gemm.hpp): dW's chains go on from one micro-batch to
+  // the next, so a step's weight gradients do not depend on how its samples are split.
+  ordered_gemm(false, false, N, C, OC, dout, OC, weight, C, false, dinp, C);  // dinp = dout @ W
+  ordered_gemm(true, false, OC, C, N, dout, OC, inp, C, true, dweight, C);    // dW += dout^T @ inp
   if (dbias == nullptr) return;
 #pragma omp parallel
   {
