@@ -33,6 +33,17 @@ void check_fault_block(const FaultSpec& f, const Job& job) {
                std::to_string(f.block));
 }
 
+// --inject-fault lose-micro-batch: a rank whose pipeline runs at least two micro-batches.
+void check_fault_micro_batches(const FaultSpec& f, const Job& job) {
+  const RankRole role = rank_roles(job.plan, job.world_size)[static_cast<size_t>(f.rank)];
+  const int micro_batches = role.idle() ? 0 : job.plan.pipelines[static_cast<size_t>(role.pipeline)].micro_batches;
+  if (micro_batches < 2)
+    fail_input("--inject-fault", "rank",
+               strprintf("a rank whose pipeline runs two micro-batches or more (rank %d runs %d in %s)", f.rank,
+                         micro_batches, job.plan.source.c_str()),
+               std::to_string(f.rank));
+}
+
 }  // namespace
 
 void check_options(const TrainOptions& o, int world_size) {
@@ -93,6 +104,7 @@ void check_job(const Job& job) {
     fail_input(o.adamw.shard ? "--shard-optimizer" : job.plan.source, o.adamw.shard ? "value" : "sharded_blocks",
                "--grad-sync block (the baselines sum whole slices)", std::string("--grad-sync ") + grad_sync_name(o.grad_sync));
   if (o.fault && o.fault->kind == FaultKind::nan) check_fault_block(*o.fault, job);
+  if (o.fault && o.fault->kind == FaultKind::lose_micro_batch) check_fault_micro_batches(*o.fault, job);
   if (o.resume_path.empty()) return;
   if (job.resume.step >= o.steps)
     fail_input("--steps", "value", strprintf("more than the %d steps %s has taken", job.resume.step, o.resume_path.c_str()),

@@ -26,6 +26,7 @@ const char* kind_name(FaultKind k) {
     case FaultKind::nan: return "nan";
     case FaultKind::truncate_shard: return "truncate-shard";
     case FaultKind::reverse_sums: return "reverse-sums";
+    case FaultKind::lose_micro_batch: return "lose-micro-batch";
   }
   return "";
 }
@@ -55,7 +56,7 @@ std::string what(const FaultSpec& f) {
 FaultSpec parse_fault(const std::string& text) {
   const std::string grammar =
       "KIND:rank=R:step=S[:phase=P][:block=B] with KIND abort, kill or hang (with phase=forward, backward, "
-      "reduction or checkpoint), nan (with block=B), truncate-shard or reverse-sums, R >= 0, S >= 1";
+      "reduction or checkpoint), nan (with block=B), truncate-shard, reverse-sums or lose-micro-batch, R >= 0, S >= 1";
   auto bad = [&]() { fail_input("--inject-fault", "value", grammar, text); };
   std::istringstream in(text);
   std::string kind, item;
@@ -68,6 +69,7 @@ FaultSpec parse_fault(const std::string& text) {
   else if (kind == "nan") f.kind = FaultKind::nan;
   else if (kind == "truncate-shard") f.kind = FaultKind::truncate_shard;
   else if (kind == "reverse-sums") f.kind = FaultKind::reverse_sums;
+  else if (kind == "lose-micro-batch") f.kind = FaultKind::lose_micro_batch;
   else bad();
   while (std::getline(in, item, ':')) {
     const size_t eq = item.find('=');
@@ -137,6 +139,13 @@ bool fault_reverse_sums(int step) {
   if (!said) std::fprintf(stderr, "eth_train: rank %d: %s: gradient sums started in reverse order\n", armed->rank,
                           what(*armed).c_str());
   said = true;
+  return true;
+}
+
+bool fault_lose_micro_batch(int step) {
+  if (!armed_for(FaultKind::lose_micro_batch, step)) return false;
+  std::fprintf(stderr, "eth_train: rank %d: %s: the first micro-batch's gradients lost\n", armed->rank,
+               what(*armed).c_str());
   return true;
 }
 

@@ -15,6 +15,10 @@
 //   reverse-sums    rank R starts step S's gradient sums in the reverse of the global order
 //                   (block-wise sync): on the NCCL path, whose streams run collectives in the
 //                   order issued, a cycle of ranks waiting for each other, which the watchdog names
+//   lose-micro-batch  rank R's first micro-batch of step S adds nothing to its parameter
+//                   gradients (they are zeroed before the second backward): the silent kind of
+//                   fault, a lost micro-batch, that nothing but a comparison against one rank
+//                   catches; the equivalence tests show that their bound does (tests/mpi)
 //
 // P (abort, kill, hang): forward, backward, reduction (before this rank's gradient sums
 // complete) or checkpoint (the checkpoint written after step S, between this rank's dataset
@@ -27,7 +31,7 @@
 
 namespace eth {
 
-enum class FaultKind { abort, kill, hang, nan, truncate_shard, reverse_sums };
+enum class FaultKind { abort, kill, hang, nan, truncate_shard, reverse_sums, lose_micro_batch };
 enum class FaultPhase { none, forward, backward, reduction, checkpoint };
 
 struct FaultSpec {
@@ -51,6 +55,8 @@ void fault_point(FaultPhase phase, int step);
 int fault_nan_block(int step);
 // Whether this rank starts step `step`'s (0-based) gradient sums in reverse order.
 bool fault_reverse_sums(int step);
+// Whether this rank loses its first micro-batch's gradients in step `step` (0-based).
+bool fault_lose_micro_batch(int step);
 // At the start of step `step` (0-based): cuts `shard` to half its size if armed to.
 void fault_truncate_shard(int step, const std::string& shard);
 

@@ -170,6 +170,8 @@ void PipelineRuntime::backward(int step, const Action& a) {
   fault_point(FaultPhase::backward, step);
   // An injected NaN lands before the last backward adds to the block and starts its sum.
   if (const int block = fault_nan_block(step); final_backward && block >= 0) poison_block(block);
+  // An injected lost micro-batch: what the first backward added, zeroed before the second adds.
+  if (i == 1 && fault_lose_micro_batch(step)) stage_.zero_grads();
   compute_start_[m + i].record();
   if (early_sums) sync_->unit_done(kLastBackwardBegins);
   KeptEmbeddingRows keep;

@@ -73,6 +73,9 @@ expect_one_error eth_train "a slowdown below 1" "--slowdown" "RANK:FACTOR:STEP" 
 expect_one_error eth_train "a malformed slowdown" "--slowdown" "got 0:2" -- train "${ok_run[@]}" --slowdown 0:2
 expect_one_error eth_train "a slowdown of a rank the job does not have" "--slowdown" "a rank below 1" "got 3" -- \
   train "${ok_run[@]}" --slowdown 3:2:1
+expect_one_error eth_train "a lost micro-batch where the rank runs one" "--inject-fault" \
+  "a rank whose pipeline runs two micro-batches or more (rank 0 runs 1" "got 0" -- \
+  train "${ok_run[@]}" --inject-fault lose-micro-batch:rank=0:step=1
 
 # eth_topo with 4 ranks writes a topology that eth_train then runs a plan on.
 OMP_NUM_THREADS=1 timeout 120 mpirun -np 4 "$build/app/eth_topo" -o "$work/topo.yaml" >"$work/out" 2>&1

@@ -9,7 +9,9 @@
 # SEQ_LEN (default 16) another sequence length, EXPECT a line the plan's log must hold,
 # PRECISION (default fp32) every run's --precision, TOLERANCE (default 1e-5) compare_runs.py's
 # bound (bf16's, and why: tests/mpi/CMakeLists.txt), and PLAN_BACKEND the plan's ETH_BACKEND
-# where it differs from the one-rank runs' (cuda-emulated against the CPU backend).
+# where it differs from the one-rank runs' (cuda-emulated against the CPU backend). FAULT, a
+# silent fault (--inject-fault lose-micro-batch:rank=R:step=S) for the plan's run, turns the test
+# round: the comparison must fail, showing that the bound catches a real fault.
 set -euo pipefail
 build=$1 src=$2 ranks=$3 topology=$4 plan=$5
 shift 5
@@ -23,7 +25,8 @@ common=(--model "$model" --train-data "$work/data.bin" --seq-len "${SEQ_LEN:-16}
 run reference 1 --batch "$batch" --micro-batch "$batch"
 half=$batch; for d in 2 3 5; do [ $((batch % d)) -eq 0 ] && { half=$((batch / d)); break; }; done
 run control 1 --batch "$batch" --micro-batch "$half"
-ETH_BACKEND=${PLAN_BACKEND:-${ETH_BACKEND:-auto}} run plan "$ranks" --topology "$topology" --plan "$plan" "$@"
+ETH_BACKEND=${PLAN_BACKEND:-${ETH_BACKEND:-auto}} run plan "$ranks" --topology "$topology" --plan "$plan" "$@" \
+  ${FAULT:+--inject-fault "$FAULT"}
 grep "collective" "$work/plan.log"
 if [ -n "${EXPECT:-}" ] && ! grep -q -- "$EXPECT" "$work/plan.log"; then
   echo "FAIL: the plan's log does not say '$EXPECT'"
@@ -32,5 +35,16 @@ fi
 echo "control: one rank, micro-batch $half instead of $batch"
 tolerance=${TOLERANCE:-1e-5}
 $py "$src/tests/mpi/compare_runs.py" "$model" "$work/reference" "$work/reference.bin" "$work/control" "$work/control.bin" "$tolerance"
-echo "plan $(basename "$plan") on $ranks ranks $*:"
-$py "$src/tests/mpi/compare_runs.py" "$model" "$work/reference" "$work/reference.bin" "$work/plan" "$work/plan.bin" "$tolerance"
+echo "plan $(basename "$plan") on $ranks ranks $*${FAULT:+ with --inject-fault $FAULT}:"
+compare_plan=("$src/tests/mpi/compare_runs.py" "$model" "$work/reference" "$work/reference.bin" "$work/plan" "$work/plan.bin"
+              "$tolerance")
+if [ -z "${FAULT:-}" ]; then
+  $py "${compare_plan[@]}"
+  exit 0
+fi
+grep "injected fault" "$work/plan.log"
+if $py "${compare_plan[@]}"; then
+  echo "FAIL: the plan's run with --inject-fault $FAULT passed the bound $tolerance"
+  exit 1
+fi
+echo "the fault is caught: the run with it fails the bound $tolerance"
