@@ -104,6 +104,9 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o, bool print_help)
   testing.add_options()
       ("slowdown", po::value(&slowdowns)->multitoken(),
        "RANK:FACTOR:STEP: that rank computes FACTOR times slower from STEP on (tests, benchmarks; repeatable)")
+      ("modelled-compute-ms", po::value(&o.modelled_compute_ms)->default_value(o.modelled_compute_ms),
+       "the re-balancer sees MS per sample times each rank's --slowdown factor instead of measured times "
+       "(tests whose decisions load must not flip; 0: measured)")
       ("inject-fault", po::value(&fault),
        "KIND:rank=R:step=S[:phase=P][:block=B]: one rank fails on purpose (fault-handling tests; docs/usage.md)");
   po::options_description all("eth_train options");

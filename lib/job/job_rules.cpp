@@ -79,6 +79,9 @@ void check_options(const TrainOptions& o, int world_size) {
   for (const SlowdownRule& r : o.slowdowns)
     if (r.rank >= world_size)
       fail_input("--slowdown", "value", strprintf("a rank below %d, the ranks of this job", world_size), std::to_string(r.rank));
+  if (!(o.modelled_compute_ms >= 0))
+    fail_input("--modelled-compute-ms", "value", "milliseconds per sample > 0, or 0 (measured)",
+               strprintf("%g", o.modelled_compute_ms));
 }
 
 void check_against_model(const TrainOptions& o, const GptConfig& model) {

@@ -32,6 +32,7 @@ std::string devices_text(const Topology& t) {
 std::string testing_text(const TrainOptions& o) {
   std::string text;
   for (const SlowdownRule& r : o.slowdowns) text += strprintf(" --slowdown %d:%g:%d", r.rank, r.factor, r.from_step);
+  if (o.modelled_compute_ms > 0) text += strprintf(" --modelled-compute-ms %g", o.modelled_compute_ms);
   if (o.fault) text += strprintf(" --inject-fault at rank %d, step %d", o.fault->rank, o.fault->step);
   return text.empty() ? "none" : text.substr(1);
 }

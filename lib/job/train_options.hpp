@@ -56,6 +56,7 @@ struct TrainOptions {
   // Testing.
   std::optional<FaultSpec> fault;        // --inject-fault (lib/runtime/fault_injection.hpp)
   std::vector<SlowdownRule> slowdowns;   // --slowdown (lib/runtime/slowdown.hpp)
+  double modelled_compute_ms = 0;        // --modelled-compute-ms (ibid.); 0: the re-balancer measures
 };
 
 }  // namespace eth

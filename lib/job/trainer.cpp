@@ -21,6 +21,7 @@
 #include "lib/runtime/parallel_context.hpp"
 #include "lib/runtime/preemption.hpp"
 #include "lib/runtime/rebalance.hpp"
+#include "lib/runtime/slowdown.hpp"
 #include "mpi_topology/mpi_session.hpp"
 #include "mpi_topology/watchdog.hpp"
 
@@ -190,6 +191,8 @@ struct Training {
     metrics->write(record);
     std::vector<double> compute_ms;
     for (const StepTimes& t : report.ranks) compute_ms.push_back(t.device_compute_ms);
+    if (o.modelled_compute_ms > 0)
+      compute_ms = modelled_compute_ms(o.slowdowns, samples_per_step(running->plan, world), step, o.modelled_compute_ms);
     rebalancer.observe(running->plan, compute_ms);
   }
 

@@ -26,4 +26,12 @@ double slowdown_factor(const std::vector<SlowdownRule>& rules, int rank, int ste
   return factor;
 }
 
+std::vector<double> modelled_compute_ms(const std::vector<SlowdownRule>& rules, const std::vector<int>& samples,
+                                        int step, double ms_per_sample) {
+  std::vector<double> ms(samples.size());
+  for (size_t r = 0; r < samples.size(); r++)
+    ms[r] = samples[r] * ms_per_sample * slowdown_factor(rules, static_cast<int>(r), step);
+  return ms;
+}
+
 }  // namespace eth

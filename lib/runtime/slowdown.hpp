@@ -26,4 +26,12 @@ SlowdownRule parse_slowdown(const std::string& text);
 // The factor for `rank` at step `step` (0-based, as the training loop counts).
 double slowdown_factor(const std::vector<SlowdownRule>& rules, int rank, int step);
 
+// What the re-balancer sees under `eth_train --modelled-compute-ms MS` (tests): rank r's compute
+// of step `step` as MS per sample for its samples[r] samples, times its slowdown factor, instead
+// of the time measured. The measured times of a tiny model on a loaded machine (4 ranks on 2
+// cores, under a sanitizer) are noise enough to flip a decision; these are not, so a test can
+// say which split each decision must choose.
+std::vector<double> modelled_compute_ms(const std::vector<SlowdownRule>& rules, const std::vector<int>& samples,
+                                        int step, double ms_per_sample);
+
 }  // namespace eth

@@ -73,6 +73,8 @@ expect_one_error eth_train "a slowdown below 1" "--slowdown" "RANK:FACTOR:STEP" 
 expect_one_error eth_train "a malformed slowdown" "--slowdown" "got 0:2" -- train "${ok_run[@]}" --slowdown 0:2
 expect_one_error eth_train "a slowdown of a rank the job does not have" "--slowdown" "a rank below 1" "got 3" -- \
   train "${ok_run[@]}" --slowdown 3:2:1
+expect_one_error eth_train "negative modelled compute" "--modelled-compute-ms" "milliseconds per sample > 0" "got -1" -- \
+  train "${ok_run[@]}" --modelled-compute-ms -1
 expect_one_error eth_train "a lost micro-batch where the rank runs one" "--inject-fault" \
   "a rank whose pipeline runs two micro-batches or more (rank 0 runs 1" "got 0" -- \
   train "${ok_run[@]}" --inject-fault lose-micro-batch:rank=0:step=1

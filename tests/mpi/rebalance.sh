@@ -2,15 +2,17 @@
 # Online re-balancing (lib/runtime/rebalance.hpp) changes the batch split, never the numbers:
 #   - 20 steps of a 4-rank plan re-balanced every 2 steps, with rank 1 slowed 8x for steps 1-9
 #     and rank 0, its partner in the split stage, instead from step 10 (--slowdown,
-#     lib/runtime/slowdown.hpp): whatever the first re-balances chose, the stage's split must then turn
-#     round (a change needs two decisions in a row that find the split behind; each phase gives
-#     four or five decisions, because measured times on shared cores are noisy); equal one rank's
-#     20 steps on the same global batch (losses, gradient norms, parameters within 1e-5
-#     relative: the two add the same per-sample gradients in different orders, compare_runs.py);
-#   - the run re-balanced at least twice (metrics.jsonl), each event a real change of split
-#     with its predicted gain at or above the threshold: without that, the first check proves
-#     nothing. (Which split it picks depends on measured times; that it changes with an 8x
-#     slower rank is what the check needs.)
+#     lib/runtime/slowdown.hpp), equal one rank's 20 steps on the same global batch (losses,
+#     gradient norms, parameters within 1e-5 relative: the two add the same per-sample gradients
+#     in different orders, compare_runs.py);
+#   - the re-balancer sees the compute those speeds give (--modelled-compute-ms: 10 ms a sample,
+#     times each rank's factor), not the times measured, which on a loaded machine are noise
+#     enough to flip a decision (4 ranks on 2 cores under ASan beside another job: one re-balance
+#     instead of two). So the decisions are known: after step 4 (the second decision that finds
+#     the split behind; hysteresis) the split stage gives rank 1 one sample of four and the
+#     pipelines take 4 and 8 samples; after step 12 (the smoothed rates have turned) it gives
+#     rank 0 one: "8 (2:2), 4 -> 4 (3:1), 8", then "4 (3:1), 8 -> 4 (1:3), 8", each with its
+#     predicted gain at or above the threshold, and no other change;
 #   - a resume from the checkpoint written after the last re-balance (a checkpoint every 2 steps;
 #     it holds the new split) continues with the checkpoint's split and ends bit-identical to the
 #     uninterrupted run (re-balancing off in the resumed run: the uninterrupted one changed
@@ -23,19 +25,21 @@ tiny_job 20
 four=(--topology "$plans/cpu-2nodes-4.yaml" --plan "$plans/rebalance-4.yaml")
 run reference 1 --batch 12 --micro-batch 4
 run rebalanced 4 "${four[@]}" --rebalance-every 2 --checkpoint-every 2 \
-  --slowdown 1:8:1 --slowdown 1:1:10 --slowdown 0:8:10
+  --slowdown 1:8:1 --slowdown 1:1:10 --slowdown 0:8:10 --modelled-compute-ms 10
 grep "re-balanced" "$work/rebalanced.log" || true
 $py - "$work/rebalanced/metrics.jsonl" <<'PY'
 import json, sys
 events = [r["rebalance"] for r in map(json.loads, open(sys.argv[1])) if "rebalance" in r]
-if len(events) < 2:
-    sys.exit(f"FAIL: {len(events)} re-balance(s), expected at least 2 with an 8x slower rank")
+def split(pipes):  # "4 (3:1), 8", as the log writes it
+    return ", ".join(str(p["samples"]) + "".join(" (" + ":".join(map(str, s["split"])) + ")" for s in p["stages"])
+                     for p in pipes)
+seen = [(e["after_step"], split(e["old"]), split(e["new"])) for e in events]
+expected = [(4, "8 (2:2), 4", "4 (3:1), 8"), (12, "4 (3:1), 8", "4 (1:3), 8")]
+if seen != expected:
+    sys.exit(f"FAIL: re-balances (after step, old, new) {seen}, expected {expected}")
 for e in events:
-    assert e["old"] != e["new"], f"after step {e['after_step']}: the split did not change"
     assert e["predicted_gain"] >= 0.05, f"after step {e['after_step']}: gain {e['predicted_gain']} below the threshold"
-    assert sum(p["samples"] for p in e["new"]) == 12, f"after step {e['after_step']}: {e['new']}"
-print(f"{len(events)} re-balances, after steps {[e['after_step'] for e in events]}; pipeline samples "
-      + " -> ".join(str([p['samples'] for p in e['new']]) for e in events))
+print("re-balanced as the modelled speeds require: " + "; ".join(f"after step {a}: {o} -> {n}" for a, o, n in seen))
 open(sys.argv[1] + ".last", "w").write(str(events[-1]["after_step"]))
 PY
 last=$(cat "$work/rebalanced/metrics.jsonl.last")
