@@ -87,10 +87,18 @@ void tile_kernel_generic(int kc, const F* a, const F* b, F* c, int ldc, bool loa
 __attribute__((target("avx2,fma"))) void tile_kernel_avx2(int kc, const float* a, const float* b, float* c, int ldc,
                                                           bool load) {
   static_assert(kMr == 6 && kNr == 16, "the AVX2 kernel holds a 6 x 16 tile");
-  const auto start = [&](int r, int half) { return load ? _mm256_loadu_ps(c + r * ldc + 8 * half) : _mm256_setzero_ps(); };
-  __m256 c00 = start(0, 0), c01 = start(0, 1), c10 = start(1, 0), c11 = start(1, 1), c20 = start(2, 0),
-         c21 = start(2, 1), c30 = start(3, 0), c31 = start(3, 1), c40 = start(4, 0), c41 = start(4, 1),
-         c50 = start(5, 0), c51 = start(5, 1);
+  // (No lambdas: they would not inherit the target attribute, and builds without -march=avx2
+  // then fail to inline the intrinsics in them.)
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
+         c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  if (load) {
+    c00 = _mm256_loadu_ps(c), c01 = _mm256_loadu_ps(c + 8);
+    c10 = _mm256_loadu_ps(c + ldc), c11 = _mm256_loadu_ps(c + ldc + 8);
+    c20 = _mm256_loadu_ps(c + 2 * ldc), c21 = _mm256_loadu_ps(c + 2 * ldc + 8);
+    c30 = _mm256_loadu_ps(c + 3 * ldc), c31 = _mm256_loadu_ps(c + 3 * ldc + 8);
+    c40 = _mm256_loadu_ps(c + 4 * ldc), c41 = _mm256_loadu_ps(c + 4 * ldc + 8);
+    c50 = _mm256_loadu_ps(c + 5 * ldc), c51 = _mm256_loadu_ps(c + 5 * ldc + 8);
+  }
   for (int k = 0; k < kc; k++, a += kMr, b += kNr) {
     const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
     __m256 ar = _mm256_broadcast_ss(a);
@@ -106,12 +114,12 @@ __attribute__((target("avx2,fma"))) void tile_kernel_avx2(int kc, const float* a
     ar = _mm256_broadcast_ss(a + 5);
     c50 = _mm256_fmadd_ps(ar, b0, c50), c51 = _mm256_fmadd_ps(ar, b1, c51);
   }
-  const auto store = [&](int r, __m256 lo, __m256 hi) {
-    _mm256_storeu_ps(c + r * ldc, lo);
-    _mm256_storeu_ps(c + r * ldc + 8, hi);
-  };
-  store(0, c00, c01), store(1, c10, c11), store(2, c20, c21), store(3, c30, c31), store(4, c40, c41);
-  store(5, c50, c51);
+  _mm256_storeu_ps(c, c00), _mm256_storeu_ps(c + 8, c01);
+  _mm256_storeu_ps(c + ldc, c10), _mm256_storeu_ps(c + ldc + 8, c11);
+  _mm256_storeu_ps(c + 2 * ldc, c20), _mm256_storeu_ps(c + 2 * ldc + 8, c21);
+  _mm256_storeu_ps(c + 3 * ldc, c30), _mm256_storeu_ps(c + 3 * ldc + 8, c31);
+  _mm256_storeu_ps(c + 4 * ldc, c40), _mm256_storeu_ps(c + 4 * ldc + 8, c41);
+  _mm256_storeu_ps(c + 5 * ldc, c50), _mm256_storeu_ps(c + 5 * ldc + 8, c51);
 }
 const bool kHaveAvx2Fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
