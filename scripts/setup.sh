@@ -4,6 +4,7 @@
 # missing and rebuilds only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/stages.sh
 
 packages=(
   cmake ninja-build g++ pkg-config
@@ -21,19 +22,24 @@ packages=(
   bible-kjv                           # the King James text that inputs/data/rebuild.sh tokenizes
 )
 
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
+# (stage runs these where `set -e` does not reach: each failing step returns at once)
+install_missing() {
+  local missing=() p
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -gt 0 ] || return 0
   echo "setup: installing ${missing[*]}"
-  sudo_cmd=()
+  local sudo_cmd=()
   [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get update -qq || return
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+}
 
-if [ ! -f build/CMakeCache.txt ]; then
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
-fi
-cmake --build build -j"$(nproc)"
+build() {
+  [ -f build/CMakeCache.txt ] || cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release || return
+  cmake --build build -j"$(nproc)"
+}
+
+stage "packages" install_missing
+stage "build" build
