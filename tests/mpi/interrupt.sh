@@ -16,6 +16,7 @@ build=$1 src=$2
 source "$src/tests/mpi/mpi_test_env.sh"
 source "$src/tests/cli/cli_checks.sh"
 source "$src/tests/mpi/signal_job.sh"
+unset OMPI_MCA_odls_base_sigkill_timeout  # Open MPI's window, which this test is about
 
 # interrupt NAME: SIGINT to the job's mpirun at step 50; sets $rc, $stopped (the step the ranks
 # stopped after, empty if they were killed first) and $orphans (ranks alive after mpirun ended).

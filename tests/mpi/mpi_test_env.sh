@@ -2,6 +2,12 @@
 # OpenMP thread per rank, a scratch directory ($work) removed on exit, token data for the tiny
 # models, and a wrapper that runs eth_train.
 source "$src/scripts/env.sh"
+# A failing job ends when its ranks do: when a rank exits non-zero, mpirun sends the others
+# SIGTERM and waits odls_base_sigkill_timeout seconds (Open MPI's default 1) before SIGKILL,
+# twice, even when there are no others. The tests end about a hundred jobs that way, each after
+# it has said why (eth_train_cli took 55 s instead of 15). interrupt.sh, which is about that
+# window, restores the default that users' jobs run with. (tests/cli/cli_checks.sh: the same.)
+export OMPI_MCA_odls_base_sigkill_timeout=0
 export OMP_NUM_THREADS=1
 # The CPU backend unless the caller chose another (bench/gpu/run.sh runs these on the GPU).
 export ETH_BACKEND=${ETH_BACKEND:-cpu}
