@@ -25,13 +25,29 @@ eth_sbatch() {
     timeout 180 sbatch "${options[@]}" -o "$work/$name.out" "${allocation[@]}" "$src/slurm/eth_train.sbatch" \
     "$src/inputs/models/tiny-4l.yaml" "$@"
 }
-submit() {  # submit NAME ARGS...: waits for the job
-  local name=$1
-  shift
-  eth_sbatch "$name" --wait -- "$@" > /dev/null
-}
 # job_field ID FIELD: FIELD of job ID (of its first component, for a heterogeneous job).
 job_field() { eth_slurm_client scontrol show job "$1" | grep -o "$2=[^ ]*" | head -1 | cut -d= -f2; }
+# wait_job ID: until job ID has ended; 0 when it completed, 1 when it ended otherwise, 124 when
+# it had not ended after 3 minutes.
+# Polled every 0.2 s: `sbatch --wait` polls too, but took up to 10 s to see a job's end.
+wait_job() {
+  local state
+  for _ in $(seq 900); do
+    state=$(job_field "$1" JobState)
+    case "$state" in
+      COMPLETED) return 0 ;;
+      FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | BOOT_FAIL | DEADLINE | PREEMPTED) return 1 ;;
+    esac
+    sleep 0.2
+  done
+  return 124
+}
+submit() {  # submit NAME ARGS...: waits for the job; its status is the job's (0: completed)
+  local name=$1 id
+  shift
+  id=$(eth_sbatch "$name" --parsable -- "$@") || return 1
+  wait_job "${id%%;*}"
+}
 
 # check_short_job TOPOLOGY: a 4-step job ($work/job) runs the sbatch script's whole flow:
 # eth_topo (under srun, or mpirun in a heterogeneous job) finds TOPOLOGY ("2 ranks on 1 node(s)"), eth_plan plans it, eth_train trains
@@ -71,7 +87,7 @@ check_preemption() {
   requeued=$(date +%s)
   while [ "$(date +%s)" -le $((requeued + 1)) ]; do sleep 0.1; done
   eth_slurm_client scontrol update JobId="$id" StartTime=now
-  for _ in $(seq 180); do [ "$(job_field "$id" JobState)" = COMPLETED ] && break; sleep 1; done
+  wait_job "$id"
   stopped=$(sed -n 's/^stopped by signal 10 after step \([0-9]*\) of 300.*/\1/p' "$work/preempted.out")
   [ -n "$stopped" ] && grep -q "requeueing job $id" "$work/preempted.out" \
     && grep -q "resumed from $work/preempted/checkpoints/step_$stopped.h5 after step $stopped" "$work/preempted.out" \
