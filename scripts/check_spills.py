@@ -3,9 +3,12 @@
 
   python3 scripts/check_spills.py BUILD_DIR [--jobs N] [--require-mma FILE...]
 
-Recompiles every kernels/cuda/*.cu of BUILD_DIR/compile_commands.json (the build's own command,
-its targets replaced by sm_80 and sm_90, device code only: --fatbin into a temporary folder,
-nothing of the build touched) with -Xptxas -v, prints one row per kernel entry and target
+Reads ptxas' report of every kernels/cuda/*.cu of BUILD_DIR/compile_commands.json: the build's
+own, OBJECT.ptxas beside each object (scripts/nvcc_ptxas_report.sh writes it), where it is at
+least as new as the object and covers sm_80 and sm_90 (or names no kernel: a host-only file);
+else recompiles the file (the build's own
+command, its targets replaced by sm_80 and sm_90, device code only: --fatbin into a temporary
+folder, nothing of the build touched) with -Xptxas -v. Prints one row per kernel entry and target
 (name demangled by c++filt, registers, spill store and load bytes, static shared memory, stack
 frame) and exits 1 naming each kernel that spills, or when a compile fails or reports no kernel
 at all. Shared memory is ptxas's static count: the dialect's kernels take theirs dynamically
@@ -71,7 +74,30 @@ def missing_mma(entry, out_dir):
         return None if "mma.sync" in f.read() else "has no mma.sync in its PTX for compute_80"
 
 
+def build_report(entry):
+    """The build's ptxas report of the entry's object when current and covering TARGETS (or the
+    file has no kernel), else None."""
+    args = entry["arguments"] if "arguments" in entry else shlex.split(entry["command"])
+    if "-o" not in args[:-1]:
+        return None
+    obj = os.path.join(entry.get("directory", "."), args[args.index("-o") + 1])
+    report = obj + ".ptxas"
+    try:
+        if os.path.getmtime(report) < os.path.getmtime(obj):
+            return None
+        with open(report) as f:
+            text = f.read()
+    except OSError:
+        return None
+    targets = {r["target"] for r in parse(text)}  # none: a file without kernels
+    return text if not targets or targets == {"sm_" + t for t in TARGETS} else None
+
+
 def compile_one(entry, out_dir, index):
+    """(file, exit status, ptxas' report, seconds): the build's report if it has one, else a compile."""
+    text = build_report(entry)
+    if text is not None:
+        return entry["file"], 0, text, None
     cmd = device_command(entry, os.path.join(out_dir, f"{index}.fatbin"))
     start = time.monotonic()
     p = subprocess.run(cmd, cwd=entry.get("directory", "."), capture_output=True, text=True)
@@ -155,7 +181,10 @@ def main():
                 failures.append(f"{file} {why}")
             else:
                 print(f"{os.path.basename(file)}: mma.sync in its PTX")
-    print("compile seconds: " + ", ".join(f"{os.path.basename(f)} {t:.1f}" for f, _, _, t in results))
+    reported = [os.path.basename(f) for f, _, _, t in results if t is None]
+    compiled = [f"{os.path.basename(f)} {t:.1f}" for f, _, _, t in results if t is not None]
+    print(f"the build's ptxas reports: {len(reported)} files" +
+          (f"; compiled again (no current report), seconds: {', '.join(compiled)}" if compiled else ""))
     for file, rc, text, _ in results:
         if rc != 0:
             failures.append(f"{file} does not compile (exit {rc}):\n{text.strip()}")
