@@ -33,7 +33,7 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 cd build-sanitize
 status=0
 stage "sanitized unit tests" env ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1 \
-  ctest --output-on-failure -j2 -L unit -E oracle_torch_cuda_emulated || status=1
+  ctest --output-on-failure -j"$ctest_jobs" -L unit -E oracle_torch_cuda_emulated || status=1
 stage "sanitized MPI tests" env ASAN_OPTIONS=detect_leaks=0:strict_string_checks=1 \
-  ctest --output-on-failure -j2 -L mpi -E "random_plans_nccl|random_plans_bf16|equivalence_cuda_emulated|sample_cli|hf_interop|eth_convert_hf_cli" || status=1
+  ctest --output-on-failure -j"$ctest_jobs" -L mpi -E "random_plans_nccl|random_plans_bf16|equivalence_cuda_emulated|sample_cli|hf_interop|eth_convert_hf_cli" || status=1
 exit $status

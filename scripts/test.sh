@@ -9,7 +9,7 @@ source scripts/stages.sh
 bash scripts/setup.sh
 source scripts/env.sh
 status=0
-stage "tests" bash -c 'cd build && ctest --output-on-failure --label-exclude gpu -j2' || status=1
+stage "tests" bash -c "cd build && ctest --output-on-failure --label-exclude gpu -j$ctest_jobs" || status=1
 bash scripts/sanitize.sh || status=1
 bash scripts/fuzz.sh 20 || status=1
 exit $status
