@@ -14,13 +14,14 @@
 namespace eth::kernels::cpu {
 namespace {
 
-// The register tile: kMr rows by kNr columns of C (on AVX2, 12 registers of 8 floats; with the
-// two of a B row and the broadcast A element, 15 of the 16). The cache blocks: the packed
-// (kMc, kKc) A block (216 KB) in L2, where each (kKc, kNr) strip of the packed B panel meets every
-// row strip of it; the (kKc, kNc) B panel (6 MB) in L3. kKc is long: every K panel reads and
-// writes all of C, which does not fit in cache (at 256, GPT-2's products took 8-12% longer on a
-// Zen 4 core, OpenBLAS's time the baseline; bench/bench_ordered_gemm).
-constexpr int kMr = 6, kNr = 16;
+// The register tile: kMr rows by kNr columns of C (on AVX-512, 12 registers of 16 floats; with
+// the two of a B row and the broadcast A element, 15 of the 32; on AVX2 the tile's two halves one
+// after the other, 12 of 16 registers each time). The cache blocks: the packed (kMc, kKc) A block
+// (216 KB) in L2, where each (kKc, kNr) strip of the packed B panel meets every row strip of it;
+// the (kKc, kNc) B panel (6 MB) in L3. kKc is long: every K panel reads and writes all of C,
+// which does not fit in cache (at 256, GPT-2's products took 8-12% longer on one core, OpenBLAS's
+// time the baseline; bench/bench_ordered_gemm).
+constexpr int kMr = 6, kNr = 32;
 constexpr int kKc = 768, kMc = 72, kNc = 2048;
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
@@ -80,13 +81,52 @@ void tile_kernel_generic(int kc, const F* a, const F* b, F* c, int ldc, bool loa
 }
 
 #if defined(__x86_64__)
-// The same chains on AVX2: vfmadd rounds once, as std::fma does, so the bits are the generic
-// kernel's. The 12 accumulators are named one by one: held in an array, GCC stores them to the
-// stack after every multiply-add (half the speed). Compiled for AVX2 and FMA whatever the
-// build's -march, used where the processor has them.
+// The same chains in vector registers: vfmadd rounds once, as std::fma does, so the bits are the
+// generic kernel's whatever the width. The 12 accumulators are named one by one: held in an
+// array, GCC stores them to the stack after every multiply-add (half the speed). Each kernel is
+// compiled for its instructions whatever the build's -march, and used where the processor has
+// them: AVX-512 where it has it (on a Zen 5 core twice AVX2's rate, as OpenBLAS's own kernel
+// showed), else AVX2.
+__attribute__((target("avx512f"))) void tile_kernel_avx512(int kc, const float* a, const float* b, float* c, int ldc,
+                                                           bool load) {
+  static_assert(kMr == 6 && kNr == 32, "the AVX-512 kernel holds a 6 x 32 tile");
+  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
+         c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  if (load) {
+    c00 = _mm512_loadu_ps(c), c01 = _mm512_loadu_ps(c + 16);
+    c10 = _mm512_loadu_ps(c + ldc), c11 = _mm512_loadu_ps(c + ldc + 16);
+    c20 = _mm512_loadu_ps(c + 2 * ldc), c21 = _mm512_loadu_ps(c + 2 * ldc + 16);
+    c30 = _mm512_loadu_ps(c + 3 * ldc), c31 = _mm512_loadu_ps(c + 3 * ldc + 16);
+    c40 = _mm512_loadu_ps(c + 4 * ldc), c41 = _mm512_loadu_ps(c + 4 * ldc + 16);
+    c50 = _mm512_loadu_ps(c + 5 * ldc), c51 = _mm512_loadu_ps(c + 5 * ldc + 16);
+  }
+  for (int k = 0; k < kc; k++, a += kMr, b += kNr) {
+    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+    __m512 ar = _mm512_set1_ps(a[0]);
+    c00 = _mm512_fmadd_ps(ar, b0, c00), c01 = _mm512_fmadd_ps(ar, b1, c01);
+    ar = _mm512_set1_ps(a[1]);
+    c10 = _mm512_fmadd_ps(ar, b0, c10), c11 = _mm512_fmadd_ps(ar, b1, c11);
+    ar = _mm512_set1_ps(a[2]);
+    c20 = _mm512_fmadd_ps(ar, b0, c20), c21 = _mm512_fmadd_ps(ar, b1, c21);
+    ar = _mm512_set1_ps(a[3]);
+    c30 = _mm512_fmadd_ps(ar, b0, c30), c31 = _mm512_fmadd_ps(ar, b1, c31);
+    ar = _mm512_set1_ps(a[4]);
+    c40 = _mm512_fmadd_ps(ar, b0, c40), c41 = _mm512_fmadd_ps(ar, b1, c41);
+    ar = _mm512_set1_ps(a[5]);
+    c50 = _mm512_fmadd_ps(ar, b0, c50), c51 = _mm512_fmadd_ps(ar, b1, c51);
+  }
+  _mm512_storeu_ps(c, c00), _mm512_storeu_ps(c + 16, c01);
+  _mm512_storeu_ps(c + ldc, c10), _mm512_storeu_ps(c + ldc + 16, c11);
+  _mm512_storeu_ps(c + 2 * ldc, c20), _mm512_storeu_ps(c + 2 * ldc + 16, c21);
+  _mm512_storeu_ps(c + 3 * ldc, c30), _mm512_storeu_ps(c + 3 * ldc + 16, c31);
+  _mm512_storeu_ps(c + 4 * ldc, c40), _mm512_storeu_ps(c + 4 * ldc + 16, c41);
+  _mm512_storeu_ps(c + 5 * ldc, c50), _mm512_storeu_ps(c + 5 * ldc + 16, c51);
+}
+
+// Half a tile: columns [0, 16) of b's strips of kNr columns, into c's first 16 columns.
 __attribute__((target("avx2,fma"))) void tile_kernel_avx2(int kc, const float* a, const float* b, float* c, int ldc,
                                                           bool load) {
-  static_assert(kMr == 6 && kNr == 16, "the AVX2 kernel holds a 6 x 16 tile");
+  static_assert(kMr == 6 && kNr % 16 == 0, "the AVX2 kernel holds 6 rows of 16 columns");
   // (No lambdas: they would not inherit the target attribute, and builds without -march=avx2
   // then fail to inline the intrinsics in them.)
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
@@ -121,14 +161,17 @@ __attribute__((target("avx2,fma"))) void tile_kernel_avx2(int kc, const float* a
   _mm256_storeu_ps(c + 4 * ldc, c40), _mm256_storeu_ps(c + 4 * ldc + 8, c41);
   _mm256_storeu_ps(c + 5 * ldc, c50), _mm256_storeu_ps(c + 5 * ldc + 8, c51);
 }
-const bool kHaveAvx2Fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
 
 template <typename F>
-void tile_kernel(int kc, const F* a, const F* b, F* c, int ldc, bool load) {
+void tile_kernel(GemmIsa isa, int kc, const F* a, const F* b, F* c, int ldc, bool load) {
 #if defined(__x86_64__)
   if constexpr (std::is_same_v<F, float>) {
-    if (kHaveAvx2Fma) return tile_kernel_avx2(kc, a, b, c, ldc, load);
+    if (isa == GemmIsa::avx512) return tile_kernel_avx512(kc, a, b, c, ldc, load);
+    if (isa == GemmIsa::avx2) {
+      for (int half = 0; half < kNr; half += 16) tile_kernel_avx2(kc, a, b + half, c + half, ldc, load);
+      return;
+    }
   }
 #endif
   tile_kernel_generic(kc, a, b, c, ldc, load);
@@ -137,13 +180,14 @@ void tile_kernel(int kc, const F* a, const F* b, F* c, int ldc, bool load) {
 // The tile of C at (i, j), rows and cols of it inside C: a whole tile in place, an edge tile
 // through a scratch tile (its elements past C start from zero and are dropped).
 template <typename F>
-void update_tile(int kc, const F* a, const F* b, F* C, int ldc, int i, int j, int rows, int cols, bool load) {
+void update_tile(GemmIsa isa, int kc, const F* a, const F* b, F* C, int ldc, int i, int j, int rows, int cols,
+                 bool load) {
   F* c = C + static_cast<size_t>(i) * ldc + j;
-  if (rows == kMr && cols == kNr) return tile_kernel(kc, a, b, c, ldc, load);
+  if (rows == kMr && cols == kNr) return tile_kernel(isa, kc, a, b, c, ldc, load);
   F edge[kMr * kNr] = {};
   for (int r = 0; r < rows; r++)
     for (int q = 0; q < cols; q++) edge[r * kNr + q] = load ? c[r * ldc + q] : F(0);
-  tile_kernel(kc, a, b, edge, kNr, true);
+  tile_kernel(isa, kc, a, b, edge, kNr, true);
   for (int r = 0; r < rows; r++)
     for (int q = 0; q < cols; q++) c[r * ldc + q] = edge[r * kNr + q];
 }
@@ -158,9 +202,25 @@ F* scratch(std::vector<F>& buffer, size_t n) {
 
 }  // namespace
 
+std::vector<GemmIsa> available_gemm_isas() {
+  std::vector<GemmIsa> isas{GemmIsa::generic};
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isas.push_back(GemmIsa::avx2);
+  if (__builtin_cpu_supports("avx512f")) isas.push_back(GemmIsa::avx512);
+#endif
+  return isas;
+}
+
 template <typename F>
 void ordered_gemm(bool trans_a, bool trans_b, int M, int N, int K, const F* A, int lda, const F* B, int ldb,
                   bool accumulate, F* C, int ldc) {
+  static const GemmIsa best = available_gemm_isas().back();
+  ordered_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, accumulate, C, ldc, best);
+}
+
+template <typename F>
+void ordered_gemm(bool trans_a, bool trans_b, int M, int N, int K, const F* A, int lda, const F* B, int ldb,
+                  bool accumulate, F* C, int ldc, GemmIsa isa) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) {
     if (!accumulate)
@@ -200,7 +260,7 @@ void ordered_gemm(bool trans_a, bool trans_b, int M, int N, int K, const F* A, i
             const F* b_strip = panel + static_cast<size_t>(s) * kc * kNr;
             const int j = j0 + s * kNr, cols = std::min(kNr, N - j);
             for (int r0 = 0; r0 < rows; r0 += kMr)
-              update_tile(kc, block + static_cast<size_t>(r0) * kc, b_strip, C, ldc, i0 + r0, j,
+              update_tile(isa, kc, block + static_cast<size_t>(r0) * kc, b_strip, C, ldc, i0 + r0, j,
                           std::min(kMr, rows - r0), cols, load);
           }
         }
@@ -209,8 +269,11 @@ void ordered_gemm(bool trans_a, bool trans_b, int M, int N, int K, const F* A, i
   }
 }
 
-template void ordered_gemm<float>(bool, bool, int, int, int, const float*, int, const float*, int, bool, float*, int);
-template void ordered_gemm<double>(bool, bool, int, int, int, const double*, int, const double*, int, bool, double*,
-                                   int);
+#define ETH_INSTANTIATE(F)                                                                                      \
+  template void ordered_gemm<F>(bool, bool, int, int, int, const F*, int, const F*, int, bool, F*, int);           \
+  template void ordered_gemm<F>(bool, bool, int, int, int, const F*, int, const F*, int, bool, F*, int, GemmIsa);
+ETH_INSTANTIATE(float)
+ETH_INSTANTIATE(double)
+#undef ETH_INSTANTIATE
 
 }  // namespace eth::kernels::cpu

@@ -21,10 +21,22 @@
 // through C in fp32, which is the chain's own rounding, so the blocking changes no bit.
 #pragma once
 
+#include <vector>
+
 namespace eth::kernels::cpu {
 
 template <typename F>
 void ordered_gemm(bool trans_a, bool trans_b, int M, int N, int K, const F* A, int lda, const F* B, int ldb,
                   bool accumulate, F* C, int ldc);
+
+// The register tile's instructions: std::fma in plain loops (any processor, and every double),
+// AVX2 or AVX-512 (float). Each computes the same chains, so the bits do not depend on which
+// runs; ordered_gemm above takes the widest this processor has, and the tests run every one.
+enum class GemmIsa { generic, avx2, avx512 };
+// Those this processor runs, widest last.
+std::vector<GemmIsa> available_gemm_isas();
+template <typename F>
+void ordered_gemm(bool trans_a, bool trans_b, int M, int N, int K, const F* A, int lda, const F* B, int ldb,
+                  bool accumulate, F* C, int ldc, GemmIsa isa);
 
 }  // namespace eth::kernels::cpu

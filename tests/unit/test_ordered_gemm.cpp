@@ -1,14 +1,16 @@
 // The CPU backend's ordered GEMM (kernels/cpu/ordered_gemm.hpp): every element of C is one chain
 // of fused multiply-adds over k in order, so it equals, bit for bit, the plain loop that computes
-// that chain, whatever the shape, the transposes, the tile an element falls in, the number of
-// threads, and however the K terms are split among accumulating calls; and the matmul ops built on
-// it give each row of a micro-batch the same bits whatever the micro-batch. Outputs are poisoned
-// with NaN before each product; inputs are random normals, never zero.
+// that chain, whatever the shape, the transposes, the tile an element falls in, the tile's
+// instructions (each this processor runs), the number of threads, and however the K terms are
+// split among accumulating calls; and the matmul ops built on it give each row of a micro-batch
+// the same bits whatever the micro-batch. Outputs are poisoned with NaN before each product;
+// inputs are random normals, never zero.
 #include <gtest/gtest.h>
 
 #include <omp.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -20,7 +22,12 @@
 namespace eth::test {
 namespace {
 
+using kernels::cpu::GemmIsa;
 using kernels::cpu::ordered_gemm;
+
+const char* isa_name(GemmIsa isa) {
+  return isa == GemmIsa::avx512 ? "avx512" : isa == GemmIsa::avx2 ? "avx2" : "generic";
+}
 
 template <typename F>
 std::vector<F> random_values(size_t n, uint32_t seed) {
@@ -58,29 +65,34 @@ long first_difference(const std::vector<F>& x, const std::vector<F>& y) {
 }
 
 template <typename F>
-void expect_chain(bool ta, bool tb, int M, int N, int K, bool accumulate) {
+void expect_chain(GemmIsa isa, bool ta, bool tb, int M, int N, int K, bool accumulate) {
   const auto A = random_values<F>(static_cast<size_t>(M) * K, 1 + M);
   const auto B = random_values<F>(static_cast<size_t>(K) * N, 2 + N);
   const auto start = random_values<F>(static_cast<size_t>(M) * N, 3 + K);
   const auto want = chain_reference(ta, tb, M, N, K, A, B, accumulate ? &start : nullptr);
   std::vector<F> C = accumulate ? start : std::vector<F>(start.size(), std::numeric_limits<F>::quiet_NaN());
-  ordered_gemm<F>(ta, tb, M, N, K, A.data(), ta ? M : K, B.data(), tb ? K : N, accumulate, C.data(), N);
+  ordered_gemm<F>(ta, tb, M, N, K, A.data(), ta ? M : K, B.data(), tb ? K : N, accumulate, C.data(), N, isa);
   const long at = first_difference(C, want);
-  EXPECT_EQ(at, -1) << "ta " << ta << " tb " << tb << " M " << M << " N " << N << " K " << K << " accumulate "
+  EXPECT_EQ(at, -1) << isa_name(isa) << " ta " << ta << " tb " << tb << " M " << M << " N " << N << " K " << K << " accumulate "
                     << accumulate << ": element " << at << " is " << (at < 0 ? 0 : C[at]) << ", the chain gives "
                     << (at < 0 ? 0 : want[at]);
 }
 
 TEST(OrderedGemm, EveryElementIsItsChain) {
-  // Shapes off every block size: edge tiles in rows (6) and columns (16), K past one panel (256)
-  // and not a multiple of it, N past one B panel (4096).
-  const int shapes[][3] = {{1, 1, 1}, {5, 17, 3}, {6, 16, 256}, {13, 40, 257}, {97, 33, 600}, {200, 70, 64},
-                           {7, 4100, 20}};
+  // Shapes off every block size: edge tiles in rows (6) and columns (32, and AVX2's halves of
+  // 16), K past one panel (768) and not a multiple of it, M past one block (72), N past one B
+  // panel (2048).
+  const int shapes[][3] = {{1, 1, 1}, {5, 17, 3}, {6, 32, 768}, {13, 40, 769}, {97, 33, 1600}, {200, 70, 64},
+                           {7, 2100, 20}};
+  const std::vector<GemmIsa> isas = kernels::cpu::available_gemm_isas();
+  std::printf("tile instructions on this processor:");
+  for (GemmIsa isa : isas) std::printf(" %s", isa_name(isa));
+  std::printf("\n");
   for (const auto& s : shapes)
     for (int t = 0; t < 4; t++)
       for (bool accumulate : {false, true}) {
-        expect_chain<float>(t & 1, t & 2, s[0], s[1], s[2], accumulate);
-        expect_chain<double>(t & 1, t & 2, s[0], s[1], s[2], accumulate);
+        for (GemmIsa isa : isas) expect_chain<float>(isa, t & 1, t & 2, s[0], s[1], s[2], accumulate);
+        expect_chain<double>(GemmIsa::generic, t & 1, t & 2, s[0], s[1], s[2], accumulate);
       }
 }
 
