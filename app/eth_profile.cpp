@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
       ("out-dir", po::value(&o.out_dir)->default_value(o.out_dir), "where profiles are written")
       ("estimate-topology", po::value(&o.estimate_topology), "write roofline estimates for this topology's device types")
       ("precision", po::value(&precision)->default_value(precision),
-       "auto (bf16 on GPUs, fp32 on the CPU), fp32, tf32 or bf16: what it measures at, as eth_train --precision");
+       "auto (bf16 on a device with bf16 units, else fp32), fp32, tf32 or bf16: what it measures at, as eth_train "
+       "--precision; the profile records the path (precision and arithmetic)");
   try {
     if (!eth::parse_command_line(argc, argv, desc, mpi.rank() == 0)) return 0;
     try {

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   try {
     if (!eth::parse_command_line(argc, argv, desc)) return 0;
     eth::check_sample_request(r);
-    eth::kernels::BackendChoice choice = eth::kernels::select_backend(0, 1, eth::kernels::Precision::fp32);
+    eth::kernels::BackendChoice choice = eth::kernels::select_backend(0, 1, eth::kernels::precision_path(eth::kernels::Precision::fp32, {}));
     eth::run_sample(r, *choice.backend, std::cout, std::cerr);
   } catch (const eth::InputError& e) {
     std::cerr << "eth_sample: error: " << e.what() << '\n';

@@ -71,8 +71,9 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o, bool print_help)
       ("grad-clip", po::value(&o.adamw.max_grad_norm)->default_value(o.adamw.max_grad_norm), "global gradient-norm clip, <= 0 disables")
       ("seed", po::value(&o.seed)->default_value(o.seed), "seed of parameters and data order")
       ("precision", po::value(&precision)->default_value(precision),
-       "auto (bf16 on GPUs, fp32 on the CPU), fp32, tf32 (GPUs from A100 on) or bf16: fp32 master weights, "
-       "bf16 parameter copies and activations (docs/design.md)");
+       "auto (bf16 when a device of the job has bf16 units, else fp32), fp32, tf32 (GPUs from A100 on) or bf16: "
+       "fp32 master weights, bf16 parameter copies and activations, on bf16 tensor cores where a device has them "
+       "and in fp32 arithmetic where it does not (docs/design.md)");
   po::options_description parallelism("Parallelism");
   parallelism.add_options()
       ("grad-sync", po::value(&grad_sync)->default_value(grad_sync), "block (block-wise), per-layer or flat (the baselines)")
@@ -145,11 +146,13 @@ int main(int argc, char** argv) {
     options.tokenizer_dir = ETH_TOKENIZER_DIR;
     if (!parse_options(argc, argv, options, mpi.rank() == 0)) return 0;
     mpi.share_cores_among_local_ranks();
-    // A bad setting or a missing GPU may differ between hosts: agreed, so every rank ends.
+    eth::Job job = eth::load_job(options, std::cout);
+    // The backend of this rank's device type's precision path. A bad setting or a missing GPU may
+    // differ between hosts: agreed, so every rank ends.
     eth::kernels::BackendChoice choice;
     std::string error;
     try {
-      choice = eth::kernels::select_backend(mpi.local_rank(), mpi.local_ranks(), options.precision);
+      choice = eth::kernels::select_backend(mpi.local_rank(), mpi.local_ranks(), job.precision.of_rank(job.topology, mpi.rank()));
       if (const std::string aware = eth::mpi_cuda_aware_error(); !aware.empty())
         throw std::invalid_argument("device " + choice.backend->name() + ": " + aware);
     } catch (const std::invalid_argument& e) {
@@ -157,7 +160,6 @@ int main(int argc, char** argv) {
     }
     if (const std::string agreed = eth::agreed_error(error); !agreed.empty()) throw eth::AgreedError(agreed);
     if (mpi.rank() == 0) std::cout << choice.note << '\n';
-    eth::Job job = eth::load_job(options, std::cout);
     eth::train(job, *choice.backend, std::cout);
   } catch (const eth::AgreedError& e) {
     // Every rank raised it together: one line, every rank exits non-zero, nobody hangs.

@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
       const eth::GptConfig model = eth::load_model_config(s.model_path);
       const auto t0 = std::chrono::steady_clock::now();
       const double cpu0 = thread_cpu_ms();
-      const CostModel cost(topo, model, s.seq_len, profiles_for(topo, model, s.seq_len, available, s.micro_batches, kFiguresPrecision));
+      const CostModel cost(topo, model, s.seq_len, profiles_for(topo, model, s.seq_len, available, s.micro_batches, figures_paths(topo)));
       const PlanRequest request{s.global_batch, s.micro_batches, 1};
       const Candidate hpp = search_hpp(cost, request, s.source).front();
       const double plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

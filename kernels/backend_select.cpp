@@ -24,7 +24,10 @@ std::string env_or_empty(const char* name) {
 // ETH_BF16_KERNELS: 1 (default) runs the bf16 path on a device's bf16 kernels where it has
 // them; 0 takes the fp32-compute path there too (what a V100 or T4 runs): the same bf16 bytes,
 // computed in fp32, so that the two paths can be compared within one job.
-Bf16Compute bf16_compute() {
+// A path whose arithmetic is fp32 (a device type without bf16 units) takes the fp32-compute
+// path whatever the device has.
+Bf16Compute bf16_compute(const PrecisionPath& path) {
+  if (path.arithmetic != Arithmetic::bf16) return Bf16Compute::fp32;
   const std::string s = env_or_empty("ETH_BF16_KERNELS");
   if (s.empty() || s == "1") return Bf16Compute::kernels;
   if (s == "0") return Bf16Compute::fp32;
@@ -32,28 +35,27 @@ Bf16Compute bf16_compute() {
 }
 
 // The CPU backends have fp32 arithmetic only: bf16 is their rounding twin, TF32 does not exist.
-BackendChoice on_cpu(std::unique_ptr<Backend> cpu, const std::string& note, Precision precision) {
-  if (precision == Precision::tf32)
+BackendChoice on_cpu(std::unique_ptr<Backend> cpu, const std::string& note, const PrecisionPath& path) {
+  if (path.precision == Precision::tf32)
     throw std::invalid_argument("--precision tf32: expected a GPU with TF32 tensor cores (compute capability 8.0 or "
                                 "later), got the CPU backend (" + cpu->name() + "): use fp32 or bf16");
-  if (precision == Precision::bf16) return {make_bf16_rounding_backend(std::move(cpu)), note};
+  if (path.precision == Precision::bf16) return {make_bf16_rounding_backend(std::move(cpu)), note};
   return {std::move(cpu), note};
 }
 
 // The CUDA backend's kernels in the interpreter, at the precisions a GPU of compute capability
-// 8.0 has but TF32 (the interpreter's GEMMs are OpenBLAS's fp32): automatic is bf16, as on a GPU.
-BackendChoice on_interpreter(Precision precision) {
+// 8.0 has but TF32 (the interpreter's GEMMs are OpenBLAS's fp32).
+BackendChoice on_interpreter(const PrecisionPath& path) {
 #ifdef ETH_HAVE_SIMT_INTERPRETER
   std::unique_ptr<Backend> emulated = make_cuda_emulated_backend();
   const std::string note = "running the CUDA backend's kernels in the kernel interpreter (ETH_BACKEND=cuda-emulated)";
-  if (precision == Precision::tf32)
+  if (path.precision == Precision::tf32)
     throw std::invalid_argument("--precision tf32: the kernel interpreter (ETH_BACKEND=cuda-emulated) has no TF32 "
                                 "GEMMs: use fp32 or bf16");
-  if (precision == Precision::automatic || precision == Precision::bf16)
-    return {make_bf16_rounding_backend(std::move(emulated), bf16_compute()), note};
+  if (path.precision == Precision::bf16) return {make_bf16_rounding_backend(std::move(emulated), bf16_compute(path)), note};
   return {std::move(emulated), note};
 #else
-  (void)precision;
+  (void)path;
   throw std::invalid_argument("ETH_BACKEND=cuda-emulated: expected a build with the kernel interpreter (Boost.Context), "
                               "got one without");
 #endif
@@ -78,13 +80,13 @@ void bind_gpu_before_mpi() {
 #endif
 }
 
-BackendChoice select_backend(int local_rank, int local_ranks, Precision precision) {
+BackendChoice select_backend(int local_rank, int local_ranks, const PrecisionPath& path) {
   const std::string wanted = env_or_empty("ETH_BACKEND");
-  if (wanted == "cpu") return on_cpu(make_cpu_backend(), "running on the CPU backend (ETH_BACKEND=cpu)", precision);
+  if (wanted == "cpu") return on_cpu(make_cpu_backend(), "running on the CPU backend (ETH_BACKEND=cpu)", path);
   if (wanted == "cpu-async")
     return on_cpu(make_async_cpu_backend(), "running on the CPU backend in asynchronous mode (ETH_BACKEND=cpu-async)",
-                  precision);
-  if (wanted == "cuda-emulated") return on_interpreter(precision);
+                  path);
+  if (wanted == "cuda-emulated") return on_interpreter(path);
   if (!wanted.empty() && wanted != "auto" && wanted != "cuda")
     throw std::invalid_argument("ETH_BACKEND: expected auto, cuda, cuda-emulated, cpu or cpu-async, got '" + wanted + "'");
 #ifdef ETH_HAVE_CUDA
@@ -92,19 +94,18 @@ BackendChoice select_backend(int local_rank, int local_ranks, Precision precisio
   const int gpus = usable_cuda_devices(&why);
   if (gpus == 0) {
     if (wanted == "cuda") throw std::invalid_argument("ETH_BACKEND=cuda: expected a usable GPU, found none (" + why + ")");
-    return on_cpu(make_cpu_backend(), "no usable GPU (" + why + "): running on the CPU backend", precision);
+    return on_cpu(make_cpu_backend(), "no usable GPU (" + why + "): running on the CPU backend", path);
   }
   const GpuBinding gpu = bind_gpu(std::getenv("ETH_CUDA_DEVICES"), local_rank, local_ranks, gpus);
   const CudaDeviceProps props = cuda_device_props(gpu.device);
-  if (precision == Precision::tf32 && props.compute_capability < 80)
+  if (path.precision == Precision::tf32 && props.compute_capability < 80)
     throw std::invalid_argument("--precision tf32: expected a GPU with TF32 tensor cores (compute capability 8.0 or "
                                 "later), got " + props.name + " (" + std::to_string(props.compute_capability / 10) + "." +
                                 std::to_string(props.compute_capability % 10) + "): use fp32 or bf16");
-  // bf16 (and automatic, which is bf16 on a GPU): bf16 storage over the fp32 backend, on its bf16
-  // kernels from compute capability 8.0 on (CudaBackend::bf16_kernels), in fp32 before.
-  std::unique_ptr<Backend> cuda = make_cuda_backend(gpu.device, {.tf32 = precision == Precision::tf32});
-  if (precision == Precision::automatic || precision == Precision::bf16)
-    cuda = make_bf16_rounding_backend(std::move(cuda), bf16_compute());
+  // bf16: bf16 storage over the fp32 backend, on its bf16 kernels from compute capability 8.0 on
+  // (CudaBackend::bf16_kernels) where the path's arithmetic is bf16, in fp32 otherwise.
+  std::unique_ptr<Backend> cuda = make_cuda_backend(gpu.device, {.tf32 = path.precision == Precision::tf32});
+  if (path.precision == Precision::bf16) cuda = make_bf16_rounding_backend(std::move(cuda), bf16_compute(path));
   return {std::move(cuda), "running on the CUDA backend: local rank " + std::to_string(local_rank) + " on " + props.name +
                                " " + props.uuid + " (PCI " + props.pci_bus_id + "), device " + std::to_string(gpu.device) +
                                " of " + std::to_string(gpus) + " it sees: " + gpu.how};
@@ -112,7 +113,7 @@ BackendChoice select_backend(int local_rank, int local_ranks, Precision precisio
   (void)local_rank;
   (void)local_ranks;
   if (wanted == "cuda") throw std::invalid_argument("ETH_BACKEND=cuda: expected a build with CUDA, got a CPU-only build");
-  return on_cpu(make_cpu_backend(), "built without CUDA: running on the CPU backend", precision);
+  return on_cpu(make_cpu_backend(), "built without CUDA: running on the CPU backend", path);
 #endif
 }
 

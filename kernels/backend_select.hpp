@@ -1,6 +1,8 @@
-// Chooses the backend a process computes with, once, at start-up, and the precision it computes
-// in (kernels/precision.hpp): automatic is bf16 on a GPU, fp32 on the CPU; bf16 wraps the fp32
-// backend in the rounding one (kernels/bf16_rounding_backend.hpp); tf32 needs a GPU that has it.
+// Chooses the backend a process computes with, once, at start-up, on the precision path its
+// device type takes in the job (kernels/precision.hpp, resolved by the caller): bf16 wraps the
+// fp32 backend in the rounding one (kernels/bf16_rounding_backend.hpp), on the device's bf16
+// kernels where the path's arithmetic is bf16 and the device has them, in fp32 arithmetic
+// otherwise (the CPU's twin); tf32 needs a GPU that has it.
 //
 //   ETH_BACKEND       unset or "auto": the CUDA backend when a GPU is usable, else the CPU one;
 //                     "cuda": the CUDA backend, an error without a GPU; "cpu": the CPU backend;
@@ -30,7 +32,7 @@ struct BackendChoice {
 // std::invalid_argument, with one line saying what was expected, for a bad setting, a GPU asked
 // for and missing, fewer GPUs than local ranks that need one of their own, or a precision the
 // device does not have (tf32 on the CPU or before Ampere).
-BackendChoice select_backend(int local_rank = 0, int local_ranks = 1, Precision precision = Precision::automatic);
+BackendChoice select_backend(int local_rank, int local_ranks, const PrecisionPath& path);
 
 // Before MPI_Init, where the launcher says the node-local rank (gpu_binding.hpp): makes the GPU
 // the rank will compute on current, so that MPI and its transports, which may create a CUDA

@@ -1,5 +1,6 @@
 #include "kernels/precision.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace eth::kernels {
@@ -24,6 +25,49 @@ const char* precision_name(Precision precision) {
 
 ElementType storage_type(Precision precision) {
   return precision == Precision::bf16 ? ElementType::bf16 : ElementType::f32;
+}
+
+const char* arithmetic_name(Arithmetic arithmetic) {
+  switch (arithmetic) {
+    case Arithmetic::fp32: return "fp32";
+    case Arithmetic::tf32: return "tf32";
+    case Arithmetic::bf16: return "bf16";
+  }
+  return "?";
+}
+
+Arithmetic parse_arithmetic(const std::string& text) {
+  if (text == "fp32") return Arithmetic::fp32;
+  if (text == "tf32") return Arithmetic::tf32;
+  if (text == "bf16") return Arithmetic::bf16;
+  throw std::invalid_argument("expected fp32, tf32 or bf16, got " + text);
+}
+
+std::string PrecisionPath::name() const {
+  if (precision == Precision::bf16 && arithmetic == Arithmetic::fp32) return "bf16 in fp32 arithmetic";
+  return precision_name(precision);
+}
+
+Precision resolve_precision(Precision requested, const std::vector<DeviceRates>& devices) {
+  if (requested != Precision::automatic) return requested;
+  const bool bf16_units = std::any_of(devices.begin(), devices.end(), [](const DeviceRates& d) { return d.bf16 > 0; });
+  return bf16_units ? Precision::bf16 : Precision::fp32;
+}
+
+PrecisionPath precision_path(Precision job, const DeviceRates& rates) {
+  switch (job) {
+    case Precision::tf32:
+      if (!(rates.tf32 > 0))
+        throw std::invalid_argument("--precision tf32: expected a device with TF32 tensor cores (a TF32 peak rate), "
+                                    "got none: use fp32 or bf16");
+      return {Precision::tf32, Arithmetic::tf32, rates.tf32};
+    case Precision::bf16:
+      if (rates.bf16 > 0) return {Precision::bf16, Arithmetic::bf16, rates.bf16};
+      return {Precision::bf16, Arithmetic::fp32, rates.fp32};
+    case Precision::fp32: return {Precision::fp32, Arithmetic::fp32, rates.fp32};
+    case Precision::automatic: break;
+  }
+  throw std::logic_error("precision_path: the job's precision is not resolved (auto)");
 }
 
 }  // namespace eth::kernels

@@ -1,16 +1,19 @@
-// The arithmetic a job computes in (--precision), one setting for every rank. What each value
-// stores and where it accumulates is the mixed-precision rule of docs/design.md; which backend
-// delivers it on which device is select_backend's choice (kernels/backend_select.hpp).
+// The arithmetic a job computes in (--precision), one setting for every rank, and the path it
+// takes on each kind of device: resolved once per device type (precision_path) from the job's
+// precision and the device's peak rates, and read from there by backend selection, the memory
+// and cost models, the profiles, the settings table and MFU. What each value stores and where it
+// accumulates is the mixed-precision rule of docs/design.md.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "kernels/tensor.hpp"
 
 namespace eth::kernels {
 
 enum class Precision {
-  automatic,  // bf16 on a GPU, fp32 on the CPU: resolved by select_backend
+  automatic,  // bf16 where a device of the job has bf16 units, fp32 otherwise (resolve_precision)
   fp32,       // fp32 storage and fp32 arithmetic throughout
   tf32,       // fp32 storage; GEMM inputs rounded to TF32 on tensor cores (GPUs from A100 on)
   bf16,       // fp32 master state; bf16 parameter copies, activations and activation gradients
@@ -22,5 +25,45 @@ const char* precision_name(Precision precision);
 // The element type a path stores its activations, their gradients and its parameter copies in
 // (Tensor): bf16 on the bf16 path, fp32 on the others. `precision` is resolved (not automatic).
 ElementType storage_type(Precision precision);
+
+// A device's dense peak rates in TFLOP/s (a topology's device type, or what eth_topo found);
+// 0 where it has no such units (TF32 before Ampere, bf16 before Ampere and on CPUs).
+struct DeviceRates {
+  double fp32 = 0;
+  double tf32 = 0;
+  double bf16 = 0;
+};
+
+// What a path's GEMMs multiply in.
+enum class Arithmetic {
+  fp32,  // CUDA cores or the CPU's FMA units
+  tf32,  // TF32 tensor cores
+  bf16,  // bf16 tensor cores (the bf16 kernels)
+};
+// "fp32", "tf32", "bf16"; parse_arithmetic throws std::invalid_argument as parse_precision.
+const char* arithmetic_name(Arithmetic arithmetic);
+Arithmetic parse_arithmetic(const std::string& text);
+
+// How a job at one precision computes on one device type.
+struct PrecisionPath {
+  Precision precision = Precision::fp32;  // the job's, resolved: fp32, tf32 or bf16
+  Arithmetic arithmetic = Arithmetic::fp32;
+  // The dense peak of that arithmetic on the device: the rate the planner prices GEMMs at and
+  // the peak MFU divides by. 0 where the device's rates are not known.
+  double peak_tflops = 0;
+
+  ElementType storage() const { return storage_type(precision); }
+  // "fp32", "tf32", "bf16", or "bf16 in fp32 arithmetic" (bf16 bytes on a device without bf16 units).
+  std::string name() const;
+};
+
+// The job's precision: `requested`, or for automatic bf16 when any of `devices` has bf16 units
+// and fp32 when none has (CPUs, V100s and T4s: bf16 would only add rounding there).
+Precision resolve_precision(Precision requested, const std::vector<DeviceRates>& devices);
+
+// The path of a device with `rates` in a job at `job` (resolved): fp32 and tf32 at their rates;
+// bf16 on the bf16 units where the device has them, else in fp32 arithmetic on the bf16 bytes.
+// tf32 on a device without TF32 units: std::invalid_argument ("--precision tf32: expected ...").
+PrecisionPath precision_path(Precision job, const DeviceRates& rates);
 
 }  // namespace eth::kernels

@@ -2,8 +2,6 @@
 
 #include <mpi.h>
 
-#include <filesystem>
-
 #include "lib/base/strprintf.hpp"
 #include "lib/job/agreed.hpp"
 #include "lib/planner/plan_summary.hpp"
@@ -17,8 +15,9 @@ namespace {
 const std::vector<int> kMicroBatches = {1, 2, 4, 8};
 
 // Rank 0: the plan for `topology`, printed to `log` and written beside the metrics.
-Plan plan_on_rank0(const TrainOptions& o, const GptConfig& model, const Topology& topology, std::ostream& log) {
-  const CostModel cost = job_cost_model(o, model, topology, &log);
+Plan plan_on_rank0(const TrainOptions& o, const GptConfig& model, const Topology& topology, const PrecisionPaths& paths,
+                   std::ostream& log) {
+  const CostModel cost = job_cost_model(o, model, topology, paths, &log);
   const PlanRequest request{o.global_batch, kMicroBatches, 1, 0};
   const Candidate best = search_hpp(cost, request, "--batch " + std::to_string(o.global_batch)).front();
   print_summary(log, cost, best);
@@ -33,27 +32,20 @@ Plan plan_on_rank0(const TrainOptions& o, const GptConfig& model, const Topology
 
 }  // namespace
 
-CostModel job_cost_model(const TrainOptions& o, const GptConfig& model, const Topology& topology, std::ostream* log) {
-  std::vector<Profile> available;
-  if (std::filesystem::is_directory(o.profiles_dir)) available = load_profile_dir(o.profiles_dir);
-  for (const std::string& f : o.profile_files) {
-    available.insert(available.begin(), load_profile(f));
-    check_profile_precision(available.front(), topology, o.precision);
-  }
-  std::vector<Profile> profiles = profiles_for(topology, model, o.seq_len, available, kMicroBatches, o.precision);
-  if (log != nullptr)
-    for (const Profile& p : profiles)
-      *log << strprintf("profile %-14s %s %s (%s)\n", p.device_type.c_str(), p.estimate ? "ESTIMATE" : "measured",
-                        p.precision.c_str(), p.source.c_str());
+CostModel job_cost_model(const TrainOptions& o, const GptConfig& model, const Topology& topology, const PrecisionPaths& paths,
+                         std::ostream* log) {
+  std::vector<Profile> profiles = job_profiles(topology, model, o.seq_len, o.profiles_dir, o.profile_files, kMicroBatches,
+                                               paths, log);
   return CostModel(topology, model, o.seq_len, std::move(profiles));
 }
 
-Plan plan_this_job(const TrainOptions& options, const GptConfig& model, const Topology& topology, std::ostream& log) {
+Plan plan_this_job(const TrainOptions& options, const GptConfig& model, const Topology& topology,
+                   const PrecisionPaths& paths, std::ostream& log) {
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(world_comm(), &rank));
   std::string plan_text;
   agreed([&] {
-    if (rank == 0) plan_text = plan_yaml(plan_on_rank0(options, model, topology, log));
+    if (rank == 0) plan_text = plan_yaml(plan_on_rank0(options, model, topology, paths, log));
   });
   return plan_from_yaml(broadcast_text(plan_text), options.output_dir + "/plan.yaml");
 }

@@ -102,7 +102,9 @@ Job load_job(const TrainOptions& options, std::ostream& log) {
   if (job.plan_source == PlanSource::file) check_devices_match(job.topology);
   job.options.resume_path = resolve_resume(o, job.model, rank, log);
   if (job.plan_source != PlanSource::file) job.topology = discovered_topology(job.world_size);
-  if (job.plan_source == PlanSource::automatic) job.plan = planner::plan_this_job(o, job.model, job.topology, log);
+  agreed([&] { job.precision = precision_paths(job.topology, o.precision); });
+  if (job.plan_source == PlanSource::automatic)
+    job.plan = planner::plan_this_job(o, job.model, job.topology, job.precision, log);
   if (job.plan_source == PlanSource::one_rank) job.plan = whole_model_plan(o, job.model);
   agreed([&] {
     take_over_checkpoint(job);

@@ -12,6 +12,7 @@
 #include "lib/job/train_options.hpp"
 #include "lib/model/model_config.hpp"
 #include "lib/plan/plan.hpp"
+#include "lib/plan/precision_paths.hpp"
 #include "lib/plan/topology.hpp"
 
 namespace eth {
@@ -29,6 +30,7 @@ struct Job {
   int world_size = 1;
   GptConfig model;            // read once, here
   Topology topology;          // --topology, or the job as it describes itself
+  PrecisionPaths precision;   // --precision resolved for the job, and each device type's path
   Plan plan;                  // validated against topology, model and world size
   PlanSource plan_source = PlanSource::file;
   CheckpointHeader resume;    // step 0: a fresh start; its seed is the run's
@@ -40,7 +42,8 @@ struct Job {
 };
 
 // Collective over every rank of the job (world_comm()). Installs the preemption handlers, checks
-// every option rule (lib/job/job_rules.hpp), arms the collective watchdog, reads the model, topology, plan and data, resolves --resume, plans
+// every option rule (lib/job/job_rules.hpp), arms the collective watchdog, reads the model, topology, plan and data, resolves --resume
+// and --precision (on every device type: a path one cannot take is an AgreedError), plans
 // the job when there is no plan and several ranks (rank 0 prints what it planned to `log`), and
 // on rank 0 creates OUTPUT_DIR. A mistake on any rank is an AgreedError on every rank.
 Job load_job(const TrainOptions& options, std::ostream& log);

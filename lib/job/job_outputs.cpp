@@ -21,7 +21,7 @@ void draw_plan(const Job& job, int rank, std::ostream& log) {
   const std::string path = job.options.output_dir + "/plan.svg";
   agreed([&] {
     if (rank != 0) return;
-    const planner::CostModel cost = planner::job_cost_model(job.options, job.model, job.topology, nullptr);
+    const planner::CostModel cost = planner::job_cost_model(job.options, job.model, job.topology, job.precision, nullptr);
     planner::write_plan_drawing(cost, job.plan, path);
   });
   if (rank == 0) log << "plan drawn: " << path << " (stages and the simulated step; docs/usage.md)\n";

@@ -11,9 +11,9 @@ double training_flops_per_token(const GptConfig& m, int T) {
   return 6.0 * flop_parameters(m) + 12.0 * m.num_layers * T * static_cast<double>(m.channels);
 }
 
-double peak_flops(const Topology& topology) {
+double peak_flops(const Topology& topology, const PrecisionPaths& paths) {
   double tflops = 0;
-  for (int r = 0; r < topology.world_size(); r++) tflops += topology.device_of(r).peak_tflops_fp32;
+  for (int r = 0; r < topology.world_size(); r++) tflops += paths.of_rank(topology, r).peak_tflops;
   return tflops * 1e12;
 }
 

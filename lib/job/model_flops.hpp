@@ -3,6 +3,7 @@
 #pragma once
 
 #include "lib/model/model_config.hpp"
+#include "lib/plan/precision_paths.hpp"
 #include "lib/plan/topology.hpp"
 
 namespace eth {
@@ -18,8 +19,9 @@ double flop_parameters(const GptConfig& model);
 // counted: it is work the hardware does, not the model.
 double training_flops_per_token(const GptConfig& model, int T);
 
-// FLOP/s the job's devices reach at most at the run's precision (fp32: no GEMM runs in TF32 or
-// bf16 today), summed over every rank of `topology`, idle ones too: they are part of the job.
-double peak_flops(const Topology& topology);
+// FLOP/s the job's devices reach at most: each rank's path peak (PrecisionPath::peak_tflops: bf16
+// tensor cores where its device type computes on them, fp32 where bf16 runs in fp32 arithmetic),
+// summed over every rank of `topology`, idle ones too: they are part of the job.
+double peak_flops(const Topology& topology, const PrecisionPaths& paths);
 
 }  // namespace eth

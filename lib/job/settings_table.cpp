@@ -16,15 +16,17 @@
 namespace eth {
 namespace {
 
-// "4 x cpu-rank (5 GB, 0.093 TFLOP/s fp32)", per device type in the order of first use.
-std::string devices_text(const Topology& t) {
+// "4 x A100-80GB (80 GB; bf16 at 312 TFLOP/s), 4 x V100-32GB (32 GB; bf16 in fp32 arithmetic at
+// 15.7 TFLOP/s)": each device type's path and its peak, in the order of the topology.
+std::string devices_text(const Topology& t, const PrecisionPaths& paths) {
   std::vector<int> count(t.device_types.size(), 0);
   for (int r = 0; r < t.world_size(); r++) count[static_cast<size_t>(t.ranks[r].device_type)]++;
   std::string text;
   for (size_t d = 0; d < count.size(); d++)
     if (count[d] > 0)
-      text += strprintf("%s%d x %s (%g GB, %g TFLOP/s fp32)", text.empty() ? "" : ", ", count[d],
-                        t.device_types[d].name.c_str(), t.device_types[d].memory_gb, t.device_types[d].peak_tflops_fp32);
+      text += strprintf("%s%d x %s (%g GB; %s at %g TFLOP/s)", text.empty() ? "" : ", ", count[d],
+                        t.device_types[d].name.c_str(), t.device_types[d].memory_gb, paths.by_type[d].name().c_str(),
+                        paths.by_type[d].peak_tflops);
   return text;
 }
 
@@ -83,11 +85,12 @@ void print_settings(const Job& job, const RankRuntime& runtime, const kernels::B
       {"plan", plan_text(job)},
       {"topology", job.topology.source},
       {"ranks", strprintf("%d (%zu idle) on %zu node(s)", job.world_size, job.plan.idle.size(), job.topology.nodes.size())},
-      {"devices", devices_text(job.topology)},
+      {"devices", devices_text(job.topology, job.precision)},
       {"backend", backend.name()},
       {"MPI buffers", mpi_buffer_paths(backend)},
       {"precision", precision_text(precision_paths, m)},
-      {"peak", strprintf("%.3f TFLOP/s fp32, all ranks; %.3g GFLOP per token", peak_flops(job.topology) * 1e-12,
+      {"peak", strprintf("%.3f TFLOP/s, all ranks at their path's peak (MFU's); %.3g GFLOP per token",
+                         peak_flops(job.topology, job.precision) * 1e-12,
                          training_flops_per_token(m, o.seq_len) * 1e-9)},
       {"batch", strprintf("%d samples x %d tokens = %d tokens per step", job.plan.global_batch, o.seq_len,
                           job.plan.global_batch * o.seq_len)},

@@ -53,7 +53,7 @@ std::unique_ptr<Running> start(const Job& job, Plan plan, kernels::Backend& back
   // finds it: one line naming rank and device.
   const size_t free_bytes = backend.free_memory_bytes();
   running->planned_bytes = plan_device_bytes(job.model, running->plan, ctx.world_size, o.seq_len,
-                                             {backend.attention_path(o.seq_len), backend.storage(), o.adamw.shard,
+                                             {backend.attention_path(o.seq_len), kernels::storage_type(job.precision.precision), o.adamw.shard,
                                               o.grad_sync == GradSyncMode::block, backend.runs_bf16_kernels(),
                                               backend.ops_device()});
   const size_t needed = running->planned_bytes[ctx.world_rank];
@@ -302,7 +302,7 @@ double train(Job& job, kernels::Backend& backend, std::ostream& log) {
   Training training{job, o, backend, log, rank, job.world_size, seed, train_data, val_data, std::move(running), metrics, trace,
                     samples, schedule, Rebalancer(o.rebalance, job.world_size),
                     StepRates(tokens_per_step, tokens_per_step * training_flops_per_token(job.model, o.seq_len),
-                              peak_flops(job.topology))};
+                              peak_flops(job.topology, job.precision))};
   return training.run();
 }
 

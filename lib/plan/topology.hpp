@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/precision.hpp"
+
 namespace eth {
 
 struct DeviceType {
@@ -15,6 +17,8 @@ struct DeviceType {
   double peak_tflops_tf32 = 0;     // 0 where the device has no TF32 (CPUs, pre-Ampere GPUs)
   double peak_tflops_bf16 = 0;     // 0 where the device has no bf16 units
   double memory_bandwidth_gbs = 0;
+
+  kernels::DeviceRates rates() const { return {peak_tflops_fp32, peak_tflops_tf32, peak_tflops_bf16}; }
 };
 
 struct Link {

@@ -14,9 +14,7 @@ CostModel::CostModel(const Topology& topology, const GptConfig& model, int seq_l
     : topology_(topology),
       model_(model),
       seq_len_(seq_len),
-      storage_(std::any_of(profiles.begin(), profiles.end(), [](const Profile& p) { return p.precision == "bf16"; })
-                   ? kernels::ElementType::bf16
-                   : kernels::ElementType::f32),
+      storage_(profiles.empty() ? kernels::ElementType::f32 : kernels::storage_type(profiles.front().precision)),
       profiles_(std::move(profiles)) {}
 
 ComputeMs CostModel::compute(const ProfileEntry& e, LayerRange layers) const {

@@ -79,13 +79,17 @@ ComputeMs time_stage(kernels::Backend& backend, LockstepTimer& timer, const GptC
 
 }  // namespace
 
-Profile measure_profile(kernels::Backend& backend, const GptConfig& model, const std::string& device_type,
-                        const MeasureOptions& options, MPI_Comm ranks) {
+Profile measure_profile(kernels::Backend& backend, const kernels::PrecisionPath& path, const GptConfig& model,
+                        const std::string& device_type, const MeasureOptions& options, MPI_Comm ranks) {
   LockstepTimer timer(ranks, backend);
   GptConfig three = model;
   three.num_layers = 3;
   // The roofline supplies activation and parameter bytes (exact counts); times are measured.
-  Profile p = roofline_profile({device_type, 1, 1, 0, 0, 1}, model, options.seq_len, options.micro_batches, "eth_profile");
+  Profile p = roofline_profile({device_type, 1, 1, 0, 0, 1}, model, options.seq_len, options.micro_batches, "eth_profile",
+                               {kernels::Precision::fp32, kernels::Arithmetic::fp32, 1});
+  p.precision = path.precision;
+  p.arithmetic = path.arithmetic == kernels::Arithmetic::bf16 && !backend.runs_bf16_kernels() ? kernels::Arithmetic::fp32
+                                                                                               : path.arithmetic;
   p.source = "measured";
   p.estimate = false;
   for (ProfileEntry& e : p.entries) {

@@ -27,7 +27,9 @@ struct MeasureOptions {
   int repetitions = 5;
 };
 
-Profile measure_profile(kernels::Backend& backend, const GptConfig& model, const std::string& device_type,
-                        const MeasureOptions& options, MPI_Comm ranks);
+// The profile of `device_type` on `backend`, which computes on `path`: the profile records the
+// path it measured (fp32 arithmetic where a bf16 path ran without bf16 kernels).
+Profile measure_profile(kernels::Backend& backend, const kernels::PrecisionPath& path, const GptConfig& model,
+                        const std::string& device_type, const MeasureOptions& options, MPI_Comm ranks);
 
 }  // namespace eth::planner

@@ -41,22 +41,6 @@ PlanInputs plan_inputs(const PlanToolOptions& o) {
   return in;
 }
 
-// The --profile files first, then the --profiles directory's; each device type's is printed.
-std::vector<Profile> plan_profiles(const PlanToolOptions& o, const PlanInputs& in, const Topology& topo,
-                                   const GptConfig& model, std::ostream& out) {
-  std::vector<Profile> available;
-  if (!o.profiles_dir.empty() && fs::is_directory(o.profiles_dir)) available = load_profile_dir(o.profiles_dir);
-  for (const std::string& f : o.profile_files) {
-    available.insert(available.begin(), load_profile(f));
-    check_profile_precision(available.front(), topo, o.precision);
-  }
-  std::vector<Profile> profiles = profiles_for(topo, model, in.seq_len, available, in.micro_batches, o.precision);
-  for (const Profile& p : profiles)
-    out << strprintf("profile %-14s %s %s (%s)\n", p.device_type.c_str(), p.estimate ? "ESTIMATE" : "measured",
-                     p.precision.c_str(), p.source.c_str());
-  return profiles;
-}
-
 // --shard-optimizer and --memory-savers: what the cost model may trade for memory.
 void set_memory_savers(const PlanToolOptions& o, CostModel& cost) {
   if (o.shard_optimizer && o.evaluate.empty())
@@ -96,7 +80,9 @@ void run_plan_tool(const PlanToolOptions& o, std::ostream& out) {
   const GptConfig model = load_model_config(in.model_path);
   if (in.seq_len < 1 || in.seq_len > model.max_seq_len)
     fail_input(in.where, "seq_len", strprintf("1 .. %d, the model's max_seq_len", model.max_seq_len), std::to_string(in.seq_len));
-  CostModel cost(topo, model, in.seq_len, plan_profiles(o, in, topo, model, out));
+  const PrecisionPaths paths = precision_paths(topo, o.precision);
+  CostModel cost(topo, model, in.seq_len,
+                 job_profiles(topo, model, in.seq_len, o.profiles_dir, o.profile_files, in.micro_batches, paths, &out));
   set_memory_savers(o, cost);
 
   const std::vector<Candidate> chosen = choose_plans(o, in, cost);

@@ -13,7 +13,7 @@
 namespace eth::planner {
 namespace {
 
-constexpr double kMatmulEfficiency = 0.5;   // of the dense peak the GEMMs run at (gemm_peak_tflops)
+constexpr double kMatmulEfficiency = 0.5;   // of the dense peak the GEMMs run at (PrecisionPath::peak_tflops)
 constexpr double kMemoryEfficiency = 0.7;   // of the memory bandwidth, for the other kernels
 constexpr const char* kKinds[] = {"embedding", "layer", "head"};
 
@@ -68,12 +68,26 @@ Profile load_profile(const std::string& path) {
   const std::string m = method.as_string();
   if (m != "measured" && m != "roofline-estimate") method.fail("'measured' or 'roofline-estimate'", method.text());
   p.estimate = m == "roofline-estimate";
-  // Profiles from before --precision existed were measured at fp32 (nothing turned TF32 on).
+  // Profiles from before --precision existed were measured at fp32 (nothing turned TF32 on);
+  // those from before the path was recorded computed in their precision's own arithmetic (a
+  // device without bf16 units was profiled at fp32).
   if (root.has("precision")) {
     const yaml::Field precision = root.child("precision");
-    p.precision = precision.as_string();
-    if (p.precision != "fp32" && p.precision != "tf32" && p.precision != "bf16")
-      precision.fail("fp32, tf32 or bf16", p.precision);
+    const std::string text = precision.as_string();
+    if (text != "fp32" && text != "tf32" && text != "bf16") precision.fail("fp32, tf32 or bf16", text);
+    p.precision = kernels::parse_precision(text);
+  }
+  p.arithmetic = p.precision == kernels::Precision::bf16   ? kernels::Arithmetic::bf16
+                 : p.precision == kernels::Precision::tf32 ? kernels::Arithmetic::tf32
+                                                           : kernels::Arithmetic::fp32;
+  if (root.has("arithmetic")) {
+    const yaml::Field arithmetic = root.child("arithmetic");
+    const std::string text = arithmetic.as_string();
+    const bool fits = text == "fp32" || (text == "tf32" && p.precision == kernels::Precision::tf32) ||
+                      (text == "bf16" && p.precision == kernels::Precision::bf16);
+    if (!fits)
+      arithmetic.fail(strprintf("fp32 or the precision's own (%s)", kernels::precision_name(p.precision)), text);
+    p.arithmetic = kernels::parse_arithmetic(text);
   }
   p.optimizer_ms_per_mparam = root.child("optimizer_ms_per_mparam").as_double(0);
   const yaml::Field entries = root.child("entries");
@@ -98,7 +112,8 @@ void save_profile(const Profile& p, const std::string& path) {
   out << YAML::Key << "model" << YAML::Value << p.model;
   out << YAML::Key << "seq_len" << YAML::Value << p.seq_len;
   out << YAML::Key << "method" << YAML::Value << (p.estimate ? "roofline-estimate" : "measured");
-  out << YAML::Key << "precision" << YAML::Value << p.precision;
+  out << YAML::Key << "precision" << YAML::Value << kernels::precision_name(p.precision);
+  out << YAML::Key << "arithmetic" << YAML::Value << kernels::arithmetic_name(p.arithmetic);
   out << YAML::Key << "optimizer_ms_per_mparam" << YAML::Value << p.optimizer_ms_per_mparam;
   out << YAML::Key << "entries" << YAML::Value << YAML::BeginSeq;
   for (const ProfileEntry& e : p.entries) {
@@ -120,32 +135,29 @@ void save_profile(const Profile& p, const std::string& path) {
        << out.c_str() << '\n';
 }
 
-double gemm_peak_tflops(const DeviceType& type, kernels::Precision precision) {
-  if (precision == kernels::Precision::tf32 && type.peak_tflops_tf32 > 0) return type.peak_tflops_tf32;
-  return type.peak_tflops_fp32;
+PrecisionPaths figures_paths(const Topology& topology) {
+  PrecisionPaths paths{kernels::Precision::tf32, {}};
+  for (const DeviceType& type : topology.device_types)
+    paths.by_type.push_back(kernels::precision_path(type.peak_tflops_tf32 > 0 ? kernels::Precision::tf32 : kernels::Precision::fp32,
+                                                    type.rates()));
+  return paths;
 }
 
-std::string profile_precision(const DeviceType& type, kernels::Precision precision) {
-  if (precision != kernels::Precision::automatic) return kernels::precision_name(precision);
-  return type.peak_tflops_bf16 > 0 ? "bf16" : "fp32";
-}
-
-void check_profile_precision(const Profile& profile, const Topology& topology, kernels::Precision precision) {
-  for (const DeviceType& type : topology.device_types) {
-    if (type.name != profile.device_type) continue;
-    const std::string wanted = profile_precision(type, precision);
-    if (profile.precision != wanted)
-      fail_input(profile.source, "precision",
-                 "a profile at the job's precision (" + wanted + " for " + type.name + ", --precision " +
-                     kernels::precision_name(precision) + ")",
-                 profile.precision);
+void check_profile_path(const Profile& profile, const Topology& topology, const PrecisionPaths& paths) {
+  for (size_t t = 0; t < topology.device_types.size(); t++) {
+    const DeviceType& type = topology.device_types[t];
+    if (type.name != profile.device_type || profile.on_path(paths.by_type[t])) continue;
+    fail_input(profile.source, "precision",
+               "a profile on the job's path (" + paths.by_type[t].name() + " for " + type.name + ", --precision " +
+                   kernels::precision_name(paths.precision) + ")",
+               profile.path_name());
   }
 }
 
 Profile roofline_profile(const DeviceType& type, const GptConfig& model, int T,
                          const std::vector<int>& micro_batches, const std::string& where,
-                         kernels::Precision precision) {
-  const double rate_tflops = gemm_peak_tflops(type, precision);
+                         const kernels::PrecisionPath& path) {
+  const double rate_tflops = path.peak_tflops;
   if (!(rate_tflops > 0) || !(type.memory_bandwidth_gbs > 0))
     fail_input(where, "device_types." + type.name + ".peak_tflops",
                "positive peak rates and memory bandwidth for a device type without a profile", "none");
@@ -154,6 +166,10 @@ Profile roofline_profile(const DeviceType& type, const GptConfig& model, int T,
   auto ms = [&](double flops, double bytes) { return flops / flop_per_ms + bytes / byte_per_ms; };
   const double C = model.channels, Vp = model.padded_vocab_size, maxT = model.max_seq_len;
   const double NH = model.num_heads;
+  // Bytes of an activation or a parameter copy on this path; gradients, optimizer state and
+  // logits are fp32 on every path. The recorded activation_bytes and param_bytes stay fp32's, as
+  // eth_profile records them.
+  const double w = static_cast<double>(kernels::element_bytes(path.storage()));
 
   Profile p;
   p.source = "roofline estimate";
@@ -161,25 +177,28 @@ Profile roofline_profile(const DeviceType& type, const GptConfig& model, int T,
   p.model = model.name;
   p.seq_len = T;
   p.estimate = true;
-  p.precision = profile_precision(type, precision);
+  p.precision = path.precision;
+  p.arithmetic = path.arithmetic;
   p.optimizer_ms_per_mparam = ms(0, 36e6);  // zero g; norm reads g; AdamW reads p, g, m, v, writes p, m, v
   for (int b : micro_batches) {
     const double BT = double(b) * T;
     ProfileEntry e;
     e.micro_batch = b;
-    // Embedding: gather wte and wpe rows, write (B, T, C); backward scatters them back.
-    e.embedding = {ms(0, 3 * 4 * BT * C), ms(0, 4 * 4 * BT * C), 4 * BT * (C + 1), 4 * (Vp + maxT) * C};
+    // Embedding: gather wte and wpe rows, write (B, T, C); backward reads its gradient and adds
+    // it into the fp32 gradients of both tables (a read and a write).
+    e.embedding = {ms(0, 3 * w * BT * C), ms(0, (w + 12) * BT * C), 4 * BT * (C + 1), 4 * (Vp + maxT) * C};
     // Layer: 24 B T C^2 GEMM FLOPs + 4 B T^2 C attention FLOPs; activations written and read
-    // once each forward, twice backward; weights read once.
-    const double layer_act = 4 * BT * (16 * C + 4 + NH);  // attention keeps (B, NH, T) statistics
-    const double layer_params = 4 * (12 * C * C + 13 * C);
+    // once each forward, twice backward; weights read once, their fp32 gradients written once.
+    const double layer_act_elements = BT * (16 * C + 4 + NH);  // attention keeps (B, NH, T) statistics
+    const double layer_param_elements = 12 * C * C + 13 * C;
     const double layer_flops = 24 * BT * C * C + 4 * BT * T * C;
-    e.layer = {ms(layer_flops, 2 * layer_act + layer_params), ms(2 * layer_flops, 4 * layer_act + 2 * layer_params),
-               layer_act, layer_params};
-    // Head: final layernorm, logits GEMM 2 B T C Vp, softmax + cross-entropy over (B, T, Vp)
-    // (read, write dlogits); backward is the GEMM's two products.
+    e.layer = {ms(layer_flops, 2 * w * layer_act_elements + w * layer_param_elements),
+               ms(2 * layer_flops, 4 * w * layer_act_elements + (w + 4) * layer_param_elements), 4 * layer_act_elements,
+               4 * layer_param_elements};
+    // Head: final layernorm, logits GEMM 2 B T C Vp, softmax + cross-entropy over the fp32
+    // (B, T, Vp) logits (read, write dlogits); backward is the GEMM's two products.
     const double logits = 4 * BT * Vp;
-    e.head = {ms(2 * BT * C * Vp, 3 * logits + 3 * 4 * BT * C), ms(4 * BT * C * Vp, 2 * logits + 4 * 4 * BT * C),
+    e.head = {ms(2 * BT * C * Vp, 3 * logits + 3 * w * BT * C), ms(4 * BT * C * Vp, 2 * logits + 4 * w * BT * C),
               4 * BT * (C + 2), 4 * (Vp * C + 2 * C)};
     p.entries.push_back(e);
   }
@@ -188,18 +207,35 @@ Profile roofline_profile(const DeviceType& type, const GptConfig& model, int T,
 
 std::vector<Profile> profiles_for(const Topology& topology, const GptConfig& model, int seq_len,
                                   const std::vector<Profile>& available, const std::vector<int>& micro_batches,
-                                  kernels::Precision precision) {
+                                  const PrecisionPaths& paths) {
   std::vector<Profile> out;
-  for (const DeviceType& type : topology.device_types) {
+  for (size_t t = 0; t < topology.device_types.size(); t++) {
+    const DeviceType& type = topology.device_types[t];
     auto it = std::find_if(available.begin(), available.end(), [&](const Profile& p) {
-      return p.device_type == type.name && p.model == model.name && p.seq_len == seq_len &&
-             p.precision == profile_precision(type, precision);
+      return p.device_type == type.name && p.model == model.name && p.seq_len == seq_len && p.on_path(paths.by_type[t]);
     });
     out.push_back(it != available.end()
                       ? *it
-                      : roofline_profile(type, model, seq_len, micro_batches, topology.source, precision));
+                      : roofline_profile(type, model, seq_len, micro_batches, topology.source, paths.by_type[t]));
   }
   return out;
+}
+
+std::vector<Profile> job_profiles(const Topology& topology, const GptConfig& model, int seq_len, const std::string& dir,
+                                  const std::vector<std::string>& files, const std::vector<int>& micro_batches,
+                                  const PrecisionPaths& paths, std::ostream* log) {
+  std::vector<Profile> available;
+  if (!dir.empty() && std::filesystem::is_directory(dir)) available = load_profile_dir(dir);
+  for (const std::string& f : files) {
+    available.insert(available.begin(), load_profile(f));
+    check_profile_path(available.front(), topology, paths);
+  }
+  std::vector<Profile> profiles = profiles_for(topology, model, seq_len, available, micro_batches, paths);
+  if (log != nullptr)
+    for (const Profile& p : profiles)
+      *log << strprintf("profile %-14s %s %s (%s)\n", p.device_type.c_str(), p.estimate ? "ESTIMATE" : "measured",
+                        p.path_name().c_str(), p.source.c_str());
+  return profiles;
 }
 
 std::vector<Profile> load_profile_dir(const std::string& dir) {

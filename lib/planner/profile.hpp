@@ -5,11 +5,13 @@
 #pragma once
 
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include "kernels/precision.hpp"
 #include "lib/model/model_config.hpp"
+#include "lib/plan/precision_paths.hpp"
 #include "lib/plan/topology.hpp"
 
 namespace eth::planner {
@@ -35,49 +37,56 @@ struct Profile {
   std::string model;            // the model's name
   int seq_len = 0;
   bool estimate = false;        // true: roofline, not measured
-  std::string precision = "fp32";  // what it was measured (or priced) at: fp32, tf32 or bf16
+  // The path it was measured (or priced) on: the job's precision and the GEMMs' arithmetic.
+  kernels::Precision precision = kernels::Precision::fp32;
+  kernels::Arithmetic arithmetic = kernels::Arithmetic::fp32;
   double optimizer_ms_per_mparam = 0;  // per step, per 10^6 parameters: zero gradients, norm, AdamW
   std::vector<ProfileEntry> entries;   // ascending micro_batch
 
   // Costs at micro-batch size b: exact where profiled, else linear between the nearest two
   // profiled sizes (or through the origin and the largest, beyond it).
   ProfileEntry at(int b) const;
+  bool on_path(const kernels::PrecisionPath& path) const {
+    return precision == path.precision && arithmetic == path.arithmetic;
+  }
+  // "bf16", "bf16 in fp32 arithmetic": as PrecisionPath::name.
+  std::string path_name() const { return kernels::PrecisionPath{precision, arithmetic, 0}.name(); }
 };
 
 Profile load_profile(const std::string& path);
 void save_profile(const Profile& profile, const std::string& path);
 
-// The dense peak the GEMMs of `type` run at in `precision`, as the backends deliver it today:
-// fp32 on CUDA cores; tf32 on tensor cores where the device has them (fp32 where it does not:
-// eth_train refuses tf32 there); bf16 through the fp32 kernels with rounding at the bf16 storage
-// points (kernels/bf16_rounding_backend.hpp), on every device, until tensor-core bf16 kernels
-// land (issue 24), so at the fp32 rate; automatic as bf16 (GPUs) or fp32 (CPUs), the same rate.
-double gemm_peak_tflops(const DeviceType& type, kernels::Precision precision);
-// What the planner's tests, benchmarks and documented figures (docs/results.md) price GPUs at:
-// TF32, at which the search was tuned; a job's own plans are priced at its --precision.
-inline constexpr kernels::Precision kFiguresPrecision = kernels::Precision::tf32;
-// The precision a profile of `type` has for a job at `precision`: automatic is bf16 on a device
-// type with bf16 units (a GPU's), else fp32.
-std::string profile_precision(const DeviceType& type, kernels::Precision precision);
-// A profile given by name (--profile) of another precision than the job's: an InputError naming
-// the profile file, its precision and the job's. Types the topology does not have are not checked.
-void check_profile_precision(const Profile& profile, const Topology& topology, kernels::Precision precision);
+// What the planner's tests, benchmarks and fp32-era figures (docs/results.md) price devices at:
+// TF32 where a device type has it, fp32 where it does not, the rates the search was tuned at.
+// No job computes so (a job at tf32 needs TF32 on every device): a job's own plans are priced on
+// its paths (lib/plan/precision_paths.hpp).
+PrecisionPaths figures_paths(const Topology& topology);
+// A profile given by name (--profile) of another path than the one its device type takes in the
+// job (`paths`, lib/plan/precision_paths.hpp): an InputError naming the profile file, its path
+// and the job's. Types the topology does not have are not checked.
+void check_profile_path(const Profile& profile, const Topology& topology, const PrecisionPaths& paths);
 
-// Roofline estimate for `type` at `precision`: matmul FLOPs at a fixed fraction of
-// gemm_peak_tflops, other traffic at a fraction of memory bandwidth. Fails (InputError naming
-// `where`) when the type has no positive peak rates.
+// Roofline estimate for `type` on `path`: matmul FLOPs at a fixed fraction of the path's peak
+// (bf16 tensor cores, TF32 ones, or fp32), activations and parameter copies moved in the path's
+// storage type and the rest of the traffic in fp32, at a fraction of memory bandwidth. Fails
+// (InputError naming `where`) when the type has no positive peak rates.
 Profile roofline_profile(const DeviceType& type, const GptConfig& model, int seq_len,
                          const std::vector<int>& micro_batches, const std::string& where,
-                         kernels::Precision precision = kernels::Precision::automatic);
+                         const kernels::PrecisionPath& path);
 
 // The profile of each device type of `topology` (indexed like topology.device_types): the
-// given profiles matching the model and sequence length, else a roofline estimate.
-// A given profile is taken only at the job's precision (profile_precision), as only at its model
-// and sequence length.
+// given profiles matching the model, the sequence length and the type's path in `paths`, else a
+// roofline estimate on that path.
 std::vector<Profile> profiles_for(const Topology& topology, const GptConfig& model, int seq_len,
                                   const std::vector<Profile>& available,
-                                  const std::vector<int>& micro_batches,
-                                  kernels::Precision precision = kernels::Precision::automatic);
+                                  const std::vector<int>& micro_batches, const PrecisionPaths& paths);
+
+// The profiles a job is planned with: each --profile file (`files`, which must be on its device
+// type's path: check_profile_path), then `dir`'s (when it is a directory), then roofline
+// estimates, as profiles_for chooses; each device type's is printed to `log` when given.
+std::vector<Profile> job_profiles(const Topology& topology, const GptConfig& model, int seq_len, const std::string& dir,
+                                  const std::vector<std::string>& files, const std::vector<int>& micro_batches,
+                                  const PrecisionPaths& paths, std::ostream* log);
 
 // Every *.yaml profile in a directory, in file-name order.
 std::vector<Profile> load_profile_dir(const std::string& dir);

@@ -137,12 +137,21 @@ rc=$?
 ranks_named=$(grep -c "rank [01] (step 1, forward): GPU attention: head size 160 (channels / heads) is above the 128 its kernels are compiled for" "$work/out")
 check "a head size the GPU kernels do not take, cuda-emulated: one line per rank, exit non-zero, no hang" \
   $([ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$ranks_named" -ge 1 ] && echo 0 || echo 1) "exit $rc, $ranks_named rank lines: $(tail -5 "$work/out")"
-# --precision: an unknown value, and TF32 on the CPU backend (which has none): one line from 2 ranks.
+# --precision: an unknown value; TF32 on a device type without it (the CPU ranks eth_topo finds);
+# and TF32 that a topology declares on ranks whose backend, the CPU's, has none: one line from 2 ranks.
 expect_one_error eth_train "an unknown precision: one line from 2 ranks" \
   "--precision: value: expected auto, fp32, tf32 or bf16, got fp16" -- "${on_two_ranks[@]}" --precision fp16
-expect_one_error eth_train "TF32 on the CPU backend: one line from 2 ranks" "rank 0 on" \
-  "--precision tf32: expected a GPU with TF32 tensor cores" "got the CPU backend (cpu)" -- \
+expect_one_error eth_train "TF32 on a device type without it: one line from 2 ranks" "the discovered topology (no --topology): device_types." \
+  "--precision tf32: expected a device with TF32 tensor cores (a TF32 peak rate), got none" -- \
   env ETH_BACKEND=cpu "${on_two_ranks[@]}" --precision tf32
+sed 's/peak_tflops: {fp32: 0.093}/peak_tflops: {fp32: 0.093, tf32: 0.093}/' "$src/inputs/topologies/workstation-2cpu.yaml" \
+  >"$work/tf32-cpus.yaml"
+printf 'global_batch: 4\npipelines:\n  - micro_batch: 2\n    micro_batches: 2\n    stages:\n      - {ranks: [0], layers: [0, 1]}\n      - {ranks: [1], layers: [1, 2]}\n' \
+  >"$work/two-stages.yaml"
+expect_one_error eth_train "TF32 declared for the CPU backend: one line from 2 ranks" "rank 0 on" \
+  "--precision tf32: expected a GPU with TF32 tensor cores" "got the CPU backend (cpu)" -- \
+  env ETH_BACKEND=cpu "${on_two_ranks[@]}" --precision tf32 --topology "$work/tf32-cpus.yaml" \
+  --plan "$work/two-stages.yaml"
 if ! nvidia-smi -L >/dev/null 2>&1; then
   expect_one_error eth_train "the CUDA backend asked for without a GPU: one line from 2 ranks" "rank 0 on" \
     "ETH_BACKEND=cuda: expected a" -- env ETH_BACKEND=cuda "${on_two_ranks[@]}"

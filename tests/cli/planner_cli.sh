@@ -58,7 +58,7 @@ expect_one_error eth_plan "plan: an unknown precision" "--precision" "expected a
   plan --topology "$topology" --model "$model" --batch 8 --seq-len 16 --precision fp16
 # A profile measured at fp32 (cpu-rank, the demo model's) given for a bf16 job: refused, naming both.
 expect_one_error eth_plan "plan: a profile of another precision" "cpu-rank-demo-T64.yaml" "precision" \
-  "(bf16 for cpu-rank, --precision bf16)" "got fp32" -- \
+  "(bf16 in fp32 arithmetic for cpu-rank, --precision bf16)" "got fp32" -- \
   plan --topology "$topology" --model "$src/inputs/models/demo.yaml" --batch 8 --seq-len 64 --precision bf16 \
   --profile "$src/inputs/profiles/cpu-rank-demo-T64.yaml"
 # 16 GB cards and a 7.3B model: without recomputation nothing fits, and the error names the rank

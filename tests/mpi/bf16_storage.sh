@@ -22,7 +22,7 @@ for plan in split-stage-4 one-pipeline-4; do
   for precision in fp32 bf16; do
     PRECISION=$precision run "$plan-$precision" 4 --topology "$plans/cpu-2nodes-4.yaml" --plan "$plans/$plan.yaml"
   done
-  ETH_BACKEND=cuda-emulated PRECISION=bf16 run "$plan-kernels" 4 --topology "$plans/cpu-2nodes-4.yaml" \
+  ETH_BACKEND=cuda-emulated PRECISION=bf16 run "$plan-kernels" 4 --topology "$plans/interpreter-2nodes-4.yaml" \
     --plan "$plans/$plan.yaml"
   grep -q "bf16 (bf16 kernels" "$work/$plan-kernels.log" || { echo "FAIL: $plan-kernels ran no bf16 kernels"; exit 1; }
   $py - "$work/$plan-fp32/metrics.jsonl" "$work/$plan-bf16/metrics.jsonl" "$work/$plan-kernels/metrics.jsonl" "$plan" \

@@ -110,7 +110,11 @@ void dump(const fs::path& dir, const std::string& model_path, int T, const std::
 
   // The CPU backend, or the CUDA one with ETH_BACKEND=cuda on a GPU machine: the oracle then
   // checks the device kernels against float64 PyTorch too.
-  eth::kernels::BackendChoice choice = eth::kernels::select_backend(0, 1, precision);
+  // bf16 on the bf16 kernels where the backend has them (the interpreter's, a GPU's), else on the
+  // CPU twin: the path of a device with bf16 units.
+  const eth::kernels::Arithmetic arithmetic =
+      precision == eth::kernels::Precision::bf16 ? eth::kernels::Arithmetic::bf16 : eth::kernels::Arithmetic::fp32;
+  eth::kernels::BackendChoice choice = eth::kernels::select_backend(0, 1, {precision, arithmetic, 0});
   std::cout << choice.note << "; precision " << choice.backend->precision_path() << '\n';
   std::unique_ptr<eth::kernels::Backend> backend = std::move(choice.backend);
   const bool blocked = backend->attention_path(T) == eth::kernels::AttentionPath::blocked;

@@ -1,6 +1,7 @@
 // The FLOP count behind MFU (lib/job/model_flops.hpp) against counts done by hand.
 #include <gtest/gtest.h>
 
+#include "lib/base/input_error.hpp"
 #include "lib/job/model_flops.hpp"
 #include "lib/model/param_layout.hpp"
 #include "lib/plan/topology.hpp"
@@ -30,10 +31,16 @@ TEST(ModelFlops, Gpt2SmallByHand) {
   EXPECT_EQ(training_flops_per_token(gpt2, 1024), 855383040.0);
 }
 
-// The peak is every rank's fp32 rate, idle ranks included.
-TEST(ModelFlops, PeakSumsEveryRank) {
+// The peak is every rank's path peak, idle ranks included: in bf16 (and auto, which is bf16 where
+// a device has bf16 units) the A100s' bf16 tensor cores and the V100s' fp32 arithmetic on the
+// bf16 bytes; in fp32 both at fp32; in tf32 the job cannot run (the V100s have no TF32).
+TEST(ModelFlops, PeakSumsEachRanksPath) {
   const Topology topology = load_topology("inputs/topologies/lab-2node-a100-v100.yaml");  // 4 A100, 4 V100
-  EXPECT_DOUBLE_EQ(peak_flops(topology), (4 * 19.5 + 4 * 15.7) * 1e12);
+  EXPECT_DOUBLE_EQ(peak_flops(topology, precision_paths(topology, kernels::Precision::bf16)), (4 * 312 + 4 * 15.7) * 1e12);
+  EXPECT_DOUBLE_EQ(peak_flops(topology, precision_paths(topology, kernels::Precision::automatic)),
+                   (4 * 312 + 4 * 15.7) * 1e12);
+  EXPECT_DOUBLE_EQ(peak_flops(topology, precision_paths(topology, kernels::Precision::fp32)), (4 * 19.5 + 4 * 15.7) * 1e12);
+  EXPECT_THROW(precision_paths(topology, kernels::Precision::tf32), InputError);
 }
 
 }  // namespace

@@ -49,7 +49,7 @@ Topology one_node(const std::vector<std::pair<double, double>>& devices, double 
 }
 
 CostModel roofline_cost(const Topology& topo, const GptConfig& model, int T) {
-  return CostModel(topo, model, T, profiles_for(topo, model, T, {}, {1, 2, 4, 8}, kFiguresPrecision));
+  return CostModel(topo, model, T, profiles_for(topo, model, T, {}, {1, 2, 4, 8}, figures_paths(topo)));
 }
 
 // A shipped scenario (inputs/scenarios/NAME.yaml) under roofline profiles, with its request for
@@ -354,7 +354,7 @@ TEST(Planner, NoRecomputationWhereMemoryDoesNotBind) {
 TEST(Planner, ShardedCollectiveTime) {
   Topology topo = one_node({{80, 10}, {80, 10}, {80, 10}, {80, 10}}, 10);  // 10 GB/s: 1e7 bytes per ms
   const GptConfig model = small_model(2);
-  const CostModel inside(topo, model, 16, profiles_for(topo, model, 16, {}, {1}, kFiguresPrecision));
+  const CostModel inside(topo, model, 16, profiles_for(topo, model, 16, {}, {1}, figures_paths(topo)));
   EXPECT_NEAR(inside.sharded_collective_ms({0, 1, 2, 3}, 4e7), 3.0, 1e-12);  // 3/4 of 4e7 bytes
   EXPECT_EQ(inside.sharded_collective_ms({2}, 4e7), 0);
   // Ranks 2 and 3 on a second node, a 1 GB/s network: three owners, two behind node 0's NIC.
@@ -363,7 +363,7 @@ TEST(Planner, ShardedCollectiveTime) {
   topo.nodes.push_back({"n1", {"nvlink", 10, 0}, {2, 3}, 2});
   topo.ranks[2] = {1, 0, 2};
   topo.ranks[3] = {1, 1, 3};
-  const CostModel across(topo, model, 16, profiles_for(topo, model, 16, {}, {1}, kFiguresPrecision));
+  const CostModel across(topo, model, 16, profiles_for(topo, model, 16, {}, {1}, figures_paths(topo)));
   EXPECT_NEAR(across.sharded_collective_ms({0, 1, 2}, 3e6), 2 * 2e6 / 1e6, 1e-12);
 }
 
@@ -642,7 +642,7 @@ TEST(Planner, BadInputIsNamed) {
 
   const GptConfig model = small_model(2);
   DeviceType none{"mystery", 16, 0, 0, 0, 0};
-  expect_input_error([&] { roofline_profile(none, model, 16, {1}, "topo.yaml"); }, {"topo.yaml", "mystery", "peak"});
+  expect_input_error([&] { roofline_profile(none, model, 16, {1}, "topo.yaml", kernels::precision_path(kernels::Precision::fp32, none.rates())); }, {"topo.yaml", "mystery", "peak"});
 
   const Topology tiny_mem = one_node({{0.0001, 10}, {0.0001, 10}});
   const CostModel cost = roofline_cost(tiny_mem, model, 16);

@@ -194,7 +194,7 @@ Topology tiny_cluster(std::mt19937& rng, int devices, bool distinct) {
 }
 
 CostModel roofline_cost(const Topology& topo, const GptConfig& model, int T) {
-  return CostModel(topo, model, T, profiles_for(topo, model, T, {}, {1, 2, 4}, kFiguresPrecision));
+  return CostModel(topo, model, T, profiles_for(topo, model, T, {}, {1, 2, 4}, figures_paths(topo)));
 }
 
 // The enumerator's optimum equals the brute force's on tiny clusters (recomputation chosen per
@@ -281,7 +281,7 @@ TEST(PlannerAudit, SearchAgainstExhaustiveOnRandomSmallClusters) {
   double worst = 0;
   for (uint64_t seed = 1; seed <= 30; seed++) {
     const AuditCase c = random_audit_case(seed, catalog, shape);
-    CostModel cost(c.topology, c.model, c.seq_len, profiles_for(c.topology, c.model, c.seq_len, {}, {1, 2, 4, 8}, kFiguresPrecision));
+    CostModel cost(c.topology, c.model, c.seq_len, profiles_for(c.topology, c.model, c.seq_len, {}, {1, 2, 4, 8}, figures_paths(c.topology)));
     cost.set_allow_sharding(false);  // the enumeration's space: every plan keeps whole moments
     const ExhaustiveResult ex = exhaustive_best(cost, c.request);
     std::optional<Candidate> hpp;

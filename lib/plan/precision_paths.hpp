@@ -1,0 +1,27 @@
+// A job's precision on each device type of its topology: --precision resolved once for the job
+// (kernels::resolve_precision) and the path every device type takes at it
+// (kernels::precision_path). Backend selection, the memory and cost models, the profiles, the
+// settings table and MFU all read these, and decide nothing of their own.
+#pragma once
+
+#include <vector>
+
+#include "kernels/precision.hpp"
+#include "lib/plan/topology.hpp"
+
+namespace eth {
+
+struct PrecisionPaths {
+  kernels::Precision precision = kernels::Precision::fp32;  // the job's, resolved
+  std::vector<kernels::PrecisionPath> by_type;              // indexed like Topology::device_types
+
+  const kernels::PrecisionPath& of_rank(const Topology& topology, int rank) const {
+    return by_type[static_cast<size_t>(topology.ranks[static_cast<size_t>(rank)].device_type)];
+  }
+};
+
+// For a job at `requested` on `topology`. A path the device type cannot take (tf32 without TF32
+// units): an InputError naming the topology file and the device type.
+PrecisionPaths precision_paths(const Topology& topology, kernels::Precision requested);
+
+}  // namespace eth
