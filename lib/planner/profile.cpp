@@ -69,17 +69,18 @@ Profile load_profile(const std::string& path) {
   if (m != "measured" && m != "roofline-estimate") method.fail("'measured' or 'roofline-estimate'", method.text());
   p.estimate = m == "roofline-estimate";
   // Profiles from before --precision existed were measured at fp32 (nothing turned TF32 on);
-  // those from before the path was recorded computed in their precision's own arithmetic (a
-  // device without bf16 units was profiled at fp32).
+  // those from before the path was recorded were measured in their precision's own arithmetic (a
+  // device without bf16 units was profiled at fp32), but estimated in fp32 arithmetic whatever
+  // the precision (the roofline priced bf16 at the fp32 peak then).
   if (root.has("precision")) {
     const yaml::Field precision = root.child("precision");
     const std::string text = precision.as_string();
     if (text != "fp32" && text != "tf32" && text != "bf16") precision.fail("fp32, tf32 or bf16", text);
     p.precision = kernels::parse_precision(text);
   }
-  p.arithmetic = p.precision == kernels::Precision::bf16   ? kernels::Arithmetic::bf16
-                 : p.precision == kernels::Precision::tf32 ? kernels::Arithmetic::tf32
-                                                           : kernels::Arithmetic::fp32;
+  p.arithmetic = p.precision == kernels::Precision::bf16 && !p.estimate ? kernels::Arithmetic::bf16
+                 : p.precision == kernels::Precision::tf32                ? kernels::Arithmetic::tf32
+                                                                          : kernels::Arithmetic::fp32;
   if (root.has("arithmetic")) {
     const yaml::Field arithmetic = root.child("arithmetic");
     const std::string text = arithmetic.as_string();
