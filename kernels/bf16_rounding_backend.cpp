@@ -62,7 +62,8 @@ class Bf16RoundingBackend final : public ForwardingBackend {
     if (kernels_ != nullptr)
       return "bf16 (bf16 kernels: cuBLASLt GEMMs, flash attention at head sizes 64 and 128 (fp32 compute at "
              "others), layernorm, GELU, residual, embedding, classifier)";
-    const char* why = inner_.bf16_kernels() != nullptr ? "its bf16 kernels left out (ETH_BF16_KERNELS=0)"
+    const char* why = inner_.bf16_kernels() != nullptr
+                          ? "its bf16 kernels left out (a device type without bf16 units, or ETH_BF16_KERNELS=0)"
                       : inner_.host_addressable()       ? "CPU twin"
                                                         : "no bf16 kernels on this device";
     return "bf16 (" + std::string(why) + ": bf16 storage, fp32 compute)";

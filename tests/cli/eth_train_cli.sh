@@ -152,6 +152,27 @@ expect_one_error eth_train "TF32 declared for the CPU backend: one line from 2 r
   "--precision tf32: expected a GPU with TF32 tensor cores" "got the CPU backend (cpu)" -- \
   env ETH_BACKEND=cpu "${on_two_ranks[@]}" --precision tf32 --topology "$work/tf32-cpus.yaml" \
   --plan "$work/two-stages.yaml"
+# bf16 on two device types, one with bf16 units and one without (interpreter-mixed-2.yaml), on
+# the GPU's kernels in the interpreter: the settings table names each type's path and peak, rank
+# 0 runs the bf16 kernels and rank 1 computes in fp32, and MFU divides by the sum of the two path
+# peaks, 0.186 + 0.093 TFLOP/s (not the fp32 peaks, 0.186 TFLOP/s): mfu = tokens/s x 189696 FLOP
+# per token (tiny.yaml at T = 16, tests/unit/test_model_flops.cpp) / 0.279e12, per step.
+env ETH_BACKEND=cuda-emulated OMP_NUM_THREADS=1 timeout 120 mpirun -np 2 "$build/app/eth_train" --model "$tiny" \
+  --train-data "$work/ok.bin" --seq-len 16 --steps 3 --precision bf16 --output-dir "$work/paths" \
+  --topology "$src/tests/mpi/plans/interpreter-mixed-2.yaml" --plan "$work/two-stages.yaml" >"$work/out" 2>&1
+check "bf16 on a type with bf16 units beside one without, cuda-emulated: exits 0" $? "$(tail -5 "$work/out")"
+for row in "1 x cuda-interpreter (8 GB; bf16 at 0.186 TFLOP/s), 1 x cuda-interpreter-no-bf16 (8 GB; bf16 in fp32 arithmetic at 0.093 TFLOP/s)" \
+           "rank 0: bf16 (bf16 kernels" "rank 1: bf16 (its bf16 kernels left out" "0.279 TFLOP/s, all ranks at their path's peak"; do
+  grep -qF -- "$row" "$work/out"; check "the settings table says: $row" $? "$(grep -E 'devices|precision|peak' "$work/out")"
+done
+/usr/bin/python3 - "$work/paths/metrics.jsonl" <<'PY'
+import json, sys
+steps = [r for r in map(json.loads, open(sys.argv[1])) if "mfu" in r]
+ok = len(steps) == 3 and all(abs(r["mfu"] * 0.279e12 / (r["tokens_per_s"] * 189696) - 1) < 1e-9 for r in steps)
+print([(r["tokens_per_s"], r["mfu"]) for r in steps])
+sys.exit(0 if ok else 1)
+PY
+check "MFU against the two paths' peaks, every step" $? "$(head -c 600 "$work/paths/metrics.jsonl")"
 if ! nvidia-smi -L >/dev/null 2>&1; then
   expect_one_error eth_train "the CUDA backend asked for without a GPU: one line from 2 ranks" "rank 0 on" \
     "ETH_BACKEND=cuda: expected a" -- env ETH_BACKEND=cuda "${on_two_ranks[@]}"
