@@ -3,7 +3,9 @@
 // Metis-style baselines, and against the best plan a randomised local search (local_search.hpp)
 // finds from HPP's plan, the baselines' and random ones. Prints a table and writes JSON (default
 // bench/results/planner.json), with a one-line description of the HPP, Metis and local-search
-// plans. Never asserts.
+// plans. Devices are priced at --precision (eth_train's: each device type on its path,
+// lib/plan/precision_paths.hpp), or by default at the rates the figures of docs/results.md were
+// measured at (figures_paths: TF32 where a type has it, else fp32). Never asserts.
 #include <boost/program_options.hpp>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_stamp.hpp"
+#include "kernels/precision.hpp"
 #include "lib/base/input_error.hpp"
 #include "lib/base/strprintf.hpp"
 #include "lib/planner/local_search.hpp"
@@ -81,6 +84,7 @@ double thread_cpu_ms() {
 int main(int argc, char** argv) {
   const double load_at_start = eth::bench::load_now();
   std::string dir = "inputs/scenarios", out = "bench/results/planner.json", profiles = "inputs/profiles", only;
+  std::string precision = "figures";
   LocalSearchOptions ls;
   ls.iterations = 20000;
   namespace po = boost::program_options;
@@ -89,6 +93,8 @@ int main(int argc, char** argv) {
       "profiles", po::value(&profiles)->default_value(profiles), "profile directory")(
       "out", po::value(&out)->default_value(out), "JSON output")(
       "only", po::value(&only), "run only the scenarios whose name contains this")(
+      "precision", po::value(&precision)->default_value(precision),
+      "figures (TF32 where a device type has it, else fp32), or a job's --precision: auto, fp32, tf32, bf16")(
       "ls-iterations", po::value(&ls.iterations)->default_value(ls.iterations), "local search: moves per scenario, all starts together")(
       "ls-seconds", po::value<double>()->default_value(0), "local search: wall-time limit per scenario (0: none; else not deterministic)")(
       "ls-seed", po::value(&ls.seed)->default_value(ls.seed), "local search: seed");
@@ -113,7 +119,9 @@ int main(int argc, char** argv) {
       const eth::GptConfig model = eth::load_model_config(s.model_path);
       const auto t0 = std::chrono::steady_clock::now();
       const double cpu0 = thread_cpu_ms();
-      const CostModel cost(topo, model, s.seq_len, profiles_for(topo, model, s.seq_len, available, s.micro_batches, figures_paths(topo)));
+      const eth::PrecisionPaths paths =
+          precision == "figures" ? figures_paths(topo) : eth::precision_paths(topo, eth::kernels::parse_precision(precision));
+      const CostModel cost(topo, model, s.seq_len, profiles_for(topo, model, s.seq_len, available, s.micro_batches, paths));
       const PlanRequest request{s.global_batch, s.micro_batches, 1};
       const Candidate hpp = search_hpp(cost, request, s.source).front();
       const double plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -184,7 +192,7 @@ int main(int argc, char** argv) {
       std::cerr << "bench_planner: " << e.what() << '\n';
     }
   }
-  eth::bench::write_stamped(out, {{"benchmark", "planner"}, {"scenarios", results}}, load_at_start);
+  eth::bench::write_stamped(out, {{"benchmark", "planner"}, {"precision", precision}, {"scenarios", results}}, load_at_start);
   std::cout << "wrote " << out << '\n';
   return 0;
 }

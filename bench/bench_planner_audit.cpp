@@ -14,6 +14,7 @@
 #include "lib/base/input_error.hpp"
 #include "lib/base/strprintf.hpp"
 #include "lib/planner/exhaustive.hpp"
+#include "lib/planner/micro_batches.hpp"
 #include "lib/planner/search.hpp"
 
 
@@ -60,7 +61,7 @@ int main(int argc, char** argv) {
                               "gap_%", "plan_ms", "exh_wall", "plans", "simulated");
   for (int k = 0; k < cases; k++) {
     const AuditCase c = random_audit_case(seed + static_cast<uint64_t>(k), catalog, shape);
-    CostModel cost(c.topology, c.model, c.seq_len, profiles_for(c.topology, c.model, c.seq_len, {}, {1, 2, 4, 8}, figures_paths(c.topology)));
+    CostModel cost(c.topology, c.model, c.seq_len, profiles_for(c.topology, c.model, c.seq_len, {}, kDefaultMicroBatches, figures_paths(c.topology)));
     cost.set_allow_sharding(false);  // the enumeration's space: every plan keeps whole moments
     nlohmann::json r = {{"case", k}, {"seed", seed + k}, {"cluster", c.name}, {"devices", c.topology.world_size()},
                         {"layers", c.model.num_layers}, {"channels", c.model.channels},

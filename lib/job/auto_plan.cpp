@@ -4,6 +4,7 @@
 
 #include "lib/base/strprintf.hpp"
 #include "lib/job/agreed.hpp"
+#include "lib/planner/micro_batches.hpp"
 #include "lib/planner/plan_summary.hpp"
 #include "lib/planner/search.hpp"
 #include "mpi_topology/mpi_session.hpp"
@@ -11,14 +12,11 @@
 namespace eth::planner {
 namespace {
 
-// The micro-batch sizes the search may give a pipeline.
-const std::vector<int> kMicroBatches = {1, 2, 4, 8};
-
 // Rank 0: the plan for `topology`, printed to `log` and written beside the metrics.
 Plan plan_on_rank0(const TrainOptions& o, const GptConfig& model, const Topology& topology, const PrecisionPaths& paths,
                    std::ostream& log) {
   const CostModel cost = job_cost_model(o, model, topology, paths, &log);
-  const PlanRequest request{o.global_batch, kMicroBatches, 1, 0};
+  const PlanRequest request{o.global_batch, kDefaultMicroBatches, 1, 0};
   const Candidate best = search_hpp(cost, request, "--batch " + std::to_string(o.global_batch)).front();
   print_summary(log, cost, best);
   std::filesystem::create_directories(o.output_dir);
@@ -34,7 +32,7 @@ Plan plan_on_rank0(const TrainOptions& o, const GptConfig& model, const Topology
 
 CostModel job_cost_model(const TrainOptions& o, const GptConfig& model, const Topology& topology, const PrecisionPaths& paths,
                          std::ostream* log) {
-  std::vector<Profile> profiles = job_profiles(topology, model, o.seq_len, o.profiles_dir, o.profile_files, kMicroBatches,
+  std::vector<Profile> profiles = job_profiles(topology, model, o.seq_len, o.profiles_dir, o.profile_files, kDefaultMicroBatches,
                                                paths, log);
   return CostModel(topology, model, o.seq_len, std::move(profiles));
 }

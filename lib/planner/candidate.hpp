@@ -8,13 +8,14 @@
 
 #include "lib/plan/plan.hpp"
 #include "lib/planner/cost_model.hpp"
+#include "lib/planner/micro_batches.hpp"
 #include "lib/planner/simulator.hpp"
 
 namespace eth::planner {
 
 struct PlanRequest {
   int global_batch = 0;
-  std::vector<int> micro_batches = {1, 2, 4, 8};  // micro-batch sizes to try
+  std::vector<int> micro_batches = kDefaultMicroBatches;  // micro-batch sizes to try
   int top = 1;                                     // plans to return, best first
   int max_stage_width = 0;                         // ranks per stage at most; 0: no limit
 };

@@ -18,11 +18,12 @@
 
 #include "kernels/backend.hpp"
 #include "lib/planner/cost_model.hpp"
+#include "lib/planner/micro_batches.hpp"
 
 namespace eth::planner {
 
 struct MeasureOptions {
-  std::vector<int> micro_batches = {1, 2, 4, 8};
+  std::vector<int> micro_batches = kDefaultMicroBatches;
   int seq_len = 64;
   int repetitions = 5;
 };

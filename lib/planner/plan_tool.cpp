@@ -5,6 +5,7 @@
 #include "lib/base/input_error.hpp"
 #include "lib/base/strprintf.hpp"
 #include "lib/plan/plan_validation.hpp"
+#include "lib/planner/micro_batches.hpp"
 #include "lib/planner/plan_drawing.hpp"
 #include "lib/planner/plan_summary.hpp"
 #include "lib/planner/scenario.hpp"
@@ -37,7 +38,7 @@ PlanInputs plan_inputs(const PlanToolOptions& o) {
   }
   if (in.topology_path.empty()) fail_input("command line", "--topology", "a topology YAML (or --scenario)", "none");
   if (in.model_path.empty()) fail_input("command line", "--model", "a model YAML (or --scenario)", "none");
-  if (in.micro_batches.empty()) in.micro_batches = {1, 2, 4, 8};
+  if (in.micro_batches.empty()) in.micro_batches = kDefaultMicroBatches;
   return in;
 }
 

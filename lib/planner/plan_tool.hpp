@@ -14,7 +14,7 @@ struct PlanToolOptions {
   std::string scenario;                 // or the four below
   std::string topology, model;
   int global_batch = 0, seq_len = 0;
-  std::vector<int> micro_batches;       // empty: the scenario's, else {1, 2, 4, 8}
+  std::vector<int> micro_batches;       // empty: the scenario's, else kDefaultMicroBatches
   std::string profiles_dir = "inputs/profiles";
   std::vector<std::string> profile_files;
   std::string out = "plan.yaml";

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/precision.hpp"
+#include "lib/planner/micro_batches.hpp"
 
 namespace eth::planner {
 
@@ -16,7 +17,7 @@ struct ProfileToolOptions {
   std::string model;
   std::string device_type = "cpu-rank";
   std::string out;
-  std::vector<int> micro_batches = {1, 2, 4, 8};
+  std::vector<int> micro_batches = kDefaultMicroBatches;
   int seq_len = 64;
   int repetitions = 5;
   std::string estimate_topology;        // set: write roofline estimates for its device types

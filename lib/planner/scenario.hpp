@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "lib/planner/micro_batches.hpp"
+
 namespace eth::planner {
 
 // inputs/scenarios/*.yaml: a topology and a model (paths relative to the scenario file), the
@@ -16,7 +18,7 @@ struct Scenario {
   std::string model_path;
   int global_batch = 0;
   int seq_len = 0;
-  std::vector<int> micro_batches = {1, 2, 4, 8};
+  std::vector<int> micro_batches = kDefaultMicroBatches;
 };
 Scenario load_scenario(const std::string& path);
 
