@@ -1,8 +1,10 @@
 #include "lib/model/generator.hpp"
 
 #include <cassert>
+#include <optional>
 
 #include "kernels/host_copy.hpp"
+#include "lib/model/block_forward.hpp"
 
 namespace eth {
 namespace {
@@ -88,7 +90,6 @@ const std::vector<float>& Generator::step(int32_t token) { return extend(&token,
 const std::vector<float>& Generator::extend(const int32_t* tokens, int n) {
   assert(n > 0 && position_ + n <= capacity_);
   const int C = config_.channels, NH = config_.num_heads, T0 = position_;
-  const size_t nC = static_cast<size_t>(n) * C;
   const size_t layer_cache = static_cast<size_t>(capacity_) * C;  // one layer's (NH, capacity, hs)
   const kernels::ConstTensor p = weights();
   const LayerOffsets& w = layout_.layer_offsets();
@@ -102,24 +103,20 @@ const std::vector<float>& Generator::extend(const int32_t* tokens, int n) {
   // The first ln1 alone; ln2 and the next ln1 fused with the residual add before them (Stage).
   backend_.layernorm_forward(ln, mean_.data(), rstd_.data(), x, p + layout_.layer(0) + w.ln1_w,
                              p + layout_.layer(0) + w.ln1_b, n, C);
+  // One layer's activations at a time: x the residual stream (each block's input and output),
+  // y its res2, ln each layernorm's output in turn (ln1, ln2, the next ln1).
+  const BlockActivations block{x, ln, qkv, atty, y, ln, mean_.data(), rstd_.data(), fch, fch_gelu, branch, x};
   for (int l = 0; l < config_.num_layers; l++) {
-    const kernels::ConstTensor lp = p + layout_.layer(l);
     const kernels::Tensor k = stored(k_cache_) + layer_cache * l;
     const kernels::Tensor v = stored(v_cache_) + layer_cache * l;
-    backend_.matmul_forward(qkv, ln, lp + w.qkv_w, lp + w.qkv_b, n, C, 3 * C);  // (n, 3C)
-    backend_.attention_decode(atty, k, v, qkv, 1, n, T0, capacity_, C, NH);
-    backend_.matmul_forward(branch, atty, lp + w.attproj_w, lp + w.attproj_b, n, C, C);
-    backend_.residual_layernorm_forward(y, ln, mean_.data(), rstd_.data(), x, branch, lp + w.ln2_w, lp + w.ln2_b, n,
-                                        C);  // res2, ln2
-    backend_.matmul_gelu_forward(fch_gelu, fch, ln, lp + w.fc_w, lp + w.fc_b, n, C, 4 * C);  // (n, 4C)
-    backend_.matmul_forward(branch, fch_gelu, lp + w.fcproj_w, lp + w.fcproj_b, n, 4 * C, C);
-    if (l + 1 < config_.num_layers) {
-      const kernels::ConstTensor next = p + layout_.layer(l + 1);
-      backend_.residual_layernorm_forward(x, ln, mean_.data(), rstd_.data(), y, branch, next + w.ln1_w,
-                                          next + w.ln1_b, n, C);  // res3 (the next layer's input), its ln1
-    } else {
-      backend_.residual_forward(x, y, branch, nC);  // res3
-    }
+    const auto attend = [&](kernels::Tensor out, kernels::ConstTensor qkv_new) {
+      backend_.attention_decode(out, k, v, qkv_new, 1, n, T0, capacity_, C, NH);
+    };
+    std::optional<NextLayernorm> next;
+    if (l + 1 < config_.num_layers)
+      next = NextLayernorm{ln, mean_.data(), rstd_.data(), p + layout_.layer(l + 1) + w.ln1_w,
+                           p + layout_.layer(l + 1) + w.ln1_b};
+    block_forward(backend_, block, p + layout_.layer(l), w, n, C, attend, next ? &*next : nullptr);
   }
   // The final layernorm and the tied head, on the last row only.
   const kernels::ConstTensor last = x + static_cast<size_t>(n - 1) * C;  // (1, C)

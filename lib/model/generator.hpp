@@ -1,8 +1,7 @@
 // The whole GPT-2 on one device, for generation: its parameters in ETH's one-stage layout
 // (ParamLayout(config, {0, L})) and a key/value cache per layer, so that each new token costs
-// one position's forward. The layer math is the Stage's (lib/model/stage.cpp), through the same
-// backend operations (fused where the Stage fuses them, so the same numbers), with
-// Backend::attention_decode in place of attention_forward:
+// one position's forward. Each layer is the Stage's block (lib/model/block_forward.hpp, the same
+// backend operations, so the same numbers), with Backend::attention_decode as its attention:
 //
 //   prefill(tokens)  the cache restarts with these tokens at positions [0, n)
 //   step(token)      one more position

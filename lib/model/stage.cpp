@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cassert>
+#include <optional>
+
+#include "lib/model/block_forward.hpp"
 
 namespace eth {
 
@@ -214,38 +217,33 @@ void Stage::attention_forward(int slot, int i) {
 }
 
 void Stage::layers_forward(int slot) {
-  const int B = rows_[slot], T = T_, C = config_.channels;
-  const int N = B * T;
-  const size_t BTC = static_cast<size_t>(N) * C;
+  const int B = rows_[slot], T = T_, C = config_.channels, NH = config_.num_heads;
   const kernels::ConstTensor p = weights();
-  const LayerOffsets& w = layout_.layer_offsets();
   const LayerRange range = layout_.layers();
-  // Each layernorm but the first layer's ln1 comes fused with the residual add before it: ln2
-  // with the attention half's, the next ln1 (or the final layernorm) with the MLP half's.
+  // The first layer's ln1 alone; every later layernorm (the next layer's ln1, or the final one
+  // on a stage with the head) fused with the residual add before it (block_forward).
   ln1_forward(slot, 0);
   for (int l = range.begin; l < range.end; l++) {
     const int i = l - range.begin;
-    const kernels::ConstTensor x = layer_input(slot, i);  // (B, T, C)
     const LayerActs a = layer_acts(slot, i);
-    const kernels::ConstTensor lp = p + layout_.layer(l);
-    attention_forward(slot, i);
-    backend_.matmul_forward(scratch(branch_), a[atty], lp + w.attproj_w, lp + w.attproj_b, N, C, C);
-    backend_.residual_layernorm_forward(a[res2], a[ln2], a[ln2_mean].as_f32(), a[ln2_rstd].as_f32(), x,
-                                        scratch(branch_), lp + w.ln2_w, lp + w.ln2_b, N, C);
-    backend_.matmul_gelu_forward(a[fch_gelu], a[fch], a[ln2], lp + w.fc_w, lp + w.fc_b, N, C, 4 * C);
-    backend_.matmul_forward(scratch(branch_), a[fch_gelu], lp + w.fcproj_w, lp + w.fcproj_b, N, 4 * C, C);
+    const kernels::Tensor branch = scratch(branch_);
+    const BlockActivations block{layer_input(slot, i), a[ln1], a[qkv], a[atty], a[res2], a[ln2], a[ln2_mean].as_f32(),
+                                 a[ln2_rstd].as_f32(), a[fch], a[fch_gelu], branch, a[res3]};
+    const auto attend = [&](kernels::Tensor out, kernels::ConstTensor qkv_in) {
+      backend_.attention_forward(out, a[att_saved].as_f32(), qkv_in, B, T, C, NH);
+    };
+    std::optional<NextLayernorm> next;
     if (l + 1 < range.end) {
-      const LayerActs next = layer_acts(slot, i + 1);
+      const LayerActs n = layer_acts(slot, i + 1);
       const kernels::ConstTensor next_lp = p + layout_.layer(l + 1);
-      backend_.residual_layernorm_forward(a[res3], next[ln1], next[ln1_mean].as_f32(), next[ln1_rstd].as_f32(),
-                                          a[res2], scratch(branch_), next_lp + w.ln1_w, next_lp + w.ln1_b, N, C);
+      next = NextLayernorm{n[ln1], n[ln1_mean].as_f32(), n[ln1_rstd].as_f32(), next_lp + layout_.layer_offsets().ln1_w,
+                           next_lp + layout_.layer_offsets().ln1_b};
     } else if (layout_.has_head()) {
-      backend_.residual_layernorm_forward(a[res3], at(slot, acts_.lnf), at(slot, acts_.lnf_mean).as_f32(),
-                                          at(slot, acts_.lnf_rstd).as_f32(), a[res2], scratch(branch_),
-                                          p + layout_.lnf_w(), p + layout_.lnf_b(), N, C);
-    } else {
-      backend_.residual_forward(a[res3], a[res2], scratch(branch_), BTC);
+      next = NextLayernorm{at(slot, acts_.lnf), at(slot, acts_.lnf_mean).as_f32(), at(slot, acts_.lnf_rstd).as_f32(),
+                           p + layout_.lnf_w(), p + layout_.lnf_b()};
     }
+    block_forward(backend_, block, p + layout_.layer(l), layout_.layer_offsets(), B * T, C, attend,
+                  next ? &*next : nullptr);
   }
 }
 
