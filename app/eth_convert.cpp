@@ -8,6 +8,7 @@
 
 #include <iostream>
 
+#include "app/environment.hpp"
 #include "lib/base/command_line.hpp"
 #include "lib/base/input_error.hpp"
 #include "lib/io/hf_folder.hpp"
@@ -18,7 +19,7 @@
 namespace po = boost::program_options;
 
 int main(int argc, char** argv) {
-  eth::MpiSession mpi(&argc, &argv);
+  eth::MpiSession mpi(&argc, &argv, eth::read_environment().comm);
   std::string model_path, import_llmc, export_llmc, import_hf, export_hf, out;
   std::string tokenizer = ETH_TOKENIZER_DIR;
   po::options_description desc("eth_convert options (run on one rank)");

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "app/environment.hpp"
 #include "kernels/backend_select.hpp"
 #include "lib/base/command_line.hpp"
 #include "lib/base/input_error.hpp"
@@ -15,9 +16,11 @@
 namespace po = boost::program_options;
 
 int main(int argc, char** argv) {
-  eth::kernels::bind_gpu_before_mpi();  // the GPU eth_train would use, current before MPI_Init
-  eth::MpiSession mpi(&argc, &argv);
+  const eth::Environment environment = eth::read_environment();
+  eth::kernels::bind_gpu_before_mpi(environment.device);  // the GPU eth_train would use, current before MPI_Init
+  eth::MpiSession mpi(&argc, &argv, environment.comm);
   eth::planner::ProfileToolOptions o;
+  o.device = environment.device;
   std::string precision = "auto";
   po::options_description desc("eth_profile options");
   desc.add_options()

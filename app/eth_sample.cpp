@@ -7,6 +7,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "app/environment.hpp"
 #include "kernels/backend_select.hpp"
 #include "lib/base/command_line.hpp"
 #include "lib/base/input_error.hpp"
@@ -36,7 +37,8 @@ int main(int argc, char** argv) {
   try {
     if (!eth::parse_command_line(argc, argv, desc)) return 0;
     eth::check_sample_request(r);
-    eth::kernels::BackendChoice choice = eth::kernels::select_backend(0, 1, eth::kernels::precision_path(eth::kernels::Precision::fp32, {}));
+    eth::kernels::BackendChoice choice = eth::kernels::select_backend(
+        0, 1, eth::kernels::precision_path(eth::kernels::Precision::fp32, {}), eth::read_environment().device);
     eth::run_sample(r, *choice.backend, std::cout, std::cerr);
   } catch (const eth::InputError& e) {
     std::cerr << "eth_sample: error: " << e.what() << '\n';

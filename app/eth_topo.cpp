@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "app/environment.hpp"
 #include "kernels/backend_select.hpp"
 #include "lib/base/command_line.hpp"
 #include "lib/base/input_error.hpp"
@@ -14,10 +15,12 @@
 namespace po = boost::program_options;
 
 int main(int argc, char** argv) {
-  eth::kernels::bind_gpu_before_mpi();
-  eth::MpiSession mpi(&argc, &argv);
+  const eth::Environment environment = eth::read_environment();
+  eth::kernels::bind_gpu_before_mpi(environment.device);
+  eth::MpiSession mpi(&argc, &argv, environment.comm);
   std::string output;
   eth::DiscoveryOptions o;
+  o.device = environment.device;
   po::options_description desc("eth_topo options");
   desc.add_options()
       ("help,h", "print this help")

@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "app/environment.hpp"
 #include "kernels/backend_select.hpp"
 #include "lib/base/command_line.hpp"
 #include "lib/base/input_error.hpp"
@@ -16,29 +17,6 @@
 namespace po = boost::program_options;
 
 namespace {
-
-// The variables that act as options; read where they act (kernels/backend_select.hpp,
-// kernels/gpu_binding.hpp, mpi_topology/reducer_choice.cpp, mpi_topology/wire_buffer.hpp,
-// mpi_topology/mpi_session.cpp).
-constexpr const char* kEnvironmentHelp = R"(Environment (the same on every rank):
-  ETH_BACKEND=auto|cuda|cuda-emulated|cpu|cpu-async
-        auto (default): CUDA when a GPU is usable, else the CPU; cuda: an error
-        without a GPU; cuda-emulated: the CUDA backend's kernels in the kernel
-        interpreter on the CPU (tests: slow); cpu-async: the CPU backend with
-        every operation queued on a worker thread, as on a GPU stream (tests)
-  ETH_CUDA_DEVICES=LIST
-        the GPU of each rank by its rank on the host: one entry per local rank
-        (0,1,0,1) or one for all (0); unset: a rank that sees one GPU takes it
-        (srun --gpus-per-task=1), one that sees several takes GPU <local rank>
-  ETH_MPI_CUDA_AWARE=auto|0|1
-        auto (default): stage transfers hand MPI device buffers when it says it
-        is CUDA-aware; 0: always through pinned host memory; 1: required
-  ETH_NCCL=auto|0|1
-        auto (default): sums inside a node on NCCL when every rank there has a
-        GPU of its own (by UUID); 0: MPI always; 1: NCCL or an error
-  OMP_NUM_THREADS=N
-        threads per rank; unset: each rank takes its share of the host's cores
-)";
 
 // Returns false when the program should exit without training (--help).
 bool parse_options(int argc, char** argv, eth::TrainOptions& o, bool print_help) {
@@ -115,7 +93,7 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o, bool print_help)
   // Every rank parsed the same command line: its mistakes are every rank's.
   try {
     if (!eth::parse_command_line(argc, argv, all, print_help)) {
-      if (print_help) std::cout << kEnvironmentHelp;
+      if (print_help) std::cout << eth::kEnvironmentHelp;
       return false;
     }
     if (grad_sync != "block" && grad_sync != "per-layer" && grad_sync != "flat")
@@ -139,10 +117,13 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o, bool print_help)
 }  // namespace
 
 int main(int argc, char** argv) {
-  eth::kernels::bind_gpu_before_mpi();  // MPI's transports may create their CUDA context in MPI_Init
-  eth::MpiSession mpi(&argc, &argv);
+  const eth::Environment environment = eth::read_environment();
+  eth::kernels::bind_gpu_before_mpi(environment.device);  // MPI's transports may create their CUDA context in MPI_Init
+  eth::MpiSession mpi(&argc, &argv, environment.comm);
   try {
     eth::TrainOptions options;
+    options.device = environment.device;
+    options.comm = environment.comm;
     options.tokenizer_dir = ETH_TOKENIZER_DIR;
     if (!parse_options(argc, argv, options, mpi.rank() == 0)) return 0;
     mpi.share_cores_among_local_ranks();
@@ -152,8 +133,9 @@ int main(int argc, char** argv) {
     eth::kernels::BackendChoice choice;
     std::string error;
     try {
-      choice = eth::kernels::select_backend(mpi.local_rank(), mpi.local_ranks(), job.precision.of_rank(job.topology, mpi.rank()));
-      if (const std::string aware = eth::mpi_cuda_aware_error(); !aware.empty())
+      choice = eth::kernels::select_backend(mpi.local_rank(), mpi.local_ranks(), job.precision.of_rank(job.topology, mpi.rank()),
+                                            options.device);
+      if (const std::string aware = eth::mpi_cuda_aware_error(options.comm); !aware.empty())
         throw std::invalid_argument("device " + choice.backend->name() + ": " + aware);
     } catch (const std::invalid_argument& e) {
       error = "rank " + std::to_string(mpi.rank()) + " on " + mpi.host() + ": " + e.what();

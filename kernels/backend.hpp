@@ -230,9 +230,11 @@ class Backend : public Device {
 
 // The CPU backend: OpenBLAS sgemm and OpenMP loops, each operation run before the call returns;
 // attention materialised below kCpuMaterialisedBelowT, blocked from it on (cpu_attention_path).
-std::unique_ptr<Backend> make_cpu_backend();
+// device_memory_bytes > 0 (testing, ETH_CPU_DEVICE_MEMORY): it behaves as a device of that many
+// bytes, reporting what is left as free and refusing an allocation past it, as cudaMalloc would.
+std::unique_ptr<Backend> make_cpu_backend(size_t device_memory_bytes = 0);
 // The CPU backend in asynchronous mode: operations queued and run in order on a worker thread,
 // so that a missing event wait in the caller shows up on the CPU as a wrong result.
-std::unique_ptr<Backend> make_async_cpu_backend();
+std::unique_ptr<Backend> make_async_cpu_backend(size_t device_memory_bytes = 0);
 
 }  // namespace eth::kernels

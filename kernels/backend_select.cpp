@@ -1,6 +1,5 @@
 #include "kernels/backend_select.hpp"
 
-#include <cstdlib>
 #include <stdexcept>
 
 #include "kernels/bf16_rounding_backend.hpp"
@@ -16,9 +15,13 @@
 namespace eth::kernels {
 namespace {
 
-std::string env_or_empty(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? "" : value;
+// ETH_CPU_DEVICE_MEMORY: the bytes of the device the CPU backend acts as; 0 (unset): no limit.
+size_t cpu_device_memory(const DeviceSettings& settings) {
+  const std::string& text = settings.cpu_device_memory;
+  if (text.empty()) return 0;
+  if (text.find_first_not_of("0123456789") != std::string::npos || text.size() > 19)
+    throw std::invalid_argument("ETH_CPU_DEVICE_MEMORY: expected a number of bytes, got '" + text + "'");
+  return static_cast<size_t>(std::stoull(text));
 }
 
 // ETH_BF16_KERNELS: 1 (default) runs the bf16 path on a device's bf16 kernels where it has
@@ -26,9 +29,9 @@ std::string env_or_empty(const char* name) {
 // computed in fp32, so that the two paths can be compared within one job.
 // A path whose arithmetic is fp32 (a device type without bf16 units) takes the fp32-compute
 // path whatever the device has.
-Bf16Compute bf16_compute(const PrecisionPath& path) {
+Bf16Compute bf16_compute(const PrecisionPath& path, const DeviceSettings& settings) {
   if (path.arithmetic != Arithmetic::bf16) return Bf16Compute::fp32;
-  const std::string s = env_or_empty("ETH_BF16_KERNELS");
+  const std::string& s = settings.bf16_kernels;
   if (s.empty() || s == "1") return Bf16Compute::kernels;
   if (s == "0") return Bf16Compute::fp32;
   throw std::invalid_argument("ETH_BF16_KERNELS: expected 0 or 1, got '" + s + "'");
@@ -45,17 +48,19 @@ BackendChoice on_cpu(std::unique_ptr<Backend> cpu, const std::string& note, cons
 
 // The CUDA backend's kernels in the interpreter, at the precisions a GPU of compute capability
 // 8.0 has but TF32 (the interpreter's GEMMs are OpenBLAS's fp32).
-BackendChoice on_interpreter(const PrecisionPath& path) {
+BackendChoice on_interpreter(const PrecisionPath& path, const DeviceSettings& settings) {
 #ifdef ETH_HAVE_SIMT_INTERPRETER
-  std::unique_ptr<Backend> emulated = make_cuda_emulated_backend();
+  std::unique_ptr<Backend> emulated = make_cuda_emulated_backend(cpu_device_memory(settings));
   const std::string note = "running the CUDA backend's kernels in the kernel interpreter (ETH_BACKEND=cuda-emulated)";
   if (path.precision == Precision::tf32)
     throw std::invalid_argument("--precision tf32: the kernel interpreter (ETH_BACKEND=cuda-emulated) has no TF32 "
                                 "GEMMs: use fp32 or bf16");
-  if (path.precision == Precision::bf16) return {make_bf16_rounding_backend(std::move(emulated), bf16_compute(path)), note};
+  if (path.precision == Precision::bf16)
+    return {make_bf16_rounding_backend(std::move(emulated), bf16_compute(path, settings)), note};
   return {std::move(emulated), note};
 #else
   (void)path;
+  (void)settings;
   throw std::invalid_argument("ETH_BACKEND=cuda-emulated: expected a build with the kernel interpreter (Boost.Context), "
                               "got one without");
 #endif
@@ -63,30 +68,31 @@ BackendChoice on_interpreter(const PrecisionPath& path) {
 
 }  // namespace
 
-void bind_gpu_before_mpi() {
+void bind_gpu_before_mpi(const DeviceSettings& settings) {
 #ifdef ETH_HAVE_CUDA
-  const LauncherPlace place = launcher_place(std::getenv);
-  const std::string wanted = env_or_empty("ETH_BACKEND");
+  const LauncherPlace& place = settings.launcher;
+  const std::string& wanted = settings.backend;
   if (place.local_rank < 0 || wanted == "cpu" || wanted == "cpu-async" || wanted == "cuda-emulated") return;
   std::string why;
   const int visible = usable_cuda_devices(&why);
   if (visible == 0) return;
   const int local_ranks = place.local_ranks > 0 ? place.local_ranks : place.local_rank + 1;
   try {
-    set_cuda_device(bind_gpu(std::getenv("ETH_CUDA_DEVICES"), place.local_rank, local_ranks, visible).device);
+    set_cuda_device(bind_gpu(settings.cuda_devices.c_str(), place.local_rank, local_ranks, visible).device);
   } catch (const std::invalid_argument&) {
     // select_backend, after MPI_Init, reports it on every rank with the job's true local size.
   }
 #endif
 }
 
-BackendChoice select_backend(int local_rank, int local_ranks, const PrecisionPath& path) {
-  const std::string wanted = env_or_empty("ETH_BACKEND");
-  if (wanted == "cpu") return on_cpu(make_cpu_backend(), "running on the CPU backend (ETH_BACKEND=cpu)", path);
+BackendChoice select_backend(int local_rank, int local_ranks, const PrecisionPath& path, const DeviceSettings& settings) {
+  const std::string& wanted = settings.backend;
+  const size_t cpu_memory = cpu_device_memory(settings);
+  if (wanted == "cpu") return on_cpu(make_cpu_backend(cpu_memory), "running on the CPU backend (ETH_BACKEND=cpu)", path);
   if (wanted == "cpu-async")
-    return on_cpu(make_async_cpu_backend(), "running on the CPU backend in asynchronous mode (ETH_BACKEND=cpu-async)",
-                  path);
-  if (wanted == "cuda-emulated") return on_interpreter(path);
+    return on_cpu(make_async_cpu_backend(cpu_memory),
+                  "running on the CPU backend in asynchronous mode (ETH_BACKEND=cpu-async)", path);
+  if (wanted == "cuda-emulated") return on_interpreter(path, settings);
   if (!wanted.empty() && wanted != "auto" && wanted != "cuda")
     throw std::invalid_argument("ETH_BACKEND: expected auto, cuda, cuda-emulated, cpu or cpu-async, got '" + wanted + "'");
 #ifdef ETH_HAVE_CUDA
@@ -94,9 +100,9 @@ BackendChoice select_backend(int local_rank, int local_ranks, const PrecisionPat
   const int gpus = usable_cuda_devices(&why);
   if (gpus == 0) {
     if (wanted == "cuda") throw std::invalid_argument("ETH_BACKEND=cuda: expected a usable GPU, found none (" + why + ")");
-    return on_cpu(make_cpu_backend(), "no usable GPU (" + why + "): running on the CPU backend", path);
+    return on_cpu(make_cpu_backend(cpu_memory), "no usable GPU (" + why + "): running on the CPU backend", path);
   }
-  const GpuBinding gpu = bind_gpu(std::getenv("ETH_CUDA_DEVICES"), local_rank, local_ranks, gpus);
+  const GpuBinding gpu = bind_gpu(settings.cuda_devices.c_str(), local_rank, local_ranks, gpus);
   const CudaDeviceProps props = cuda_device_props(gpu.device);
   if (path.precision == Precision::tf32 && props.compute_capability < 80)
     throw std::invalid_argument("--precision tf32: expected a GPU with TF32 tensor cores (compute capability 8.0 or "
@@ -105,7 +111,7 @@ BackendChoice select_backend(int local_rank, int local_ranks, const PrecisionPat
   // bf16: bf16 storage over the fp32 backend, on its bf16 kernels from compute capability 8.0 on
   // (CudaBackend::bf16_kernels) where the path's arithmetic is bf16, in fp32 otherwise.
   std::unique_ptr<Backend> cuda = make_cuda_backend(gpu.device, {.tf32 = path.precision == Precision::tf32});
-  if (path.precision == Precision::bf16) cuda = make_bf16_rounding_backend(std::move(cuda), bf16_compute(path));
+  if (path.precision == Precision::bf16) cuda = make_bf16_rounding_backend(std::move(cuda), bf16_compute(path, settings));
   return {std::move(cuda), "running on the CUDA backend: local rank " + std::to_string(local_rank) + " on " + props.name +
                                " " + props.uuid + " (PCI " + props.pci_bus_id + "), device " + std::to_string(gpu.device) +
                                " of " + std::to_string(gpus) + " it sees: " + gpu.how};
@@ -113,7 +119,7 @@ BackendChoice select_backend(int local_rank, int local_ranks, const PrecisionPat
   (void)local_rank;
   (void)local_ranks;
   if (wanted == "cuda") throw std::invalid_argument("ETH_BACKEND=cuda: expected a build with CUDA, got a CPU-only build");
-  return on_cpu(make_cpu_backend(), "built without CUDA: running on the CPU backend", path);
+  return on_cpu(make_cpu_backend(cpu_memory), "built without CUDA: running on the CPU backend", path);
 #endif
 }
 

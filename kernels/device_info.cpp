@@ -59,14 +59,14 @@ DeviceInfo describe_cpu_share(int local_ranks) {
 
 }  // namespace
 
-DeviceInfo describe_device(int local_rank, int local_ranks) {
+DeviceInfo describe_device(int local_rank, int local_ranks, const DeviceSettings& settings) {
 #ifdef ETH_HAVE_CUDA
   std::string why;
   if (usable_cuda_devices(&why) > 0) {
     // The GPU eth_train gives this rank (backend_select.hpp).
     const int visible = usable_cuda_devices(&why);
     const CudaDeviceProps props =
-        cuda_device_props(bind_gpu(std::getenv("ETH_CUDA_DEVICES"), local_rank, local_ranks, visible).device);
+        cuda_device_props(bind_gpu(settings.cuda_devices.c_str(), local_rank, local_ranks, visible).device);
     DeviceInfo d;
     d.gpu = true;
     d.name = props.name;
@@ -83,6 +83,7 @@ DeviceInfo describe_device(int local_rank, int local_ranks) {
   }
 #endif
   (void)local_rank;
+  (void)settings;
   return describe_cpu_share(local_ranks);
 }
 

@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "kernels/device_settings.hpp"
+
 namespace eth::kernels {
 
 struct DeviceInfo {
@@ -17,8 +19,8 @@ struct DeviceInfo {
 };
 
 // The device of node-local rank `local_rank` of `local_ranks` on this host: the GPU that
-// select_backend gives it (gpu_binding.hpp) when a GPU is usable,
+// select_backend gives it under `settings` (gpu_binding.hpp) when a GPU is usable,
 // otherwise this rank's share of the CPU. Throws std::invalid_argument as select_backend does.
-DeviceInfo describe_device(int local_rank, int local_ranks);
+DeviceInfo describe_device(int local_rank, int local_ranks, const DeviceSettings& settings);
 
 }  // namespace eth::kernels

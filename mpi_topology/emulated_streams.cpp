@@ -168,7 +168,6 @@ class EmulatedStreams final : public StreamCollectives {
   void abort() override {}
   size_t communicator_bytes() const override { return 0; }  // MPI's buffers are host memory
   // Counted as NCCL's would be, so that the memory check takes the same decisions as on GPUs.
-  size_t communicator_bytes_estimate() const override { return nccl_communicator_bytes_estimate(); }
 
  private:
   struct PointToPoint {

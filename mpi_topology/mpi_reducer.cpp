@@ -16,7 +16,7 @@ namespace {
 class MpiReducer final : public SumReducer {
  public:
   explicit MpiReducer(kernels::Device& device)
-      : device_(device), direct_(mpi_reads_device_buffers(device, MpiTraffic::nonblocking_collective)) {}
+      : device_(device), direct_(mpi_collectives_read_device_buffers(device)) {}
 
   int add_slice(const ProcessGroup& group, float* data, size_t n, const std::string& what) override {
     // A slice summed over nobody else needs no mirror.

@@ -24,7 +24,8 @@ void mpi_check(int code, const char* call, const char* file, int line) {
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-MpiSession::MpiSession(int* argc, char*** argv) {
+MpiSession::MpiSession(int* argc, char*** argv, const CommSettings& settings)
+    : omp_threads_set_(!settings.omp_num_threads.empty()) {
   // Open MPI's non-blocking collectives (coll/libnbc) choose badly for gradient sums; the
   // environment or mpirun --mca still decide (docs/results.md, "across emulated nodes"):
   // - an in-place all-reduce takes a binomial reduce and broadcast whatever its size: the root's
@@ -37,7 +38,7 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   // The emulated NCCL streams make MPI calls from threads of their own (stream_collectives.hpp);
   // everything else calls MPI from the main thread only.
   int provided = 0;
-  const bool threads = nccl_emulation_requested();
+  const bool threads = nccl_emulation_requested(settings);
   MPI_CHECK(MPI_Init_thread(argc, argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided));
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
   MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
@@ -90,7 +91,7 @@ std::string gather_text(const std::string& mine) {
 }
 
 void MpiSession::share_cores_among_local_ranks() const {
-  if (std::getenv("OMP_NUM_THREADS") != nullptr) return;
+  if (omp_threads_set_) return;
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   omp_set_num_threads(std::max(1, cores / local_ranks_));
 }

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "mpi_topology/comm_settings.hpp"
+
 namespace eth {
 
 // Aborts the job with the failing call's file, line and MPI's message: an MPI error is never a
@@ -36,7 +38,9 @@ HostPlace host_place();
 
 class MpiSession {
  public:
-  MpiSession(int* argc, char*** argv);
+  // MPI_THREAD_MULTIPLE where `settings` ask for the emulated NCCL (its streams call MPI from
+  // threads of their own), else MPI_THREAD_SINGLE.
+  MpiSession(int* argc, char*** argv, const CommSettings& settings);
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
@@ -57,6 +61,7 @@ class MpiSession {
   int local_ranks_ = 1;
   int local_rank_ = 0;
   std::string host_;
+  bool omp_threads_set_;  // OMP_NUM_THREADS was set
 };
 
 }  // namespace eth

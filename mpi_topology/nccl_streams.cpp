@@ -173,7 +173,6 @@ class NcclStreams final : public StreamCollectives {
     comms_.clear();
   }
   size_t communicator_bytes() const override { return communicator_bytes_; }
-  size_t communicator_bytes_estimate() const override { return nccl_communicator_bytes_estimate(); }
 
  private:
   cudaStream_t stream(Stream s) const { return streams_.at(static_cast<size_t>(s)); }

@@ -1,4 +1,3 @@
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -6,6 +5,7 @@
 #include "mpi_topology/mpi_session.hpp"
 #include "mpi_topology/stream_collectives.hpp"
 #include "mpi_topology/sum_reducer.hpp"
+#include "mpi_topology/wire_buffer.hpp"
 
 namespace eth {
 namespace {
@@ -13,8 +13,7 @@ namespace {
 // ETH_NCCL, ordered so that the job takes the least any rank allows.
 enum NcclWish : int { kNever = 0, kWherePossible = 1, kRequired = 2, kEmulated = 3, kUnknown = 4 };
 
-NcclWish nccl_wish(const char* setting) {
-  const std::string s = setting == nullptr ? "" : setting;
+NcclWish nccl_wish(const std::string& s) {
   if (s.empty() || s == "auto") return kWherePossible;
   if (s == "0") return kNever;
   if (s == "1") return kRequired;
@@ -33,19 +32,13 @@ std::string emulation_obstacle(const kernels::Device& device) {
   return "";
 }
 
-}  // namespace
-
-bool nccl_emulation_requested() {
-  const char* setting = std::getenv("ETH_NCCL");
-  return setting != nullptr && std::string(setting) == "emulated";
-}
-
-CommChoice choose_comm_paths(kernels::Device& device, const std::vector<int>& node_of_rank, bool sharded) {
-  const char* setting = std::getenv("ETH_NCCL");
+// The reducer and the stage transfers' streams for ETH_NCCL = `setting`, as choose_comm_paths says.
+CommChoice choose_streams(kernels::Device& device, const std::vector<int>& node_of_rank, bool sharded,
+                          const std::string& setting) {
   CommChoice choice;
   int wish = nccl_wish(setting);
   if (wish == kUnknown) {
-    choice.error = std::string("ETH_NCCL: expected auto, 0, 1 or emulated, got '") + setting + "'";
+    choice.error = "ETH_NCCL: expected auto, 0, 1 or emulated, got '" + setting + "'";
     wish = kNever;
   }
   // Every rank takes the same path: the least any rank allows, NCCL only if every node qualifies.
@@ -77,6 +70,18 @@ CommChoice choose_comm_paths(kernels::Device& device, const std::vector<int>& no
     choice.error = "GPU " + device.gpu_uuid() +
                    ": expected NCCL for the reductions inside a node (ETH_NCCL=0 reduces through MPI instead): " + why_not;
   }
+  return choice;
+}
+
+}  // namespace
+
+bool nccl_emulation_requested(const CommSettings& settings) { return settings.nccl == "emulated"; }
+
+CommChoice choose_comm_paths(kernels::Device& device, const std::vector<int>& node_of_rank, bool sharded,
+                             const CommSettings& settings) {
+  CommChoice choice = choose_streams(device, node_of_rank, sharded, settings.nccl);
+  if (choice.transfer_streams) choice.communicator_bytes_estimate = nccl_communicator_bytes_estimate(settings);
+  choice.sends_read_device_buffers = mpi_sends_read_device_buffers(device, mpi_cuda_aware(settings));
   return choice;
 }
 

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "kernels/device.hpp"
+#include "mpi_topology/comm_settings.hpp"
 #include "mpi_topology/wire_word.hpp"
 
 namespace eth {
@@ -71,17 +72,15 @@ class StreamCollectives {
   // Device memory the communicators made so far took at set-up, measured, in bytes (NCCL's own
   // buffers; 0 for the emulation, whose buffers are MPI's, in host memory).
   virtual size_t communicator_bytes() const = 0;
-  // What one communicator is expected to take, before any is made: the memory check counts it.
-  virtual size_t communicator_bytes_estimate() const = 0;
 };
 
-// What one NCCL communicator takes from the device: NCCL_BUFFSIZE (4 MiB unless set) per channel,
+// What one NCCL communicator takes from the device, before any is made (the memory check counts
+// it; the emulation's too, as if it were NCCL): NCCL_BUFFSIZE (4 MiB unless set) per channel,
 // peer and direction, a ring's two peers, send and receive, on up to 16 channels (NVLink
 // machines open that many). An upper estimate until bench/gpu/run.sh measures
 // communicator_bytes() on the GPUs we run on.
-inline size_t nccl_communicator_bytes_estimate() {
-  const char* set = std::getenv("NCCL_BUFFSIZE");
-  const long long bytes = set != nullptr ? std::atoll(set) : 0;
+inline size_t nccl_communicator_bytes_estimate(const CommSettings& settings) {
+  const long long bytes = std::atoll(settings.nccl_buffsize.c_str());
   return (bytes > 0 ? static_cast<size_t>(bytes) : size_t{4} << 20) * 2 * 2 * 16;
 }
 

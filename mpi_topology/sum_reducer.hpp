@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/device.hpp"
+#include "mpi_topology/comm_settings.hpp"
 #include "mpi_topology/process_group.hpp"
 #include "mpi_topology/stream_collectives.hpp"
 
@@ -60,11 +61,17 @@ std::unique_ptr<SumReducer> make_mpi_reducer(kernels::Device& device);
 struct CommChoice {
   std::unique_ptr<SumReducer> reducer;
   std::unique_ptr<StreamCollectives> transfer_streams;  // null: stage transfers through MPI
+  // What one of the streams' communicators is expected to take from the device, before any is
+  // made (nccl_communicator_bytes_estimate); 0 without streams.
+  size_t communicator_bytes_estimate = 0;
+  // Whether MPI's sends and receives take the device's buffers as they are (wire_buffer.hpp).
+  bool sends_read_device_buffers = true;
   std::string error;
 };
-CommChoice choose_comm_paths(kernels::Device& device, const std::vector<int>& node_of_rank, bool sharded);
-// ETH_NCCL=emulated: read before MPI_Init, which must then provide MPI_THREAD_MULTIPLE.
-bool nccl_emulation_requested();
+CommChoice choose_comm_paths(kernels::Device& device, const std::vector<int>& node_of_rank, bool sharded,
+                             const CommSettings& settings);
+// ETH_NCCL=emulated: known before MPI_Init, which must then provide MPI_THREAD_MULTIPLE.
+bool nccl_emulation_requested(const CommSettings& settings);
 
 // The NCCL path (stream_reducer.cpp) on `streams`: NCCL's, or their emulation.
 std::unique_ptr<SumReducer> make_stream_reducer(kernels::Device& device, std::unique_ptr<StreamCollectives> streams);

@@ -2,7 +2,6 @@
 
 #include <mpi.h>
 
-#include <cstdlib>
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>  // Open MPI's MPIX_Query_cuda_support
 #endif
@@ -19,21 +18,15 @@ bool mpi_reports_cuda_support() {
 #endif
 }
 
-std::string setting() {
-  const char* value = std::getenv("ETH_MPI_CUDA_AWARE");
-  return value == nullptr ? "" : value;
-}
-
 }  // namespace
 
-bool mpi_cuda_aware() {
-  const std::string s = setting();
-  if (s == "0") return false;
+bool mpi_cuda_aware(const CommSettings& settings) {
+  if (settings.mpi_cuda_aware == "0") return false;
   return mpi_reports_cuda_support();  // "1" is checked by mpi_cuda_aware_error at start-up
 }
 
-std::string mpi_cuda_aware_error() {
-  const std::string s = setting();
+std::string mpi_cuda_aware_error(const CommSettings& settings) {
+  const std::string& s = settings.mpi_cuda_aware;
   if (!s.empty() && s != "auto" && s != "0" && s != "1")
     return "ETH_MPI_CUDA_AWARE: expected auto, 0 or 1, got '" + s + "'";
   if (s == "1" && !mpi_reports_cuda_support())
@@ -42,18 +35,19 @@ std::string mpi_cuda_aware_error() {
   return "";
 }
 
-bool mpi_reads_device_buffers(const kernels::Device& device, MpiTraffic traffic) {
-  if (device.host_addressable()) return true;
-  return traffic == MpiTraffic::point_to_point && mpi_cuda_aware();
+bool mpi_sends_read_device_buffers(const kernels::Device& device, bool cuda_aware) {
+  return device.host_addressable() || cuda_aware;
 }
 
-std::string mpi_buffer_paths(const kernels::Device& device) {
+bool mpi_collectives_read_device_buffers(const kernels::Device& device) { return device.host_addressable(); }
+
+std::string mpi_buffer_paths(const kernels::Device& device, const CommSettings& settings) {
   if (device.host_addressable()) return "MPI on host buffers";
-  if (mpi_cuda_aware())
+  if (mpi_cuda_aware(settings))
     return "stage transfers on device buffers (CUDA-aware MPI); sums and all-gathers through pinned host buffers "
            "(Open MPI takes no device memory in non-blocking collectives)";
   return std::string("stage transfers, sums and all-gathers through pinned host buffers (") +
-         (setting() == "0" ? "ETH_MPI_CUDA_AWARE=0" : "this MPI is not CUDA-aware") + ")";
+         (settings.mpi_cuda_aware == "0" ? "ETH_MPI_CUDA_AWARE=0" : "this MPI is not CUDA-aware") + ")";
 }
 
 }  // namespace eth

@@ -12,24 +12,24 @@
 
 #include "kernels/device.hpp"
 #include "kernels/device_buffer.hpp"
+#include "mpi_topology/comm_settings.hpp"
 
 namespace eth {
 
-// The kinds of MPI call, by what Open MPI's CUDA support covers (its FAQ for v4.x): the send and
-// receive calls, blocking or not, take device pointers; the non-blocking collectives (every
-// gradient sum and all-gather here) and the one-sided calls do not.
-enum class MpiTraffic { point_to_point, nonblocking_collective };
-
 // Whether MPI may be handed device memory at all, under ETH_MPI_CUDA_AWARE. Call after MPI_Init.
-bool mpi_cuda_aware();
+bool mpi_cuda_aware(const CommSettings& settings);
 // "" when ETH_MPI_CUDA_AWARE is valid and satisfiable here, else one line saying what was
 // expected (an unknown value, or 1 with an MPI that is not CUDA-aware). Call after MPI_Init.
-std::string mpi_cuda_aware_error();
+std::string mpi_cuda_aware_error(const CommSettings& settings);
 
-// True when MPI may be handed `device`'s buffers as they are, for calls of kind `traffic`.
-bool mpi_reads_device_buffers(const kernels::Device& device, MpiTraffic traffic);
+// Whether MPI may be handed `device`'s buffers as they are, by what Open MPI's CUDA support
+// covers (its FAQ for v4.x): the send and receive calls, blocking or not, take device pointers
+// where the MPI is CUDA-aware (`cuda_aware`: mpi_cuda_aware); the non-blocking collectives (every
+// gradient sum and all-gather here) and the one-sided calls never do. Host memory always.
+bool mpi_sends_read_device_buffers(const kernels::Device& device, bool cuda_aware);
+bool mpi_collectives_read_device_buffers(const kernels::Device& device);
 // One line for the log: which path each kind of message takes through MPI, and why.
-std::string mpi_buffer_paths(const kernels::Device& device);
+std::string mpi_buffer_paths(const kernels::Device& device, const CommSettings& settings);
 
 // A device buffer of n elements of T as MPI sees it (T: float for gradient sums, WireWord for
 // stage transfers, lib/runtime/stage_transfers.hpp). Direct: wire() is the buffer itself and

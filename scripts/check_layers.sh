@@ -4,6 +4,7 @@
 # mpi_topology/ (which alone decides what "the job's ranks" are: eth::world_comm()).
 #   app -> lib/{base -> model -> plan -> io -> runtime -> planner -> job} -> {kernels, mpi_topology}
 # kernels/ knows nothing of MPI; mpi_topology/ nothing of GPT (it may use kernels' device buffers).
+# Only app/ reads the environment (app/environment.hpp): the layers below take settings values.
 # Usage: scripts/check_layers.sh [ROOT]   (default: the repository this script is in)
 set -uo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -51,7 +52,11 @@ awk -v layered_count="$(echo "$sources" | wc -l)" '
           (layered ? "outside mpi_topology/ use eth::world_comm()" : "use eth::world_comm()")
     if (!said_world) { failures++; said_world = 1 }
   }
+  # The environment is read once, by the program: the layers take what it read as arguments.
+  layered && from != "app" && /(^|[^A-Za-z0-9_])(std::)?(secure_)?getenv[[:space:]]*\(/ {
+    fail(file ":" FNR " reads the environment; only app/ does (app/environment.hpp)")
+  }
   END {
     if (failures > 0) { print "check_layers: " failures " problem(s)"; exit 1 }
-    print "check_layers: " layered_count " sources, every include points down, MPI_COMM_WORLD only in mpi_topology/"
+    print "check_layers: " layered_count " sources, every include points down, MPI_COMM_WORLD only in mpi_topology/, the environment read in app/ only"
   }' $sources $users

@@ -22,7 +22,7 @@ double now_ms() {
 
 class AsyncCpuBackend final : public Backend {
  public:
-  AsyncCpuBackend() : cpu_(make_cpu_backend()) {}
+  explicit AsyncCpuBackend(size_t device_memory_bytes) : cpu_(make_cpu_backend(device_memory_bytes)) {}
 
   AsyncCpuBackend(const AsyncCpuBackend&) = delete;
   AsyncCpuBackend& operator=(const AsyncCpuBackend&) = delete;
@@ -183,6 +183,8 @@ class AsyncCpuBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_async_cpu_backend() { return std::make_unique<AsyncCpuBackend>(); }
+std::unique_ptr<Backend> make_async_cpu_backend(size_t device_memory_bytes) {
+  return std::make_unique<AsyncCpuBackend>(device_memory_bytes);
+}
 
 }  // namespace eth::kernels

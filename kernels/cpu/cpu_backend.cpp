@@ -22,14 +22,9 @@ double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// ETH_CPU_DEVICE_MEMORY: bytes (testing: a device-memory limit for the CPU backend), 0 if unset.
-size_t memory_limit() {
-  const char* text = std::getenv("ETH_CPU_DEVICE_MEMORY");
-  return text == nullptr ? 0 : static_cast<size_t>(std::strtoull(text, nullptr, 10));
-}
-
 class CpuBackend final : public Backend {
  public:
+  explicit CpuBackend(size_t device_memory_bytes) : limit_(device_memory_bytes) {}
   std::string name() const override { return "cpu"; }
   bool host_addressable() const override { return true; }
 
@@ -189,11 +184,13 @@ class CpuBackend final : public Backend {
   mutable std::mutex counted_mutex_;  // buffers may be made and freed on any thread
   std::unordered_map<void*, size_t> counted_;  // device allocations and their sizes
   size_t held_ = 0, peak_ = 0;
-  const size_t limit_ = memory_limit();  // 0: none
+  const size_t limit_;  // 0: none
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<Backend> make_cpu_backend(size_t device_memory_bytes) {
+  return std::make_unique<CpuBackend>(device_memory_bytes);
+}
 
 }  // namespace eth::kernels

@@ -51,8 +51,8 @@ class CudaEmulatedBackend final : public gpu_ops::GpuOpsBackend<ForwardingBacken
   emulated::HostLaunch launch_;
 };
 
-std::unique_ptr<Backend> make_cuda_emulated_backend() {
-  return std::make_unique<CudaEmulatedBackend>(make_cpu_backend());
+std::unique_ptr<Backend> make_cuda_emulated_backend(size_t device_memory_bytes) {
+  return std::make_unique<CudaEmulatedBackend>(make_cpu_backend(device_memory_bytes));
 }
 
 emulated::HostLaunch* cuda_emulated_launch(Backend& backend) {

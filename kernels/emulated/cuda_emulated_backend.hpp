@@ -12,7 +12,8 @@
 
 namespace eth::kernels {
 
-std::unique_ptr<Backend> make_cuda_emulated_backend();
+// device_memory_bytes: as make_cpu_backend's, for the host memory it computes in.
+std::unique_ptr<Backend> make_cuda_emulated_backend(size_t device_memory_bytes = 0);
 // The launcher of a backend made by make_cuda_emulated_backend, with its counts (what it
 // launched since it was made or last reset); null for any other backend.
 emulated::HostLaunch* cuda_emulated_launch(Backend& backend);

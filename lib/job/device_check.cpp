@@ -33,12 +33,12 @@ std::string device_mismatch(const DeviceType& declared, const kernels::DeviceInf
   return "";
 }
 
-void check_devices_match(const Topology& topology) {
+void check_devices_match(const Topology& topology, const kernels::DeviceSettings& settings) {
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(world_comm(), &rank));
   const HostPlace place = host_place();
   agreed([&] {
-    const kernels::DeviceInfo found = kernels::describe_device(place.local_rank, place.local_ranks);
+    const kernels::DeviceInfo found = kernels::describe_device(place.local_rank, place.local_ranks, settings);
     const DeviceType& declared = topology.device_of(rank);
     const std::string why = device_mismatch(declared, found);
     if (why.empty()) return;

@@ -16,6 +16,6 @@ std::string device_mismatch(const DeviceType& declared, const kernels::DeviceInf
 // Collective over every rank of the job: each rank compares the device `topology` gives it with
 // the GPU it computes on. Throws AgreedError on every rank, naming the first rank that differs,
 // its host and both devices.
-void check_devices_match(const Topology& topology);
+void check_devices_match(const Topology& topology, const kernels::DeviceSettings& settings);
 
 }  // namespace eth

@@ -33,9 +33,11 @@ std::string resolve_resume(const TrainOptions& o, const GptConfig& model, int ra
 }
 
 // Without --topology: the job describes itself as eth_topo does. Collective.
-Topology discovered_topology(int world_size) {
+Topology discovered_topology(int world_size, const kernels::DeviceSettings& device) {
   Topology topology;
-  agreed([&] { topology = discover_topology(DiscoveryOptions{}); });  // complete on rank 0
+  DiscoveryOptions options;
+  options.device = device;
+  agreed([&] { topology = discover_topology(options); });  // complete on rank 0
   // One rank has nothing to share; it keeps an unknown GPU's zero peaks (no MFU), which the YAML
   // reader would refuse.
   if (world_size > 1) topology = topology_from_yaml(broadcast_text(topology_yaml(topology)), "the discovered topology");
@@ -99,9 +101,9 @@ Job load_job(const TrainOptions& options, std::ostream& log) {
     }
   });
   arm_watchdog(o.collective_timeout_s);  // every collective from here on is watched
-  if (job.plan_source == PlanSource::file) check_devices_match(job.topology);
+  if (job.plan_source == PlanSource::file) check_devices_match(job.topology, o.device);
   job.options.resume_path = resolve_resume(o, job.model, rank, log);
-  if (job.plan_source != PlanSource::file) job.topology = discovered_topology(job.world_size);
+  if (job.plan_source != PlanSource::file) job.topology = discovered_topology(job.world_size, o.device);
   agreed([&] { job.precision = precision_paths(job.topology, o.precision); });
   if (job.plan_source == PlanSource::automatic)
     job.plan = planner::plan_this_job(o, job.model, job.topology, job.precision, log);

@@ -87,7 +87,7 @@ void print_settings(const Job& job, const RankRuntime& runtime, const kernels::B
       {"ranks", strprintf("%d (%zu idle) on %zu node(s)", job.world_size, job.plan.idle.size(), job.topology.nodes.size())},
       {"devices", devices_text(job.topology, job.precision)},
       {"backend", backend.name()},
-      {"MPI buffers", mpi_buffer_paths(backend)},
+      {"MPI buffers", mpi_buffer_paths(backend, o.comm)},
       {"precision", precision_text(precision_paths, m)},
       {"peak", strprintf("%.3f TFLOP/s, all ranks at their path's peak (MFU's); %.3g GFLOP per token",
                          peak_flops(job.topology, job.precision) * 1e-12,

@@ -46,7 +46,7 @@ Topology discover_topology(const DiscoveryOptions& options, std::vector<std::str
   kernels::DeviceInfo dev;
   std::string error;
   try {
-    dev = kernels::describe_device(local_rank, local_size);
+    dev = kernels::describe_device(local_rank, local_size, options.device);
   } catch (const std::invalid_argument& e) {  // ETH_CUDA_DEVICES names no GPU, or too few GPUs
     error = strprintf("rank %d on %s: %s", rank, host, e.what());
   }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/device_settings.hpp"
 #include "lib/plan/topology.hpp"
 
 namespace eth {
@@ -13,6 +14,7 @@ struct DiscoveryOptions {
   Link intra_node_gpu{"pcie", 16, 5};           // PCIe 4.0 x16; pass NVLink figures where present
   Link intra_node_cpu{"shared-memory", 10, 1};
   Link network{"infiniband", 12.5, 5};           // 100 Gb/s
+  kernels::DeviceSettings device;                // which GPU each rank takes (ETH_CUDA_DEVICES)
 };
 
 // Collective over every rank of the job (world_comm()); the result is complete on rank 0 only. A job whose hosts'

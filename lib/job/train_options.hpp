@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/device_settings.hpp"
 #include "kernels/precision.hpp"
 #include "lib/model/lr_schedule.hpp"
 #include "lib/model/optimizer.hpp"
@@ -14,10 +15,14 @@
 #include "lib/runtime/grad_sync.hpp"
 #include "lib/runtime/rebalance.hpp"
 #include "lib/runtime/slowdown.hpp"
+#include "mpi_topology/comm_settings.hpp"
 
 namespace eth {
 
 struct TrainOptions {
+  // What the environment says (app/environment.hpp), read once by the program.
+  kernels::DeviceSettings device;
+  CommSettings comm;
   // The job.
   std::string model_path;
   std::string topology_path;             // with plan_path; both empty: the job describes itself
@@ -36,7 +41,7 @@ struct TrainOptions {
   LrSchedule lr;                         // total_steps is taken from `steps`
   AdamWConfig adamw;
   uint64_t seed = 1337;                  // parameters and data order
-  kernels::Precision precision = kernels::Precision::automatic;  // resolved per rank by select_backend
+  kernels::Precision precision = kernels::Precision::automatic;  // resolved by load_job (Job::precision)
   // Parallelism.
   GradSyncMode grad_sync = GradSyncMode::block;
   RebalanceOptions rebalance;            // online re-balancing of the batch split (lib/runtime/rebalance.hpp)

@@ -63,14 +63,14 @@ std::unique_ptr<Running> start(const Job& job, Plan plan, kernels::Backend& back
   const DeviceType& device = job.topology.device_of(ctx.world_rank);
   // Sharded optimizer state needs sums to the shards' owners, which only the MPI reducer does
   // (the same choice on every rank: --shard-optimizer and the plan are job-wide).
-  CommChoice comm = choose_comm_paths(backend, ctx.node_of_rank, job.sharded_optimizer());
+  CommChoice comm = choose_comm_paths(backend, ctx.node_of_rank, job.sharded_optimizer(), o.comm);
   agreed([&] {
     if (!comm.error.empty())
       throw InputError(strprintf("rank %d on %.*s: %s", ctx.world_rank, host_length, host, comm.error.c_str()));
   });
   // NCCL's own buffers, which its communicators take from the device beside the stage's state.
   const int communicators = comm.transfer_streams ? stream_communicators(ctx) : 0;
-  const size_t nccl_bytes = communicators * (comm.transfer_streams ? comm.transfer_streams->communicator_bytes_estimate() : 0);
+  const size_t nccl_bytes = communicators * comm.communicator_bytes_estimate;
   agreed([&] {
     if (needed > device.memory_gb * 1e9)  // the plan's own promise: what the topology says the device holds
       throw InputError(strprintf("rank %d: %s puts %.3f GB of stage state on this rank (pipeline %d, stage %d: parameters, "

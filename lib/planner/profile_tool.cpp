@@ -43,10 +43,10 @@ void run_profile_tool(const ProfileToolOptions& o, MPI_Comm ranks, std::ostream&
   kernels::PrecisionPath path;
   std::string error;
   try {
-    const kernels::DeviceInfo device = kernels::describe_device(o.local_rank, o.local_ranks);
+    const kernels::DeviceInfo device = kernels::describe_device(o.local_rank, o.local_ranks, o.device);
     const kernels::DeviceRates rates{device.peak_tflops_fp32, device.peak_tflops_tf32, device.peak_tflops_bf16};
     path = kernels::precision_path(kernels::resolve_precision(o.precision, {rates}), rates);
-    choice = kernels::select_backend(o.local_rank, o.local_ranks, path);
+    choice = kernels::select_backend(o.local_rank, o.local_ranks, path, o.device);
   } catch (const std::invalid_argument& e) {
     error = strprintf("rank %d: %s", rank, e.what());
   }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/device_settings.hpp"
 #include "kernels/precision.hpp"
 #include "lib/planner/micro_batches.hpp"
 
@@ -24,6 +25,7 @@ struct ProfileToolOptions {
   std::string out_dir = "inputs/profiles";
   int local_rank = 0, local_ranks = 1;  // this rank among the job's ranks on its host: its GPU
   kernels::Precision precision = kernels::Precision::automatic;  // measured at, as eth_train would run
+  kernels::DeviceSettings device;       // the environment's (app/environment.hpp): its backend and GPU
 };
 // Every rank of `ranks` measures in lockstep (measure.hpp); rank 0 writes the profile and `out`.
 void run_profile_tool(const ProfileToolOptions& options, MPI_Comm ranks, std::ostream& out);

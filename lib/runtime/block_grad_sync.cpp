@@ -10,7 +10,7 @@ BlockGradSync::BlockGradSync(const ParallelContext& ctx, const ParamLayout& layo
     : GradSync(std::move(reducer), grads, grad_slices(ctx, layout, false, tied_early && ctx.tied.is_member(), shards)),
       device_(device),
       reached_(slices_.size(), false) {
-  const bool direct = mpi_reads_device_buffers(device, MpiTraffic::nonblocking_collective);  // the all-gathers
+  const bool direct = mpi_collectives_read_device_buffers(device);  // the all-gathers
   for (const GradSlice& s : slices_) {
     if (s.shard_counts.empty()) {
       reducer_->add_slice(*s.group, grads + s.offset, s.size, "reduction of " + s.name);

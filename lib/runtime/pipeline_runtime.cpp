@@ -53,7 +53,8 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
       sync_(make_grad_sync(sync, ctx, stage_.layout(), whole_, std::move(comm.reducer), backend, stage_.grads(),
                            late_rows_.on(), shards_, stage_.params())),
       actions_(one_f_one_b(pipe_, ctx.role.stage)),
-      transfers_(ctx, pipe_, actions_, stage_, slots_, backend, seq_len, std::move(comm.transfer_streams)),
+      transfers_(ctx, pipe_, actions_, stage_, slots_, backend, seq_len, std::move(comm.transfer_streams),
+                 comm.sends_read_device_buffers),
       owners_(tensor_owners(model, plan, ctx.world_size)) {
   if (carried) {
     take_state(*carried);

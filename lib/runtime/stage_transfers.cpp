@@ -33,7 +33,7 @@ WaitSite sending(const char* what, int i, std::vector<int> to) {
 
 StageTransfers::StageTransfers(const ParallelContext& ctx, const PlanPipeline& pipe, const std::vector<Action>& actions,
                                Stage& stage, int slots, kernels::Backend& backend, int T,
-                               std::unique_ptr<StreamCollectives> streams)
+                               std::unique_ptr<StreamCollectives> streams, bool direct)
     : ctx_(ctx),
       pipe_(pipe),
       actions_(actions),
@@ -46,7 +46,6 @@ StageTransfers::StageTransfers(const ParallelContext& ctx, const PlanPipeline& p
   dout_ = kernels::DeviceBuffer<WireWord>(backend, rows);
   grad_send_ = kernels::DeviceBuffer<WireWord>(backend, rows * slots_);
   auto words = [](kernels::Tensor t) { return static_cast<WireWord*>(t.data()); };
-  const bool direct = mpi_reads_device_buffers(backend, MpiTraffic::point_to_point);
   for (int slot = 0; slot < slots_; slot++) {
     if (!ctx.first_stage()) {
       input_wires_.emplace_back(backend, words(stage.input_buffer(slot)), rows, direct);

@@ -44,9 +44,11 @@ class StageTransfers {
   // `actions`: this rank's step (one_f_one_b), whose receives and buffer rules this follows;
   // activations arrive in and leave from `stage`'s `slots` slots.
   // `streams`: the NCCL path's, or null for MPI alone. Collective over the pipeline's ranks when
-  // given (the node-local communicators of each boundary).
+  // given (the node-local communicators of each boundary). `direct`: MPI's sends and receives
+  // take the backend's buffers as they are (CommChoice::sends_read_device_buffers), else they go
+  // through pinned mirrors.
   StageTransfers(const ParallelContext& ctx, const PlanPipeline& pipe, const std::vector<Action>& actions, Stage& stage,
-                 int slots, kernels::Backend& backend, int T, std::unique_ptr<StreamCollectives> streams);
+                 int slots, kernels::Backend& backend, int T, std::unique_ptr<StreamCollectives> streams, bool direct);
 
   void begin_step();
   // A receive action (actions[index]): posts it if not yet posted, waits for it, and stages its

@@ -47,6 +47,16 @@ sys.exit(0 if losses[-1] < losses[0] - 0.5 else 1)
 PY
 check "the loss falls" $? "$(grep '"loss"' "$work/run/metrics.jsonl" | head -1) ... $(grep '"loss"' "$work/run/metrics.jsonl" | tail -1)"
 
+# --help names every environment variable the programs read (app/environment.hpp, the one place
+# that reads them).
+train --help >"$work/help" 2>&1
+check "--help exits 0" $? "$(tail -3 "$work/help")"
+read_vars=$(grep -o 'environment_variable("[A-Z0-9_]*")' "$src/app/environment.hpp" | sed 's/.*("\(.*\)")/\1/')
+[ "$(echo "$read_vars" | wc -w)" -ge 8 ]; check "app/environment.hpp reads the environment" $? "$read_vars"
+for v in $read_vars; do
+  grep -q "^  $v=" "$work/help"; check "--help lists $v" $? "$(grep -A40 '^Environment' "$work/help")"
+done
+
 common=(--seq-len 16 --batch 8 --micro-batch 4 --steps 1 --output-dir "$work/bad")
 expect_one_error eth_train "missing model field" "$work/noheads.yaml" "num_heads" "expected an integer in [1, " -- train \
   --model "$work/noheads.yaml" --train-data "$work/ok.bin" "${common[@]}"

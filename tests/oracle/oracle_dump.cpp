@@ -37,6 +37,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/environment.hpp"
 #include "kernels/backend.hpp"
 #include "kernels/backend_select.hpp"
 #include "kernels/host_copy.hpp"
@@ -114,7 +115,7 @@ void dump(const fs::path& dir, const std::string& model_path, int T, const std::
   // CPU twin: the path of a device with bf16 units.
   const eth::kernels::Arithmetic arithmetic =
       precision == eth::kernels::Precision::bf16 ? eth::kernels::Arithmetic::bf16 : eth::kernels::Arithmetic::fp32;
-  eth::kernels::BackendChoice choice = eth::kernels::select_backend(0, 1, {precision, arithmetic, 0});
+  eth::kernels::BackendChoice choice = eth::kernels::select_backend(0, 1, {precision, arithmetic, 0}, eth::read_environment().device);
   std::cout << choice.note << "; precision " << choice.backend->precision_path() << '\n';
   std::unique_ptr<eth::kernels::Backend> backend = std::move(choice.backend);
   const bool blocked = backend->attention_path(T) == eth::kernels::AttentionPath::blocked;

@@ -93,7 +93,7 @@ TEST(Bf16Rounding, NearestOnRandomBits) {
 // Both CPU modes, in and out of place, through the Backend interface.
 TEST(Bf16Rounding, BackendPrimitive) {
   for (auto make : {kernels::make_cpu_backend, kernels::make_async_cpu_backend}) {
-    auto backend = make();
+    auto backend = make(0);
     const Vec x = random_vec(100000, 3);
     kernels::DeviceBuffer<float> a(*backend, x.size()), b(*backend, x.size());
     backend->copy_to_device(a.data(), x.data(), x.size() * sizeof(float));

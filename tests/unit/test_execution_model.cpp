@@ -30,7 +30,7 @@ TEST(ExecutionModel, CopyToDeviceTakesTheBytesAtTheCall) {
 // only: a stall never ends early, however busy the machine.)
 TEST(ExecutionModel, TimedEventsSpanTheStreamsWork) {
   for (auto make : {kernels::make_cpu_backend, kernels::make_async_cpu_backend}) {
-    auto backend = make();
+    auto backend = make(0);
     kernels::Event start = kernels::Event::timed(*backend), end = kernels::Event::timed(*backend);
     start.record();
     backend->stall(30.0);
@@ -42,7 +42,7 @@ TEST(ExecutionModel, TimedEventsSpanTheStreamsWork) {
 
 TEST(ExecutionModel, EventsMarkQueuedWork) {
   for (auto make : {kernels::make_cpu_backend, kernels::make_async_cpu_backend}) {
-    auto backend = make();
+    auto backend = make(0);
     kernels::Event fresh(*backend);
     EXPECT_TRUE(fresh.done()) << backend->name();
     const size_t n = 1 << 20;

@@ -3,7 +3,6 @@
 // MFU's peak. And what that changes for a mixed-generation plan: the planner prices an A100 in
 // bf16 on its tensor cores, a V100 in fp32 arithmetic on the bf16 bytes.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <map>
 #include <set>
@@ -33,11 +32,12 @@ struct Lab {
   int v100 = topology.ranks[4].device_type;
 };
 
-// Sets ETH_BACKEND for one scope (select_backend reads it).
-struct BackendKind {
-  explicit BackendKind(const char* kind) { setenv("ETH_BACKEND", kind, 1); }
-  ~BackendKind() { unsetenv("ETH_BACKEND"); }
-};
+// The settings of a process with ETH_BACKEND=`kind`.
+kernels::DeviceSettings backend_kind(const char* kind) {
+  kernels::DeviceSettings settings;
+  settings.backend = kind;
+  return settings;
+}
 
 TEST(PrecisionPaths, AutoIsBf16WhereAnyDeviceHasItEachTypeOnItsOwnPath) {
   const Lab lab;
@@ -70,14 +70,12 @@ TEST(PrecisionPaths, EveryReaderSeesTheSamePath) {
 
   for (int rank : {0, 4}) {
     const kernels::PrecisionPath& path = paths.of_rank(lab.topology, rank);
-    const BackendKind cpu("cpu");
-    const kernels::BackendChoice chosen = kernels::select_backend(0, 1, path);
+    const kernels::BackendChoice chosen = kernels::select_backend(0, 1, path, backend_kind("cpu"));
     EXPECT_EQ(chosen.backend->precision(), Precision::bf16) << rank;
     EXPECT_EQ(chosen.backend->storage(), path.storage()) << rank;
     EXPECT_FALSE(chosen.backend->runs_bf16_kernels()) << "the CPU has no bf16 kernels";
 #ifdef ETH_HAVE_SIMT_INTERPRETER
-    const BackendKind interpreter("cuda-emulated");
-    const kernels::BackendChoice emulated = kernels::select_backend(0, 1, path);
+    const kernels::BackendChoice emulated = kernels::select_backend(0, 1, path, backend_kind("cuda-emulated"));
     EXPECT_EQ(emulated.backend->storage(), path.storage()) << rank;
     EXPECT_EQ(emulated.backend->runs_bf16_kernels(), path.arithmetic == Arithmetic::bf16) << rank;
 #endif

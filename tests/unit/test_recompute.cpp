@@ -120,7 +120,7 @@ void expect_modes_equal_none(kernels::Backend& backend, const std::string& model
 
 TEST(Recompute, SelectiveAndFullEqualNoneBitForBit) {
   for (auto make : {kernels::make_cpu_backend, kernels::make_async_cpu_backend})
-    expect_modes_equal_none(*make(), "inputs/models/tiny-4l.yaml");
+    expect_modes_equal_none(*make(0), "inputs/models/tiny-4l.yaml");
 }
 
 #ifdef ETH_HAVE_SIMT_INTERPRETER
