@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "kernels/forwarding_backend.hpp"
+#include "kernels/forwarding_device.hpp"
 #include "kernels/gpu_ops/attention.hpp"
 #include "kernels/gpu_ops/attention_decode.hpp"
 #include "kernels/gpu_ops/classifier_bf16.hpp"
@@ -20,8 +20,9 @@
 namespace eth::kernels {
 
 // Memory, copies and events are the synchronous CPU backend's (host memory); the GPT operations
-// are the GPU ops through the interpreter.
-class CudaEmulatedBackend final : public gpu_ops::GpuOpsBackend<ForwardingBackend, emulated::HostLaunch> {
+// are the GPU ops through the interpreter, and only they: the base forwards the device alone
+// (forwarding_device.hpp), so no operation can fall through to the CPU backend.
+class CudaEmulatedBackend final : public gpu_ops::GpuOpsBackend<ForwardingDevice<Backend>, emulated::HostLaunch> {
  public:
   // The launch's scratch and counters come from the host backend, so that its allocator's peak
   // counts them as a GPU's would.
@@ -36,7 +37,7 @@ class CudaEmulatedBackend final : public gpu_ops::GpuOpsBackend<ForwardingBacken
   }
   // Poisoned, as the interpreter's shared memory: an output a kernel fails to write stays NaN.
   void* allocate(size_t bytes) override {
-    void* p = ForwardingBackend::allocate(bytes);
+    void* p = ForwardingDevice<Backend>::allocate(bytes);
     if (p != nullptr) std::memset(p, 0xff, bytes);
     return p;
   }

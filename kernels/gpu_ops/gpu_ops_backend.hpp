@@ -1,8 +1,12 @@
 // The GPT operations of the Backend interface on the GPU ops (ops.hpp), once for every backend
 // that runs them: the CUDA backend (Base = Backend, Launch = CudaLaunch) and the emulated one
-// (Base = ForwardingBackend over host memory, Launch = HostLaunch). A backend derived from it
-// supplies memory, ordering and launch(); which kernels each operation runs is decided here and in
-// ops.hpp's families alone.
+// (Base = ForwardingDevice<Backend>, the host memory and stream of a CPU backend, Launch =
+// HostLaunch). A backend derived from it supplies memory, ordering and launch(); which kernels
+// each operation runs is decided here and in ops.hpp's families alone. Neither base has an
+// operation of its own: one missing here leaves the backend abstract, a compile error. The fused
+// ops (matmul_gelu_forward, matmul_dgelu_backward, residual_layernorm_forward) run as the two GPU
+// ops they fuse (Backend's defaults): the fp32 GPU ops have no fused kernel; the bf16 path's are
+// Bf16Kernels.
 #pragma once
 
 #include <cmath>
@@ -94,22 +98,6 @@ class GpuOpsBackend : public Base {
     const gpu_ops::AdamWSettings settings{hp.lr,         hp.beta1,      hp.beta2,    hp.eps,
                                           hp.weight_decay, hp.grad_scale, correction1, correction2};
     gpu_ops::adamw_update(launch(), params, param_copies, grads, m, v, segments, count, settings);
-  }
-
-  // The fused ops as the two GPU ops they fuse (the fp32 GPU ops have no fused kernel; the bf16
-  // path's are Bf16Kernels), named here so that a Base that forwards (the emulated backend's)
-  // does not send them to its host backend.
-  void matmul_gelu_forward(Tensor out, Tensor pre_gelu, ConstTensor inp, ConstTensor weight, ConstTensor bias, int N,
-                           int C, int OC) override {
-    Backend::matmul_gelu_forward(out, pre_gelu, inp, weight, bias, N, C, OC);
-  }
-  void matmul_dgelu_backward(Tensor dpre_gelu, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
-                             ConstTensor weight, ConstTensor pre_gelu, int N, int C, int OC) override {
-    Backend::matmul_dgelu_backward(dpre_gelu, dweight, dbias, dout, inp, weight, pre_gelu, N, C, OC);
-  }
-  void residual_layernorm_forward(Tensor residual, Tensor out, float* mean, float* rstd, ConstTensor a, ConstTensor b,
-                                  ConstTensor weight, ConstTensor bias, int N, int C) override {
-    Backend::residual_layernorm_forward(residual, out, mean, rstd, a, b, weight, bias, N, C);
   }
 
   // The largest op's scratch, the grid counters and (on a GPU) the sort's storage, now

@@ -26,10 +26,12 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/backend.hpp"
 #include "kernels/emulated/host_launch.hpp"
+#include "kernels/forwarding_device.hpp"
 #include "kernels/gpu_ops/crossentropy.hpp"
 #include "kernels/gpu_ops/elementwise.hpp"
 #include "kernels/gpu_ops/encoder.hpp"
@@ -51,6 +53,12 @@ using eth::test::gpu::kExact;
 using eth::test::gpu::kFp32;
 using Vec = std::vector<float>;
 using Ids = std::vector<int32_t>;
+
+// The emulated backend's base (forwarding_device.hpp) passes on the device alone, none of the
+// operations: an operation GpuOpsBackend does not implement leaves the emulated backend abstract,
+// a compile error, instead of running on its host CPU backend. (The emulated backend itself is
+// made, so it implements them all: make_cuda_emulated_backend would not compile otherwise.)
+static_assert(std::is_abstract_v<eth::kernels::ForwardingDevice<Backend>>);
 
 // Values offset + scale * U(-1, 1): deterministic per stream, never all zero.
 Vec random_floats(size_t n, uint64_t stream, float scale = 1.f, float offset = 0.f) {
