@@ -111,32 +111,42 @@ std::vector<std::vector<int>> stage_orders(const std::vector<int>& sizes) {
 }
 
 // StageCost::ms of stage s of `stages` at micro-batch b holding c = 1, 2, ... layers (with the
-// embedding if first, the head if last), while it fits memory; empty when not even one does.
-// A stage of a one-stage pipeline holds every layer: each entry is that cost.
-std::vector<double> stage_cost_by_count(const CostModel& cost, const StageRanks& stages, int s, int b) {
+// embedding if first, the head if last), while it fits memory and stays below `limit`; empty
+// when not even one does. A stage of a one-stage pipeline holds every layer: each entry is that
+// cost.
+std::vector<double> stage_cost_by_count(const CostModel& cost, const StageRanks& stages, int s, int b, double limit) {
   const int S = static_cast<int>(stages.size()), L = cost.model().num_layers;
   const StageCost stage(cost, stages, s, b);
   std::vector<double> out;
   if (!stage.feasible()) return out;
   for (int c = 1; c <= L - (S - 1); c++) {
     const LayerRange r = S == 1 ? LayerRange{0, L} : s == 0 ? LayerRange{0, c} : s == S - 1 ? LayerRange{L - c, L} : LayerRange{1, 1 + c};
-    if (!stage.fits(r)) break;
+    if (!stage.fits(r) || stage.ms(r) >= limit) break;
     out.push_back(stage.ms(r));
   }
   if (S == 1 && static_cast<int>(out.size()) < L) out.clear();
   return out;
 }
 
-// What partition_layers minimises, the slowest stage, found without its O(S L^2) DP: a layer
-// partition is its stages' layer counts, and a stage's cost depends only on its count (and on
-// being first or last) and grows with it, so the least achievable maximum is the least T under
-// which the counts each stage can afford add up to L. Second: the least sum of stages with none
-// above T (stage costs are convex in the count: the slowest of its ranks, each linear), a bound on
-// the sum of the DP's partition. Nothing when no partition fits memory.
-std::optional<std::pair<double, double>> partition_bound(const std::vector<const std::vector<double>*>& costs, int L) {
+// A bound on what partition_layers gives, found without its O(S L^2) DP: (m - 1) x its slowest
+// stage + the sum of its stages, the pipeline's time under the linear model. A layer partition is
+// its stages' layer counts, and a stage's cost depends only on its count (and on being first or
+// last) and grows with it, so the least achievable maximum is the least T under which the counts
+// each stage can afford add up to L; the sum is at least the least sum of stages with none above
+// T (stage costs are convex in the count: the slowest of its ranks, each linear). Nothing when no
+// partition fits memory or the bound reaches `limit`. Most shapes are dropped by the first test:
+// the slowest stage is T and every other stage costs at least its one-layer cost, so the bound is
+// at least m T + the other stages' one-layer costs, and T above the cap that makes this `limit`
+// means the counts the stages afford at the cap fall short of L (O(S log L), before the O(S L)
+// loops).
+std::optional<double> partition_bound(const std::vector<const std::vector<double>*>& costs, int L, int m, double limit) {
   const size_t S = costs.size();
-  double T = 0;
-  for (const std::vector<double>* v : costs) T = std::max(T, v->front());
+  double one_layer = 0, T = 0;
+  for (const std::vector<double>* v : costs) one_layer += v->front(), T = std::max(T, v->front());
+  const double cap = (limit - (one_layer - T)) / m;
+  int room = 0;
+  for (const std::vector<double>* v : costs) room += static_cast<int>(std::upper_bound(v->begin(), v->end(), cap) - v->begin());
+  if (room < L) return std::nullopt;
   std::vector<size_t> afford(S);
   int total = 0;
   for (size_t s = 0; s < S; s++) {
@@ -147,14 +157,12 @@ std::optional<std::pair<double, double>> partition_bound(const std::vector<const
     double next = std::numeric_limits<double>::infinity();
     for (size_t s = 0; s < S; s++)
       if (afford[s] < costs[s]->size()) next = std::min(next, (*costs[s])[afford[s]]);
-    if (next == std::numeric_limits<double>::infinity()) return std::nullopt;
-    T = next;
+    T = next;  // finite: the counts afforded at the cap reach L
     for (size_t s = 0; s < S; s++)
       while (afford[s] < costs[s]->size() && (*costs[s])[afford[s]] <= T) afford[s]++, total++;
   }
   std::vector<size_t> count(S, 1);
-  double sum = 0;
-  for (const std::vector<double>* v : costs) sum += v->front();
+  double sum = one_layer;
   for (int layers = static_cast<int>(S); layers < L; layers++) {
     size_t best = S;
     double step = 0;
@@ -166,7 +174,9 @@ std::optional<std::pair<double, double>> partition_bound(const std::vector<const
     sum += step;
     count[best]++;
   }
-  return std::make_pair(T, sum);
+  const double bound = (m - 1) * T + sum;
+  if (bound >= limit) return std::nullopt;
+  return bound;
 }
 
 struct SegmentHash {
@@ -225,9 +235,17 @@ class GroupSearch {
     return g;
   }
 
-  // Every plan of P identical pipelines, in every type order.
-  void search_replicas(int P) {
-    Replicas rep = replicas(P);
+  // The stage orders of group sizes that search_replicas visits for P, in every type order: its
+  // work, known before it runs.
+  long shapes(const Replicas& rep) const {
+    long per_order = 0, type_orders = 1;
+    for (const auto& [sizes, orders] : rep.size_sets) per_order += static_cast<long>(orders.size());
+    for (size_t k = 2; k <= types_.size(); k++) type_orders *= static_cast<long>(k);
+    return per_order * type_orders;
+  }
+
+  // Every plan of rep.P identical pipelines, in every type order.
+  void search_replicas(Replicas& rep) {
     std::vector<int> order = types_;  // ascending: next_permutation visits every order
     do {
       TypeOrder o = type_order(rep, order);
@@ -240,11 +258,6 @@ class GroupSearch {
   }
 
   std::vector<Found>& best() { return best_; }
-
- private:
-  double threshold() const {
-    return best_.size() < kSimulate ? below_ms_ : std::min(below_ms_, best_.back().analytic_ms);
-  }
 
   Replicas replicas(int P) const {
     Replicas rep;
@@ -261,6 +274,11 @@ class GroupSearch {
           rep.size_sets.emplace_back(std::move(sizes), std::move(orders));
         }
     return rep;
+  }
+
+ private:
+  double threshold() const {
+    return best_.size() < kSimulate ? below_ms_ : std::min(below_ms_, best_.back().analytic_ms);
   }
 
   // A bound that holds for every order of the types and of the groups: a stage's per-layer
@@ -323,8 +341,9 @@ class GroupSearch {
     std::optional<StageRanks> stages;  // pipeline 0's, built when first needed
     for (int m : usable) {
       const int b = rep.samples.front() / m;
-      // The DP's slowest stage, exactly, and a bound on the sum of stages: the pipeline's
-      // time under the linear model is bounded before the DP runs.
+      // The pipeline's time under the linear model is bounded before the DP runs. A stage
+      // costing x makes it at least m x (the slowest stage costs as much), and the threshold
+      // only falls, so each stage's costs (memoised with b, hence m) stop below threshold / m.
       std::vector<const std::vector<double>*> per_stage;
       for (int s = 0, at = 0; s < S; at += shape[size_t(s)], s++) {
         const std::array<int, 6> key{at, at + shape[size_t(s)], s > 0 ? at - shape[size_t(s) - 1] : -1,
@@ -332,14 +351,13 @@ class GroupSearch {
         auto [it, fresh] = o.stage_costs.try_emplace(key);
         if (fresh) {
           if (!stages) stages = cut(o.sequence[0], shape);
-          it->second = stage_cost_by_count(cost_, *stages, s, b);
+          it->second = stage_cost_by_count(cost_, *stages, s, b, threshold() / m);
         }
         if (it->second.empty()) break;
         per_stage.push_back(&it->second);
       }
       if (static_cast<int>(per_stage.size()) < S) continue;
-      const std::optional<std::pair<double, double>> bound = partition_bound(per_stage, L_);
-      if (!bound || (m - 1) * bound->first + bound->second >= threshold()) continue;
+      if (!partition_bound(per_stage, L_, m, threshold())) continue;
       if (!stages) stages = cut(o.sequence[0], shape);
       const std::optional<Partition> part = partition_layers(cost_, *stages, b);
       if (!part || (m - 1) * part->max_stage_ms + part->sum_stage_ms >= threshold()) continue;
@@ -395,14 +413,17 @@ class GroupSearch {
 }  // namespace
 
 std::vector<Candidate> device_group_plans(const CostModel& cost, const PlanRequest& request, double below_ms,
-                                          int max_pipeline_devices) {
-  const int N = cost.topology().world_size();
+                                          long max_shapes) {
   GroupSearch search(cost, request, below_ms);
   // Most replicas first: small pipelines are cheap to search and give the bounds a good start.
   const int g = search.most_replicas();
-  for (int P = g; P >= 1; P--)
-    if (g % P == 0 && P <= request.global_batch && (max_pipeline_devices <= 0 || N / P <= max_pipeline_devices))
-      search.search_replicas(P);
+  long shapes = 0;
+  for (int P = g; P >= 1 && (max_shapes <= 0 || shapes <= max_shapes); P--) {
+    if (g % P || P > request.global_batch) continue;
+    Replicas rep = search.replicas(P);
+    shapes += search.shapes(rep);
+    search.search_replicas(rep);
+  }
   std::vector<Candidate> out;
   for (Found& f : search.best()) out.push_back(evaluate_plan(cost, std::move(f.plan), f.label));
   std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {

@@ -455,12 +455,21 @@ constexpr size_t kEstimateFirst = 40;
 // simulations are slow, and the audit found no move that helps a plan of many wide stages).
 constexpr int kRefineMoves = 24000;
 // Device-group plans are searched only where the analytic model puts them within this factor of
-// the best candidate: the pruning is what keeps that search fast on large clusters.
+// the best candidate's simulated time: the pruning is what keeps that search fast on large
+// clusters. Not of the best analytic time: on HPP's layouts of many pipelines the analytic model
+// can be far below the simulator (it does not queue the reductions that share a node's NIC), and
+// at bf16 prices, where compute no longer hides them, by up to 3x (1024gpu-4types: 2699 ms
+// analytic, 7753 simulated), which pruned every device-group plan that wins there.
 constexpr double kDeviceGroupSlack = 1.1;
-// ... and for pipelines of at most this many devices: the shapes grow combinatorially with the
-// devices of a pipeline (a 1024-device pipeline alone takes ~30 s), and the device-group plans
-// that beat HPP's own on the shipped scenarios have 16 to 64.
-constexpr int kDeviceGroupPipelineDevices = 64;
+// ... and replica counts from the most down, the next searched only while the shapes of those
+// searched so far (stage orders of group sizes, in every order of the device types) number at
+// most this many: the shapes grow combinatorially with the devices of a pipeline and with the
+// types, 6 to 14 times with each halving of the replica count on the shipped scenarios (a
+// 1024-device pipeline alone takes ~30 s). On 1024gpu-4types this reaches pipelines of 128 devices (0.6M shapes up to
+// 64, 8.0M with 128, ~3 s; 256 would bring 51.7M), on 256gpu-3types 128 devices (0.15M up to 64,
+// 1.5M with 128), and every replica count on the smaller scenarios; the device-group plans that
+// win at bf16 prices have 128 devices.
+constexpr long kDeviceGroupShapes = 1'000'000;
 
 // Sets of ranks worth leaving idle: none; each device type (when there are several), and all but
 // the fastest type; each node's ranks on small clusters. On a small batch the gradient sums a
@@ -552,11 +561,12 @@ std::vector<Candidate> search_pools(const CostModel& cost, const PlanRequest& re
   }
   if (request.max_stage_width != 1) {
     // Stages mixing device types: the device-group search (baseline_metis.cpp), pruned by the
-    // analytic time of the best candidate so far, with slack for where the simulator disagrees.
-    double best_analytic = std::numeric_limits<double>::infinity();
+    // simulated time of the best candidate so far, with slack for where the analytic model, by
+    // which it ranks its plans, disagrees with the simulator.
+    double best_ms = std::numeric_limits<double>::infinity();
     for (const std::vector<Candidate>* pool : {&out, &narrow})
-      for (const Candidate& c : *pool) best_analytic = std::min(best_analytic, c.estimate.iteration_ms);
-    add_new(out, device_group_plans(cost, request, kDeviceGroupSlack * best_analytic, kDeviceGroupPipelineDevices));
+      for (const Candidate& c : *pool) best_ms = std::min(best_ms, c.simulation.iteration_ms);
+    add_new(out, device_group_plans(cost, request, kDeviceGroupSlack * best_ms, kDeviceGroupShapes));
     if (!out.empty()) sort_and_refine(cost, request, out, where);
     add_new(out, std::move(narrow));
   } else {

@@ -43,11 +43,12 @@ Candidate baseline_layer_balanced(const CostModel& cost, const PlanRequest& requ
 // naming `where` when no shape fits.
 Candidate baseline_metis(const CostModel& cost, const PlanRequest& request, const std::string& where);
 // The same search's best few (by the analytic model, each under below_ms), simulated, fastest
-// first; stages of at most request.max_stage_width ranks, pipelines of at most
-// max_pipeline_devices (0: any). HPP's search takes them as candidates (stages mixing device
-// types), with below_ms from its own best.
+// first; stages of at most request.max_stage_width ranks; replica counts from the most down, the
+// next searched while the stage orders of group sizes visited so far, in every type order, number
+// at most max_shapes (0: every replica count). HPP's search takes them as candidates (stages
+// mixing device types), with below_ms from its own best.
 std::vector<Candidate> device_group_plans(const CostModel& cost, const PlanRequest& request, double below_ms,
-                                          int max_pipeline_devices);
+                                          long max_shapes);
 
 // `plan(cost)` with recomputation forbidden, and, where that finds no plan (InputError) and the
 // cost model allows recomputation, `plan(cost)` again (docs/planner.md, "Memory savers"): every
