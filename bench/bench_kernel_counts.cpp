@@ -8,8 +8,8 @@
 // FLOPs (the GEMMs' and the mma instructions') take at a dense peak (default an H200's: 67 TFLOP/s
 // fp32, 990 bf16).
 //
-// --precision bf16 counts the bf16 path on the bf16 kernels (kernels/bf16_kernels.hpp): bf16
-// storage, cuBLASLt's bf16 GEMMs, flash attention (at head sizes 64 and 128), and so on.
+// --precision bf16 counts the bf16 path on the bf16 kernels (kernels/gpu_ops/gpu_ops_backend.hpp):
+// bf16 storage, cuBLASLt's bf16 GEMMs, flash attention (at head sizes 64 and 128), and so on.
 //
 //   bench_kernel_counts [--model M.yaml] [--B 1] [--T 1024] [--precision fp32|bf16] [--bandwidth-tbs 4.8]
 //                       [--peak-tflops P] [--json FILE]
@@ -28,7 +28,6 @@
 #include <vector>
 
 #include "bench/bench_stamp.hpp"
-#include "kernels/bf16_rounding_backend.hpp"
 #include "kernels/emulated/cuda_emulated_backend.hpp"
 #include "lib/base/command_line.hpp"
 #include "lib/base/input_error.hpp"
@@ -54,9 +53,9 @@ struct StepCounts {
 };
 
 StepCounts count_step(const eth::GptConfig& model, int B, int T, bool bf16) {
-  std::unique_ptr<eth::kernels::Backend> backend = eth::kernels::make_cuda_emulated_backend();
+  std::unique_ptr<eth::kernels::Backend> backend =
+      eth::kernels::make_cuda_emulated_backend(0, bf16 ? eth::kernels::Precision::bf16 : eth::kernels::Precision::fp32);
   eth::kernels::emulated::HostLaunch& launch = *eth::kernels::cuda_emulated_launch(*backend);
-  if (bf16) backend = eth::kernels::make_bf16_rounding_backend(std::move(backend), eth::kernels::Bf16Compute::kernels);
   eth::Stage stage(model, eth::LayerRange{0, model.num_layers}, B, T, 1, *backend);
   std::vector<float> params(stage.layout().size());
   eth::init_gpt2_parameters(model, stage.layout(), 1, params.data());

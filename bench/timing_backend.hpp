@@ -6,11 +6,17 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <tuple>
+#include <type_traits>
 
 #include "kernels/forwarding_backend.hpp"
 
 namespace eth::bench {
 
+// The names kernels/backend_ops.hpp's entries use.
+using kernels::AdamWParams;
+using kernels::AdamWSegment;
+using kernels::bf16;
 using kernels::ConstTensor;
 using kernels::Tensor;
 
@@ -37,44 +43,36 @@ class TimingBackend : public kernels::ForwardingBackend {
   void copy_to_host_async(void* dst, const void* src, size_t bytes) override;
   void copy(void* dst, const void* src, size_t bytes) override;
   void fill_zero(Tensor x, size_t n) override;
-  void convert(Tensor out, ConstTensor inp, size_t n) override;
 
-  void encoder_forward(Tensor out, const int32_t* tokens, ConstTensor wte, ConstTensor wpe, int B,
-                       int T, int C) override;
-  void encoder_backward(float* dwte, float* dwpe, ConstTensor dout, const int32_t* tokens, int B,
-                        int T, int C) override;
-  void layernorm_forward(Tensor out, float* mean, float* rstd, ConstTensor inp, ConstTensor weight,
-                         ConstTensor bias, int N, int C) override;
-  void layernorm_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
-                          ConstTensor weight, const float* mean, const float* rstd, int N,
-                          int C) override;
-  void matmul_forward(Tensor out, ConstTensor inp, ConstTensor weight, ConstTensor bias, int N, int C,
-                      int OC) override;
-  void matmul_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
-                       ConstTensor weight, int N, int C, int OC) override;
-  void matmul_gelu_forward(Tensor out, Tensor pre_gelu, ConstTensor inp, ConstTensor weight, ConstTensor bias, int N,
-                           int C, int OC) override;
-  void matmul_dgelu_backward(Tensor dpre_gelu, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
-                             ConstTensor weight, ConstTensor pre_gelu, int N, int C, int OC) override;
-  void residual_layernorm_forward(Tensor residual, Tensor out, float* mean, float* rstd, ConstTensor a, ConstTensor b,
-                                  ConstTensor weight, ConstTensor bias, int N, int C) override;
-  void attention_forward(Tensor out, float* saved, ConstTensor qkv, int B, int T, int C, int NH) override;
-  void attention_backward(Tensor dqkv, ConstTensor dout, ConstTensor qkv, ConstTensor out, const float* saved,
-                          int B, int T, int C, int NH) override;
-  void gelu_forward(Tensor out, ConstTensor inp, size_t n) override;
-  void gelu_backward(Tensor dinp, ConstTensor inp, ConstTensor dout, size_t n) override;
-  void residual_forward(Tensor out, ConstTensor a, ConstTensor b, size_t n) override;
-  void crossentropy_forward_backward(float* sample_losses, Tensor logits, const int32_t* targets, int B,
-                                     int T, int V, int Vp, float dlogits_scale) override;
-  void accumulate_sum(double* total, const float* x, size_t n) override;
-  double sum_of_squares(const float* x, size_t n) override;
-  void adamw_update(float* params, kernels::bf16* param_copies, const float* grads, float* m, float* v,
-                    const kernels::AdamWSegment* segments, size_t count, const kernels::AdamWParams& hp) override;
+  // Every operation of kernels/backend_ops.hpp's list, timed under its name (op_key).
+#define ETH_TIMED_OP(ret, name, params, args) \
+  ret name params override { return timed(op_key(#name, ETH_OP_ARGS args), [&] { return inner_.name args; }); }
+  ETH_BACKEND_OPS(ETH_TIMED_OP)
+  ETH_FUSED_BACKEND_OPS(ETH_TIMED_OP)
+#undef ETH_TIMED_OP
 
  protected:
+  // An operation's key: its name, and for a matmul its shape, "matmul_forward (768->3072)"
+  // (every matmul op ends with N, C, OC), so that the LM head stands apart from the layers.
+  template <typename... Args>
+  static std::string op_key(const char* op, const Args&... args) {
+    using Types = std::tuple<std::decay_t<Args>...>;
+    constexpr size_t n = sizeof...(Args);
+    if constexpr (n >= 3) {
+      if constexpr (std::is_same_v<std::tuple_element_t<n - 2, Types>, int> &&
+                    std::is_same_v<std::tuple_element_t<n - 1, Types>, int>) {
+        const std::string name = op;
+        if (name.rfind("matmul", 0) == 0) {
+          const auto all = std::forward_as_tuple(args...);
+          return name + " (" + std::to_string(std::get<n - 2>(all)) + "->" + std::to_string(std::get<n - 1>(all)) + ")";
+        }
+      }
+    }
+    return op;
+  }
   // Runs f() and adds its wall time under `key`.
   template <typename Fn>
-  auto timed(const std::string& key, Fn&& f) {
+  std::invoke_result_t<Fn> timed(const std::string& key, Fn&& f) {
     const auto start = std::chrono::steady_clock::now();
     struct Record {  // adds the time on every way out, so f may return a value or void
       OpTotal& total;

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "kernels/bf16_rounding_backend.hpp"
+#include "kernels/bf16_twin_backend.hpp"
 #include "kernels/gpu_binding.hpp"
 #ifdef ETH_HAVE_SIMT_INTERPRETER
 #include "kernels/emulated/cuda_emulated_backend.hpp"
@@ -24,16 +24,15 @@ size_t cpu_device_memory(const DeviceSettings& settings) {
   return static_cast<size_t>(std::stoull(text));
 }
 
-// ETH_BF16_KERNELS: 1 (default) runs the bf16 path on a device's bf16 kernels where it has
-// them; 0 takes the fp32-compute path there too (what a V100 or T4 runs): the same bf16 bytes,
-// computed in fp32, so that the two paths can be compared within one job.
-// A path whose arithmetic is fp32 (a device type without bf16 units) takes the fp32-compute
-// path whatever the device has.
-Bf16Compute bf16_compute(const PrecisionPath& path, const DeviceSettings& settings) {
-  if (path.arithmetic != Arithmetic::bf16) return Bf16Compute::fp32;
+// Whether a bf16 path runs on a device's bf16 kernels: where its arithmetic is bf16 (a device type
+// with bf16 units) and ETH_BF16_KERNELS is 1 (the default); 0 takes the bf16 twin over the fp32
+// kernels there too (what a V100 or T4 runs): the same bf16 bytes, computed in fp32, so that the
+// two paths can be compared within one job.
+bool on_bf16_kernels(const PrecisionPath& path, const DeviceSettings& settings) {
+  if (path.precision != Precision::bf16 || path.arithmetic != Arithmetic::bf16) return false;
   const std::string& s = settings.bf16_kernels;
-  if (s.empty() || s == "1") return Bf16Compute::kernels;
-  if (s == "0") return Bf16Compute::fp32;
+  if (s.empty() || s == "1") return true;
+  if (s == "0") return false;
   throw std::invalid_argument("ETH_BF16_KERNELS: expected 0 or 1, got '" + s + "'");
 }
 
@@ -42,7 +41,7 @@ BackendChoice on_cpu(std::unique_ptr<Backend> cpu, const std::string& note, cons
   if (path.precision == Precision::tf32)
     throw std::invalid_argument("--precision tf32: expected a GPU with TF32 tensor cores (compute capability 8.0 or "
                                 "later), got the CPU backend (" + cpu->name() + "): use fp32 or bf16");
-  if (path.precision == Precision::bf16) return {make_bf16_rounding_backend(std::move(cpu)), note};
+  if (path.precision == Precision::bf16) return {make_bf16_twin_backend(std::move(cpu)), note};
   return {std::move(cpu), note};
 }
 
@@ -50,13 +49,14 @@ BackendChoice on_cpu(std::unique_ptr<Backend> cpu, const std::string& note, cons
 // 8.0 has but TF32 (the interpreter's GEMMs are OpenBLAS's fp32).
 BackendChoice on_interpreter(const PrecisionPath& path, const DeviceSettings& settings) {
 #ifdef ETH_HAVE_SIMT_INTERPRETER
-  std::unique_ptr<Backend> emulated = make_cuda_emulated_backend(cpu_device_memory(settings));
   const std::string note = "running the CUDA backend's kernels in the kernel interpreter (ETH_BACKEND=cuda-emulated)";
   if (path.precision == Precision::tf32)
     throw std::invalid_argument("--precision tf32: the kernel interpreter (ETH_BACKEND=cuda-emulated) has no TF32 "
                                 "GEMMs: use fp32 or bf16");
-  if (path.precision == Precision::bf16)
-    return {make_bf16_rounding_backend(std::move(emulated), bf16_compute(path, settings)), note};
+  const size_t memory = cpu_device_memory(settings);
+  if (on_bf16_kernels(path, settings)) return {make_cuda_emulated_backend(memory, Precision::bf16), note};
+  std::unique_ptr<Backend> emulated = make_cuda_emulated_backend(memory);
+  if (path.precision == Precision::bf16) return {make_bf16_twin_backend(std::move(emulated)), note};
   return {std::move(emulated), note};
 #else
   (void)path;
@@ -108,10 +108,15 @@ BackendChoice select_backend(int local_rank, int local_ranks, const PrecisionPat
     throw std::invalid_argument("--precision tf32: expected a GPU with TF32 tensor cores (compute capability 8.0 or "
                                 "later), got " + props.name + " (" + std::to_string(props.compute_capability / 10) + "." +
                                 std::to_string(props.compute_capability % 10) + "): use fp32 or bf16");
-  // bf16: bf16 storage over the fp32 backend, on its bf16 kernels from compute capability 8.0 on
-  // (CudaBackend::bf16_kernels) where the path's arithmetic is bf16, in fp32 otherwise.
-  std::unique_ptr<Backend> cuda = make_cuda_backend(gpu.device, {.tf32 = path.precision == Precision::tf32});
-  if (path.precision == Precision::bf16) cuda = make_bf16_rounding_backend(std::move(cuda), bf16_compute(path, settings));
+  // bf16: on the bf16 kernels from compute capability 8.0 on where the path's arithmetic is bf16,
+  // else the twin over the fp32 kernels.
+  std::unique_ptr<Backend> cuda;
+  if (on_bf16_kernels(path, settings) && props.compute_capability >= 80)
+    cuda = make_cuda_backend(gpu.device, {.precision = Precision::bf16});
+  else if (path.precision == Precision::bf16)
+    cuda = make_bf16_twin_backend(make_cuda_backend(gpu.device));
+  else
+    cuda = make_cuda_backend(gpu.device, {.precision = path.precision});
   return {std::move(cuda), "running on the CUDA backend: local rank " + std::to_string(local_rank) + " on " + props.name +
                                " " + props.uuid + " (PCI " + props.pci_bus_id + "), device " + std::to_string(gpu.device) +
                                " of " + std::to_string(gpus) + " it sees: " + gpu.how};

@@ -1,8 +1,8 @@
 // Chooses the backend a process computes with, once, at start-up, on the precision path its
-// device type takes in the job (kernels/precision.hpp, resolved by the caller): bf16 wraps the
-// fp32 backend in the rounding one (kernels/bf16_rounding_backend.hpp), on the device's bf16
-// kernels where the path's arithmetic is bf16 and the device has them, in fp32 arithmetic
-// otherwise (the CPU's twin); tf32 needs a GPU that has it.
+// device type takes in the job (kernels/precision.hpp, resolved by the caller): bf16 runs on the
+// device's bf16 kernels where the path's arithmetic is bf16 and the device has them (a GPU of
+// compute capability 8.0 on, or the interpreter), else on the bf16 twin over the fp32 backend
+// (kernels/bf16_twin_backend.hpp: the CPU's bf16 path, V100s and T4s); tf32 needs a GPU that has it.
 //
 // The environment's settings come in `settings` (kernels/device_settings.hpp):
 //

@@ -8,13 +8,14 @@
 //
 // Both convert implicitly from a plain pointer of either element type (and from null), so that a
 // caller on the fp32 path passes its float* as before; a backend takes the type it computes on
-// (as_f32, as_bf16: asserting that the buffer is of that type). `t + n` is the tensor n elements
-// of its type further on, as with a pointer.
+// (as_f32, as_bf16, or as<E>: asserting that the buffer is of that type). `t + n` is the tensor
+// n elements of its type further on, as with a pointer.
 #pragma once
 
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/bf16.hpp"
 
@@ -44,6 +45,12 @@ class Tensor {
     assert(data_ == nullptr || type_ == ElementType::bf16);
     return static_cast<bf16*>(data_);
   }
+  // as_f32 or as_bf16 by the type's name: E = float or bf16, for code written once for both.
+  template <class E>
+  E* as() const {
+    if constexpr (std::is_same_v<E, bf16>) return as_bf16();
+    else return as_f32();
+  }
 
  private:
   void* data_ = nullptr;
@@ -71,6 +78,11 @@ class ConstTensor {
   const bf16* as_bf16() const {
     assert(data_ == nullptr || type_ == ElementType::bf16);
     return static_cast<const bf16*>(data_);
+  }
+  template <class E>
+  const E* as() const {
+    if constexpr (std::is_same_v<E, bf16>) return as_bf16();
+    else return as_f32();
   }
 
  private:

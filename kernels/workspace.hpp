@@ -3,11 +3,12 @@
 // no step allocates device memory, and counted by the memory model (lib/plan/memory_model) with
 // the formulas the reservation uses:
 //
-//   the bf16 path's working copies  bf16_rounding_workspace_bytes (kernels/bf16_rounding_backend.hpp):
-//                                   the fp32-compute path's fp32 operands, the kernels' token losses
-//   the GPU ops' launch workspace   launch_workspace_bytes below: the largest op's launch.scratch
-//                                   (kernels/gpu_ops/scratch.hpp), the grid counters; on a GPU also
-//                                   cuBLASLt's workspace and CUB's storage for the embedding's sort
+//   the bf16 path's working copies  bf16_workspace_bytes (kernels/bf16_twin_backend.hpp): the
+//                                   twin's fp32 operands; the bf16 kernels' fallbacks' ones
+//   the GPU ops' launch workspace   gpu_ops::launch_workspace_bytes (kernels/gpu_ops/scratch.hpp):
+//                                   the largest op's launch.scratch, the grid counters; on a GPU
+//                                   also cuBLASLt's workspace and CUB's storage for the embedding's
+//                                   sort (the constants below)
 #pragma once
 
 #include <cstddef>
@@ -39,14 +40,5 @@ constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 // plus 2 MiB, a margin read off that source and not yet checked on a GPU: the CUDA launch asks
 // CUB at start-up and stops with an error if CUB wants more.
 inline size_t sort_storage_bound(size_t n) { return 12 * n + (size_t{2} << 20); }
-
-// The largest launch.scratch request of the GPU ops in a step of such a stage, on either
-// precision path (fp32 GPU ops and bf16 kernels alike: the larger of the two is reserved).
-size_t launch_scratch_bytes(const StageShape& shape);
-// The rows the embedding's backward sorts at most: a micro-batch's, or the gathered rows.
-size_t sorted_rows(const StageShape& shape);
-// All the GPU ops hold for such a stage on `device`: the scratch and the counters, and on a GPU
-// cuBLASLt's workspace and the bound on CUB's sort storage. 0 on the host.
-size_t launch_workspace_bytes(const StageShape& shape, OpsDevice device);
 
 }  // namespace eth::kernels

@@ -7,7 +7,7 @@
 # leaks from "<unknown module>" that no suppression can name.
 # random_plans_nccl and random_plans_bf16 are left out here (CI's 45 minutes): the sanitized
 # build runs the same 20 plans in random_plans, NCCL's emulation in the _nccl equivalence tests,
-# and the bf16 rounding backend in test_bf16 and the equivalence_bf16 tests; the
+# and the bf16 twin backend in test_bf16 and the equivalence_bf16 tests; the
 # equivalence_cuda_emulated tests and oracle_torch_cuda_emulated too: the interpreted kernels run
 # sanitized in the unit tests (gpu_checks_emulated, test_gpu_*_interpreted, test_generation); and
 # the generation and Hugging Face program tests (sample_cli, hf_interop, eth_convert_hf_cli): their

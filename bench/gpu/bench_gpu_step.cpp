@@ -4,8 +4,9 @@
 //
 //   bench_gpu_step --model gpt2-124m|gpt2-350m [--batch B] [--seq T] [--steps S] [--warmup W]
 //                  [--precisions fp32,tf32,bf16]
-// bf16: bf16 storage on the bf16 kernels (kernels/bf16_kernels.hpp); bf16-fp32compute: the same
-// bytes computed in fp32, the path of GPUs without bf16 units (ETH_BF16_KERNELS=0).
+// bf16: bf16 storage on the bf16 kernels (kernels/gpu_ops/gpu_ops_backend.hpp); bf16-fp32compute:
+// the same bytes computed in fp32 by the bf16 twin, the path of GPUs without bf16 units
+// (ETH_BF16_KERNELS=0).
 //
 // Model FLOPs per token, the same formula as torch_gpu_step.py so that the two MFUs compare:
 //   6 * (12 L C^2 + Vp C)   the matmul weights (the tied LM head included), forward + backward
@@ -23,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/bf16_rounding_backend.hpp"
+#include "kernels/bf16_twin_backend.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/cuda_probe.hpp"
 #include "kernels/gpu_peaks.hpp"
@@ -127,11 +128,11 @@ int main(int argc, char** argv) {
     }
 
     for (const std::string& precision : o.precisions) {
+      using eth::kernels::Precision;
       std::unique_ptr<eth::kernels::Backend> backend =
-          eth::kernels::make_cuda_backend(0, eth::kernels::CudaBackendOptions{.tf32 = precision == "tf32"});
-      if (precision.rfind("bf16", 0) == 0)
-        backend = eth::kernels::make_bf16_rounding_backend(
-            std::move(backend), precision == "bf16" ? eth::kernels::Bf16Compute::kernels : eth::kernels::Bf16Compute::fp32);
+          precision == "bf16-fp32compute"
+              ? eth::kernels::make_bf16_twin_backend(eth::kernels::make_cuda_backend(0))
+              : eth::kernels::make_cuda_backend(0, {.precision = eth::kernels::parse_precision(precision)});
       eth::Stage stage(config, all, B, T, 1, *backend);
       // As eth_train: the workspace before the first step, so that no step allocates.
       backend->reserve_workspace(

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/backend.hpp"
@@ -100,82 +101,31 @@ class AsyncCpuBackend final : public Backend {
   // ---- precision -----------------------------------------------------------------------
   Precision precision() const override { return cpu_->precision(); }
   std::string precision_path() const override { return cpu_->precision_path(); }
-  void convert(Tensor out, ConstTensor inp, size_t n) override {
-    enqueue([=, this] { cpu_->convert(out, inp, n); });
-  }
-  void round_to_bf16(float* out, const float* inp, size_t n) override {
-    enqueue([=, this] { cpu_->round_to_bf16(out, inp, n); });
-  }
-
-  // ---- GPT-2 forward and backward --------------------------------------------------------
-  void encoder_forward(Tensor out, const int32_t* tokens, ConstTensor wte, ConstTensor wpe, int B, int T,
-                       int C) override {
-    enqueue([=, this] { cpu_->encoder_forward(out, tokens, wte, wpe, B, T, C); });
-  }
-  void encoder_backward(float* dwte, float* dwpe, ConstTensor dout, const int32_t* tokens, int B, int T,
-                        int C) override {
-    enqueue([=, this] { cpu_->encoder_backward(dwte, dwpe, dout, tokens, B, T, C); });
-  }
-  void layernorm_forward(Tensor out, float* mean, float* rstd, ConstTensor inp, ConstTensor weight,
-                         ConstTensor bias, int N, int C) override {
-    enqueue([=, this] { cpu_->layernorm_forward(out, mean, rstd, inp, weight, bias, N, C); });
-  }
-  void layernorm_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
-                          ConstTensor weight, const float* mean, const float* rstd, int N, int C) override {
-    enqueue([=, this] { cpu_->layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C); });
-  }
-  void matmul_forward(Tensor out, ConstTensor inp, ConstTensor weight, ConstTensor bias, int N, int C,
-                      int OC) override {
-    enqueue([=, this] { cpu_->matmul_forward(out, inp, weight, bias, N, C, OC); });
-  }
-  void matmul_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
-                       ConstTensor weight, int N, int C, int OC) override {
-    enqueue([=, this] { cpu_->matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC); });
-  }
+  Arithmetic arithmetic() const override { return cpu_->arithmetic(); }
   AttentionPath attention_path(int T) const override { return cpu_->attention_path(T); }
-  void attention_forward(Tensor out, float* saved, ConstTensor qkv, int B, int T, int C, int NH) override {
-    enqueue([=, this] { cpu_->attention_forward(out, saved, qkv, B, T, C, NH); });
-  }
-  void attention_backward(Tensor dqkv, ConstTensor dout, ConstTensor qkv, ConstTensor out, const float* saved,
-                          int B, int T, int C, int NH) override {
-    enqueue([=, this] { cpu_->attention_backward(dqkv, dout, qkv, out, saved, B, T, C, NH); });
-  }
-  void attention_decode(Tensor out, Tensor k_cache, Tensor v_cache, ConstTensor qkv_new, int B, int Tn, int T0,
-                        int Tmax, int C, int NH) override {
-    enqueue([=, this] { cpu_->attention_decode(out, k_cache, v_cache, qkv_new, B, Tn, T0, Tmax, C, NH); });
-  }
-  void gelu_forward(Tensor out, ConstTensor inp, size_t n) override {
-    enqueue([=, this] { cpu_->gelu_forward(out, inp, n); });
-  }
-  void gelu_backward(Tensor dinp, ConstTensor inp, ConstTensor dout, size_t n) override {
-    enqueue([=, this] { cpu_->gelu_backward(dinp, inp, dout, n); });
-  }
-  void residual_forward(Tensor out, ConstTensor a, ConstTensor b, size_t n) override {
-    enqueue([=, this] { cpu_->residual_forward(out, a, b, n); });
-  }
-  void crossentropy_forward_backward(float* sample_losses, Tensor logits, const int32_t* targets, int B, int T,
-                                     int V, int Vp, float dlogits_scale) override {
-    enqueue([=, this] { cpu_->crossentropy_forward_backward(sample_losses, logits, targets, B, T, V, Vp,
-            dlogits_scale); });
-  }
-  void accumulate_sum(double* total, const float* x, size_t n) override {
-    enqueue([=, this] { cpu_->accumulate_sum(total, x, n); });
-  }
 
-  // ---- optimizer -------------------------------------------------------------------------
-  double sum_of_squares(const float* x, size_t n) override {
-    double result = 0.0;
-    enqueue([this, &result, x, n] { result = cpu_->sum_of_squares(x, n); });
-    synchronize();
-    return result;
-  }
-  void adamw_update(float* params, bf16* param_copies, const float* grads, float* m, float* v,
-                    const AdamWSegment* segments, size_t count, const AdamWParams& hp) override {
-    enqueue([=, this] { cpu_->adamw_update(params, param_copies, grads, m, v, segments, count, hp); });
-  }
+  // ---- the operations: each queued (kernels/backend_ops.hpp's list) -------------------------
+#define ETH_QUEUED_OP(ret, name, params, args) \
+  ret name params override { return queued([=, this] { return cpu_->name args; }); }
+  ETH_BACKEND_OPS(ETH_QUEUED_OP)
+  ETH_FUSED_BACKEND_OPS(ETH_QUEUED_OP)
+#undef ETH_QUEUED_OP
 
  private:
   void enqueue(std::function<void()> op) { queue_.enqueue(std::move(op)); }
+  // An operation queued with its arguments copied; one with a result (sum_of_squares) waits
+  // for it, as it does on a GPU.
+  template <class Op>
+  std::invoke_result_t<Op> queued(Op op) {
+    if constexpr (std::is_void_v<std::invoke_result_t<Op>>) {
+      enqueue(std::move(op));
+    } else {
+      std::invoke_result_t<Op> result{};
+      enqueue([&result, op] { result = op(); });
+      synchronize();
+      return result;
+    }
+  }
 
   std::unique_ptr<Backend> cpu_;
   WorkQueue queue_;  // last: its thread runs operations on cpu_

@@ -92,6 +92,7 @@ class CpuBackend final : public Backend {
 
   Precision precision() const override { return Precision::fp32; }
   std::string precision_path() const override { return "fp32"; }
+  Arithmetic arithmetic() const override { return Arithmetic::fp32; }
   void round_to_bf16(float* out, const float* inp, size_t n) override { cpu::round_to_bf16(out, inp, n); }
   void convert(Tensor out, ConstTensor inp, size_t n) override {
     if (out.type() == inp.type()) {
@@ -109,9 +110,9 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void encoder_forward(Tensor out, const int32_t* tokens, ConstTensor wte, ConstTensor wpe,
+  void encoder_forward(Tensor out, const int32_t* tokens, const float* wte, const float* wpe,
                        int B, int T, int C) override {
-    cpu::encoder_forward(out.as_f32(), tokens, wte.as_f32(), wpe.as_f32(), B, T, C);
+    cpu::encoder_forward(out.as_f32(), tokens, wte, wpe, B, T, C);
   }
   void encoder_backward(float* dwte, float* dwpe, ConstTensor dout, const int32_t* tokens,
                         int B, int T, int C) override {

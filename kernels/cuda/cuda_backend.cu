@@ -2,6 +2,8 @@
 // the GPU ops of kernels/gpu_ops, launched on the stream (kernels/cuda/cuda_launch.cuh).
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/cuda_launch.cuh"
@@ -18,6 +20,12 @@ class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunc
         uuid_(cuda_device_props(device).uuid),
         compute_capability_(cuda_device_props(device).compute_capability),
         options_(options) {
+    // The bf16 kernels' mma.sync, cp.async and cuBLASLt's bf16 GEMMs (backend selection runs the
+    // twin over fp32 on older GPUs instead).
+    if (options_.precision == Precision::bf16 && compute_capability_ < 80)
+      throw std::invalid_argument("the CUDA backend's bf16 kernels: expected compute capability 8.0 or later, got " +
+                                  std::to_string(compute_capability_ / 10) + "." +
+                                  std::to_string(compute_capability_ % 10));
     CUDA_CHECK(cudaSetDevice(device_));
     // Non-blocking: no implicit synchronisation with the legacy default stream, so every copy
     // below is explicitly enqueued on stream_.
@@ -25,11 +33,12 @@ class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunc
     CUBLAS_CHECK(cublasCreate(&cublas_));
     CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
     // DEFAULT math keeps fp32 GEMMs in fp32; TF32 lets cuBLAS round their inputs to TF32.
-    CUBLAS_CHECK(cublasSetMathMode(cublas_, options_.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    CUBLAS_CHECK(cublasSetMathMode(cublas_, tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     launch_ = std::make_unique<cuda::CudaLaunch>(stream_, cublas_);
   }
 
   ~CudaBackend() override {
+    release_fallback();
     launch_.reset();
     cudaStreamSynchronize(stream_);
     cublasDestroy(cublas_);
@@ -39,7 +48,9 @@ class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunc
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
 
-  std::string name() const override { return options_.tf32 ? "cuda-tf32" : "cuda"; }
+  std::string name() const override {
+    return options_.precision == Precision::fp32 ? "cuda" : std::string("cuda-") + precision_name(options_.precision);
+  }
   bool host_addressable() const override { return false; }
   OpsDevice ops_device() const override { return OpsDevice::cuda; }
   int cuda_device() const override { return device_; }
@@ -139,19 +150,24 @@ class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunc
   }
 
   // ---- precision -----------------------------------------------------------------------
-  Precision precision() const override { return options_.tf32 ? Precision::tf32 : Precision::fp32; }
+  Precision precision() const override { return options_.precision; }
   std::string precision_path() const override {
-    return options_.tf32 ? "tf32 (cuBLAS GEMMs on TF32 tensor cores, fp32 elsewhere)" : "fp32 (cuBLAS TF32 math off)";
+    switch (options_.precision) {
+      case Precision::tf32: return "tf32 (cuBLAS GEMMs on TF32 tensor cores, fp32 elsewhere)";
+      case Precision::bf16:
+        return "bf16 (bf16 kernels: cuBLASLt GEMMs, flash attention at head sizes 64 and 128 (fp32 compute at "
+               "others), layernorm, GELU, residual, embedding, classifier)";
+      default: return "fp32 (cuBLAS TF32 math off)";
+    }
   }
 
   std::map<std::string, uint64_t> kernel_launches() const { return launch_->launches(); }
 
  protected:
   cuda::CudaLaunch& launch() override { return *launch_; }
-  // bf16 mma.sync, cp.async and cuBLASLt's bf16 GEMMs: compute capability 8.0 and later.
-  bool has_bf16_kernels() const override { return compute_capability_ >= 80; }
 
  private:
+  bool tf32() const { return options_.precision == Precision::tf32; }
   static void report_release_error(cudaError_t err) {
     if (err != cudaSuccess)
       std::fprintf(stderr, "CUDA error at %s:%d: releasing memory: %s\n", __FILE__, __LINE__, cudaGetErrorString(err));

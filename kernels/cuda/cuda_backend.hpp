@@ -1,4 +1,4 @@
-// The CUDA backend: custom kernels plus cuBLAS for the matmuls, fp32 storage. Compiled only
+// The CUDA backend: custom kernels plus cuBLAS(Lt) for the matmuls, fp32 or bf16 storage. Compiled only
 // when nvcc is found (ETH_HAVE_CUDA); plain C++ so host code and tests can include it.
 #pragma once
 
@@ -12,12 +12,13 @@
 namespace eth::kernels {
 
 struct CudaBackendOptions {
-  // TF32 tensor-core math for cuBLAS GEMMs (matmuls and attention's products). Off by default:
-  // fp32 then matches the CPU twin to ~1e-6; with TF32 the inputs of each product are rounded
-  // to 10 mantissa bits (unit roundoff 2^-11), so expect relative errors of ~1e-3.
-  bool tf32 = false;
+  // What it computes in (kernels/precision.hpp):
+  //   fp32  cuBLAS sgemm with TF32 math off: it matches the CPU twin to ~1e-6;
+  //   tf32  cuBLAS rounds the GEMMs' inputs to TF32 (unit roundoff 2^-11): relative errors ~1e-3;
+  //   bf16  bf16 tensors on the bf16 kernels (kernels/gpu_ops/gpu_ops_backend.hpp): compute
+  //         capability 8.0 and later; a GPU without bf16 units runs bf16 as the twin over fp32.
+  Precision precision = Precision::fp32;
 };
-
 // A backend computing on CUDA device `device`, on its own stream. Every call is made from one
 // host thread; copy_to_host, sum_of_squares and release synchronise with the stream, the other
 // calls only enqueue work. Throws std::runtime_error (file, line, CUDA's message) on any failure.

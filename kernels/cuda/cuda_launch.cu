@@ -58,7 +58,7 @@ CudaLaunch::CudaLaunch(cudaStream_t stream, cublasHandle_t cublas)
 size_t CudaLaunch::within_reserve(const char* what, size_t asked, size_t held) const {
   if (reserved_ && asked > held)
     throw std::logic_error("CudaLaunch: an op asks for " + std::to_string(asked) + " " + what + ", past the " +
-                           std::to_string(held) + " reserved at start-up (kernels/workspace.cpp leaves it out)");
+                           std::to_string(held) + " reserved at start-up (gpu_ops/scratch.hpp: launch_scratch_bytes leaves it out)");
   return asked;
 }
 

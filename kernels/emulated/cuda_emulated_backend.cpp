@@ -1,5 +1,6 @@
 #include "kernels/emulated/cuda_emulated_backend.hpp"
 
+#include <cassert>
 #include <cstring>
 
 #include "kernels/forwarding_device.hpp"
@@ -26,13 +27,19 @@ class CudaEmulatedBackend final : public gpu_ops::GpuOpsBackend<ForwardingDevice
  public:
   // The launch's scratch and counters come from the host backend, so that its allocator's peak
   // counts them as a GPU's would.
-  explicit CudaEmulatedBackend(std::unique_ptr<Backend> host)
-      : GpuOpsBackend(*host), host_(std::move(host)), launch_(host_.get()) {}
+  CudaEmulatedBackend(std::unique_ptr<Backend> host, Precision precision)
+      : GpuOpsBackend(*host), host_(std::move(host)), launch_(host_.get()), precision_(precision) {
+    assert(precision == Precision::fp32 || precision == Precision::bf16);
+  }
+  ~CudaEmulatedBackend() override { release_fallback(); }
 
-  std::string name() const override { return "cuda-emulated"; }
+  std::string name() const override { return precision_ == Precision::bf16 ? "cuda-emulated-bf16" : "cuda-emulated"; }
   OpsDevice ops_device() const override { return OpsDevice::interpreter; }
-  Precision precision() const override { return Precision::fp32; }
+  Precision precision() const override { return precision_; }
   std::string precision_path() const override {
+    if (precision_ == Precision::bf16)
+      return "bf16 (bf16 kernels, in the kernel interpreter: flash attention at head sizes 64 and 128 (fp32 compute "
+             "at others), layernorm, GELU, residual, embedding, classifier; GEMMs on the CPU at cuBLASLt's contract)";
     return "fp32 (the CUDA backend's kernels in the kernel interpreter; GEMMs on the CPU at cuBLAS's contract)";
   }
   // Poisoned, as the interpreter's shared memory: an output a kernel fails to write stays NaN.
@@ -50,10 +57,11 @@ class CudaEmulatedBackend final : public gpu_ops::GpuOpsBackend<ForwardingDevice
  private:
   std::unique_ptr<Backend> host_;
   emulated::HostLaunch launch_;
+  Precision precision_;
 };
 
-std::unique_ptr<Backend> make_cuda_emulated_backend(size_t device_memory_bytes) {
-  return std::make_unique<CudaEmulatedBackend>(make_cpu_backend(device_memory_bytes));
+std::unique_ptr<Backend> make_cuda_emulated_backend(size_t device_memory_bytes, Precision precision) {
+  return std::make_unique<CudaEmulatedBackend>(make_cpu_backend(device_memory_bytes), precision);
 }
 
 emulated::HostLaunch* cuda_emulated_launch(Backend& backend) {

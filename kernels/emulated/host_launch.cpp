@@ -45,7 +45,7 @@ void* HostLaunch::scratch(size_t bytes) {
   if (reserved_ && bytes > scratch_.bytes())
     throw std::logic_error("HostLaunch::scratch: an op asks for " + std::to_string(bytes) + " bytes, past the " +
                            std::to_string(scratch_.bytes()) +
-                           " reserved at start-up (kernels/workspace.cpp: launch_scratch_bytes leaves it out)");
+                           " reserved at start-up (kernels/gpu_ops/scratch.hpp: launch_scratch_bytes leaves it out)");
   scratch_.grow(bytes);
   std::memset(scratch_.data(), 0xff, bytes);  // undefined content: NaN, as the interpreter's shared memory
   return scratch_.data();

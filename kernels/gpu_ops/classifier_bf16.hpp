@@ -13,6 +13,7 @@
 
 #include "kernels/gpu_ops/common.hpp"
 #include "kernels/gpu_ops/ops.hpp"
+#include "kernels/gpu_ops/scratch.hpp"
 
 namespace eth::kernels::gpu_ops {
 
@@ -142,6 +143,19 @@ void sample_mean_losses(Launch& launch, float* sample_losses, const float* token
   launch.kernel(SampleMeanLossesKernel{sample_losses, token_losses, B, T},
                 LaunchShape{Dim3(grid_for(static_cast<size_t>(B), kSampleMeanLossesThreads)),
                             Dim3(kSampleMeanLossesThreads), 0});
+}
+
+// The token losses in the launch's scratch (the fp32 op's, crossentropy_scratch_bytes, holds them),
+// then each sample's mean.
+template <class Launch>
+void crossentropy_forward_backward(Launch& launch, float* sample_losses, bf16* logits, const int32_t* targets, int B,
+                                   int T, int V, int Vp, float dlogits_scale) {
+  const size_t N = static_cast<size_t>(B) * T;
+  if (N == 0) return;
+  auto* token_losses = static_cast<float*>(launch.scratch(crossentropy_scratch_bytes(N)));  // (B, T)
+  classifier_rows_bf16(launch, token_losses, logits, targets, static_cast<int>(N), V, Vp,
+                       dlogits_scale / static_cast<float>(T));
+  sample_mean_losses(launch, sample_losses, token_losses, B, T);
 }
 
 }  // namespace eth::kernels::gpu_ops

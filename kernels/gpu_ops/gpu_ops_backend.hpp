@@ -1,12 +1,17 @@
 // The GPT operations of the Backend interface on the GPU ops (ops.hpp), once for every backend
 // that runs them: the CUDA backend (Base = Backend, Launch = CudaLaunch) and the emulated one
 // (Base = ForwardingDevice<Backend>, the host memory and stream of a CPU backend, Launch =
-// HostLaunch). A backend derived from it supplies memory, ordering and launch(); which kernels
-// each operation runs is decided here and in ops.hpp's families alone. Neither base has an
-// operation of its own: one missing here leaves the backend abstract, a compile error. The fused
-// ops (matmul_gelu_forward, matmul_dgelu_backward, residual_layernorm_forward) run as the two GPU
-// ops they fuse (Backend's defaults): the fp32 GPU ops have no fused kernel; the bf16 path's are
-// Bf16Kernels.
+// HostLaunch). A backend derived from it supplies memory, ordering, its precision and launch();
+// which kernels each operation runs is decided here and in ops.hpp's families alone. Neither base
+// has an operation of its own: one missing here leaves the backend abstract, a compile error.
+//
+// Each op runs on the element type of its tensors, which is the backend's storage: fp32 tensors
+// on the fp32 kernels (cuBLAS sgemm, TF32 where the CUDA backend is made so), bf16 tensors on the
+// bf16 kernels (cuBLASLt GEMMs with fused epilogues, flash attention on mma.sync, the one-launch
+// layernorm backward, the chunked classifier; the families marked E at E = bf16). The few shapes
+// the bf16 kernels do not take (attention at head sizes other than 64 and 128, the fused GELU at
+// widths its epilogue does not take, and decoding's attention) run on a bf16 twin over this
+// backend's fp32 kernels (kernels/bf16_twin_backend.hpp): the same numbers, fp32 compute.
 #pragma once
 
 #include <cmath>
@@ -14,8 +19,9 @@
 #include <utility>
 
 #include "kernels/backend.hpp"
-#include "kernels/gpu_ops/bf16_kernels_on.hpp"
+#include "kernels/bf16_twin_backend.hpp"
 #include "kernels/gpu_ops/ops.hpp"
+#include "kernels/gpu_ops/scratch.hpp"
 
 namespace eth::kernels::gpu_ops {
 
@@ -25,6 +31,14 @@ class GpuOpsBackend : public Base {
   template <typename... Args>
   explicit GpuOpsBackend(Args&&... args) : Base(std::forward<Args>(args)...) {}
 
+  Arithmetic arithmetic() const override {
+    switch (this->precision()) {
+      case Precision::bf16: return Arithmetic::bf16;
+      case Precision::tf32: return Arithmetic::tf32;
+      default: return Arithmetic::fp32;
+    }
+  }
+
   void round_to_bf16(float* out, const float* inp, size_t n) override {
     gpu_ops::round_to_bf16(launch(), out, inp, n);
   }
@@ -33,58 +47,116 @@ class GpuOpsBackend : public Base {
     if (out.type() == ElementType::bf16) return gpu_ops::convert(launch(), out.as_bf16(), inp.as_f32(), n);
     gpu_ops::convert(launch(), out.as_f32(), inp.as_bf16(), n);
   }
-  void encoder_forward(Tensor out, const int32_t* tokens, ConstTensor wte, ConstTensor wpe, int B, int T,
+  void encoder_forward(Tensor out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
                        int C) override {
-    gpu_ops::encoder_forward(launch(), out.as_f32(), tokens, wte.as_f32(), wpe.as_f32(), B, T, C);
+    on_element(out, [&](auto e) { gpu_ops::encoder_forward(launch(), out.as<decltype(e)>(), tokens, wte, wpe, B, T, C); });
   }
   void encoder_backward(float* dwte, float* dwpe, ConstTensor dout, const int32_t* tokens, int B, int T,
                         int C) override {
-    gpu_ops::encoder_backward(launch(), dwte, dwpe, dout.as_f32(), tokens, B, T, C);
+    on_element(dout, [&](auto e) {
+      gpu_ops::encoder_backward(launch(), dwte, dwpe, dout.as<decltype(e)>(), tokens, B, T, C);
+    });
   }
   void layernorm_forward(Tensor out, float* mean, float* rstd, ConstTensor inp, ConstTensor weight,
                          ConstTensor bias, int N, int C) override {
-    gpu_ops::layernorm_forward(launch(), out.as_f32(), mean, rstd, inp.as_f32(), weight.as_f32(), bias.as_f32(), N, C);
+    on_element(out, [&](auto e) {
+      using E = decltype(e);
+      gpu_ops::layernorm_forward(launch(), out.as<E>(), mean, rstd, inp.as<E>(), weight.as<E>(), bias.as<E>(), N, C);
+    });
   }
   void layernorm_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
                           ConstTensor weight, const float* mean, const float* rstd, int N, int C) override {
+    if (dinp.type() == ElementType::bf16)
+      return layernorm_backward_bf16(launch(), dinp.as_bf16(), dweight, dbias, dout.as_bf16(), inp.as_bf16(),
+                                     weight.as_bf16(), mean, rstd, N, C);
     gpu_ops::layernorm_backward(launch(), dinp.as_f32(), dweight, dbias, dout.as_f32(), inp.as_f32(), weight.as_f32(),
                                 mean, rstd, N, C);
   }
   void matmul_forward(Tensor out, ConstTensor inp, ConstTensor weight, ConstTensor bias, int N, int C,
                       int OC) override {
+    if (out.type() == ElementType::bf16)
+      return matmul_forward_bf16(launch(), out.as_bf16(), nullptr, inp.as_bf16(), weight.as_bf16(), bias.as_bf16(), N,
+                                 C, OC);
     gpu_ops::matmul_forward(launch(), out.as_f32(), inp.as_f32(), weight.as_f32(), bias.as_f32(), N, C, OC);
   }
   void matmul_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
                        ConstTensor weight, int N, int C, int OC) override {
+    if (dinp.type() == ElementType::bf16)
+      return matmul_backward_bf16(launch(), dinp.as_bf16(), dweight, dbias, dout.as_bf16(), inp.as_bf16(),
+                                  weight.as_bf16(), nullptr, N, C, OC);
     gpu_ops::matmul_backward(launch(), dinp.as_f32(), dweight, dbias, dout.as_f32(), inp.as_f32(), weight.as_f32(), N,
                              C, OC);
+  }
+  // The fused ops: on bf16 tensors the GEMMs' epilogues and the fused layernorm kernel; the fp32
+  // GPU ops have no fused kernel, so fp32 tensors take the two ops they fuse (Backend's).
+  void matmul_gelu_forward(Tensor out, Tensor pre_gelu, ConstTensor inp, ConstTensor weight, ConstTensor bias, int N,
+                           int C, int OC) override {
+    if (out.type() != ElementType::bf16) return Backend::matmul_gelu_forward(out, pre_gelu, inp, weight, bias, N, C, OC);
+    if (!gelu_epilogue_width(OC)) return fallback().matmul_gelu_forward(out, pre_gelu, inp, weight, bias, N, C, OC);
+    matmul_forward_bf16(launch(), out.as_bf16(), pre_gelu.as_bf16(), inp.as_bf16(), weight.as_bf16(), bias.as_bf16(),
+                        N, C, OC);
+  }
+  void matmul_dgelu_backward(Tensor dpre_gelu, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
+                             ConstTensor weight, ConstTensor pre_gelu, int N, int C, int OC) override {
+    if (dpre_gelu.type() != ElementType::bf16)
+      return Backend::matmul_dgelu_backward(dpre_gelu, dweight, dbias, dout, inp, weight, pre_gelu, N, C, OC);
+    if (!gelu_epilogue_width(C))
+      return fallback().matmul_dgelu_backward(dpre_gelu, dweight, dbias, dout, inp, weight, pre_gelu, N, C, OC);
+    matmul_backward_bf16(launch(), dpre_gelu.as_bf16(), dweight, dbias, dout.as_bf16(), inp.as_bf16(),
+                         weight.as_bf16(), pre_gelu.as_bf16(), N, C, OC);
+  }
+  void residual_layernorm_forward(Tensor residual, Tensor out, float* mean, float* rstd, ConstTensor a, ConstTensor b,
+                                  ConstTensor weight, ConstTensor bias, int N, int C) override {
+    if (out.type() != ElementType::bf16)
+      return Backend::residual_layernorm_forward(residual, out, mean, rstd, a, b, weight, bias, N, C);
+    fused_residual_layernorm_forward_bf16(launch(), residual.as_bf16(), out.as_bf16(), mean, rstd, a.as_bf16(),
+                                          b.as_bf16(), weight.as_bf16(), bias.as_bf16(), N, C);
   }
   // The blocked kernel at every T: on a GPU the materialised one would only cost memory.
   AttentionPath attention_path(int) const override { return AttentionPath::blocked; }
   void attention_forward(Tensor out, float* lse, ConstTensor qkv, int B, int T, int C, int NH) override {
-    gpu_ops::attention_forward(launch(), out.as_f32(), lse, qkv.as_f32(), B, T, C, NH);
+    if (out.type() == ElementType::f32)
+      return gpu_ops::attention_forward(launch(), out.as_f32(), lse, qkv.as_f32(), B, T, C, NH);
+    if (!bf16_attention_head_size(C / NH)) return fallback().attention_forward(out, lse, qkv, B, T, C, NH);
+    attention_forward_bf16(launch(), out.as_bf16(), lse, qkv.as_bf16(), B, T, C, NH);
   }
   void attention_backward(Tensor dqkv, ConstTensor dout, ConstTensor qkv, ConstTensor out, const float* lse,
                           int B, int T, int C, int NH) override {
-    gpu_ops::attention_backward(launch(), dqkv.as_f32(), dout.as_f32(), qkv.as_f32(), out.as_f32(), lse, B, T, C, NH);
+    if (dqkv.type() == ElementType::f32)
+      return gpu_ops::attention_backward(launch(), dqkv.as_f32(), dout.as_f32(), qkv.as_f32(), out.as_f32(), lse, B, T,
+                                         C, NH);
+    if (!bf16_attention_head_size(C / NH)) return fallback().attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
+    attention_backward_bf16(launch(), dqkv.as_bf16(), dout.as_bf16(), qkv.as_bf16(), out.as_bf16(), lse, B, T, C, NH);
   }
+  // Decoding has an fp32 kernel only (generation is not where the step's time goes).
   void attention_decode(Tensor out, Tensor k_cache, Tensor v_cache, ConstTensor qkv_new, int B, int Tn, int T0,
                         int Tmax, int C, int NH) override {
+    if (out.type() == ElementType::bf16)
+      return fallback().attention_decode(out, k_cache, v_cache, qkv_new, B, Tn, T0, Tmax, C, NH);
     gpu_ops::attention_decode(launch(), out.as_f32(), k_cache.as_f32(), v_cache.as_f32(), qkv_new.as_f32(), B, Tn, T0,
                               Tmax, C, NH);
   }
-  void gelu_forward(Tensor out, ConstTensor inp, size_t n) override { gpu_ops::gelu_forward(launch(), out.as_f32(),
-                    inp.as_f32(), n); }
+  void gelu_forward(Tensor out, ConstTensor inp, size_t n) override {
+    on_element(out, [&](auto e) { gpu_ops::gelu_forward(launch(), out.as<decltype(e)>(), inp.as<decltype(e)>(), n); });
+  }
   void gelu_backward(Tensor dinp, ConstTensor inp, ConstTensor dout, size_t n) override {
-    gpu_ops::gelu_backward(launch(), dinp.as_f32(), inp.as_f32(), dout.as_f32(), n);
+    on_element(dinp, [&](auto e) {
+      using E = decltype(e);
+      gpu_ops::gelu_backward(launch(), dinp.as<E>(), inp.as<E>(), dout.as<E>(), n);
+    });
   }
   void residual_forward(Tensor out, ConstTensor a, ConstTensor b, size_t n) override {
-    gpu_ops::residual_forward(launch(), out.as_f32(), a.as_f32(), b.as_f32(), n);
+    on_element(out, [&](auto e) {
+      using E = decltype(e);
+      gpu_ops::residual_forward(launch(), out.as<E>(), a.as<E>(), b.as<E>(), n);
+    });
   }
   void crossentropy_forward_backward(float* sample_losses, Tensor logits, const int32_t* targets, int B, int T,
                                      int V, int Vp, float dlogits_scale) override {
-    gpu_ops::crossentropy_forward_backward(launch(), sample_losses, logits.as_f32(), targets, B, T, V, Vp,
-                                           dlogits_scale);
+    on_element(logits, [&](auto e) {
+      gpu_ops::crossentropy_forward_backward(launch(), sample_losses, logits.as<decltype(e)>(), targets, B, T, V, Vp,
+                                             dlogits_scale);
+    });
   }
   void accumulate_sum(double* total, const float* x, size_t n) override {
     gpu_ops::accumulate_sum(launch(), total, x, n);
@@ -101,24 +173,35 @@ class GpuOpsBackend : public Base {
   }
 
   // The largest op's scratch, the grid counters and (on a GPU) the sort's storage, now
-  // (kernels/workspace.hpp); the launch then refuses to grow them inside a step.
+  // (kernels/workspace.hpp), and on bf16 tensors the fallbacks' working copies; the launch then
+  // refuses to grow them inside a step.
   void reserve_workspace(const StageShape& shape) override {
     launch().reserve(launch_scratch_bytes(shape), sorted_rows(shape));
-  }
-
-  Bf16Kernels* bf16_kernels() override {
-    if (!has_bf16_kernels()) return nullptr;
-    if (!bf16_kernels_) bf16_kernels_ = std::make_unique<Bf16KernelsOn<Launch>>(launch());
-    return bf16_kernels_.get();
+    if (this->precision() == Precision::bf16) fallback().reserve_workspace(shape);
   }
 
  protected:
   virtual Launch& launch() = 0;
-  // Whether the device runs the bf16 families (compute capability 8.0 on; the interpreter does).
-  virtual bool has_bf16_kernels() const { return true; }
+  // The derived backend's destructor calls this first: the fallback's working copies are released
+  // through the derived backend's memory, which must still be there.
+  void release_fallback() { fallback_.reset(); }
 
  private:
-  std::unique_ptr<Bf16KernelsOn<Launch>> bf16_kernels_;
+  // Runs f(E{}) with E the element type of t: float or bf16.
+  template <class T, class F>
+  static void on_element(const T& t, F&& f) {
+    if (t.type() == ElementType::bf16)
+      f(bf16{});
+    else
+      f(float{});
+  }
+  // The bf16 twin over this backend, for the shapes the bf16 kernels do not take.
+  Backend& fallback() {
+    if (!fallback_) fallback_ = make_bf16_fallback(*this);
+    return *fallback_;
+  }
+
+  std::unique_ptr<Backend> fallback_;
 };
 
 }  // namespace eth::kernels::gpu_ops

@@ -127,7 +127,7 @@ void adamw_update(Launch& launch, float* params, bf16* param_copies, const float
 
 // The fused bf16 kernels of the stage step: bf16 activations and parameter copies, fp32
 // statistics, gradients and optimizer state; each rounds exactly where the bf16 twin
-// (kernels/bf16_rounding_backend.cpp) stores.
+// (kernels/bf16_twin_backend.cpp) stores.
 // layernorm_bf16.hpp
 template <class Launch>  // residual = a + b stored bf16, then the layernorm of the stored residual
 void fused_residual_layernorm_forward_bf16(Launch& launch, bf16* residual, bf16* out, float* mean, float* rstd,
@@ -142,5 +142,8 @@ void classifier_rows_bf16(Launch& launch, float* token_losses, bf16* logits, con
                           int Vp, float dlogits_scale_over_T);
 template <class Launch>  // sample_losses (B) = the mean of each sample's T token losses
 void sample_mean_losses(Launch& launch, float* sample_losses, const float* token_losses, int B, int T);
+template <class Launch>  // crossentropy_forward_backward's contract on bf16 logits: the two above
+void crossentropy_forward_backward(Launch& launch, float* sample_losses, bf16* logits, const int32_t* targets, int B,
+                                   int T, int V, int Vp, float dlogits_scale);
 
 }  // namespace eth::kernels::gpu_ops

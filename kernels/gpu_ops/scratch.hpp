@@ -1,12 +1,16 @@
 // What each GPU op takes from launch.scratch (ops.hpp), in bytes: one formula per op, which the
-// op asks for and launch_scratch_bytes (kernels/workspace.cpp) takes the largest of, so that the
-// scratch is sized once at start-up (Backend::reserve_workspace) and the memory model counts it.
+// op asks for and launch_scratch_bytes (below) takes the largest of, so that the scratch is sized
+// once at start-up (Backend::reserve_workspace) and the memory model counts it
+// (launch_workspace_bytes, kernels/workspace.hpp's second term).
 // Pure arithmetic on shapes and on the grid constants that set the sizes, so that the memory
 // model needs no kernel code; the ops' headers use these constants for their grids.
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
+
+#include "kernels/workspace.hpp"
 
 namespace eth::kernels::gpu_ops {
 
@@ -65,5 +69,35 @@ inline size_t layernorm_backward_bf16_scratch_bytes(size_t N, size_t C) {
 inline size_t matmul_backward_bf16_scratch_bytes(size_t OC, bool dbias) { return dbias ? sizeof(float) * OC : 0; }
 // The sum of squares: the partials and the result, in double.
 inline size_t sum_of_squares_scratch_bytes() { return sizeof(double) * (kSumBlocks + 1); }
+
+// The rows the embedding's backward sorts at most: a micro-batch's, or the gathered rows.
+inline size_t sorted_rows(const StageShape& s) {
+  return std::max(s.embedding ? static_cast<size_t>(s.B) * s.T : 0, s.gathered_rows);
+}
+
+// The largest launch.scratch request of the GPU ops in a step of such a stage, on either
+// precision path (fp32 GPU ops and bf16 kernels alike: the larger of the two is reserved).
+inline size_t launch_scratch_bytes(const StageShape& s) {
+  const size_t N = static_cast<size_t>(s.B) * s.T, C = static_cast<size_t>(s.C);
+  // A layer's backward ops with scratch, fp32 and bf16: layernorm's column sums and its one-launch
+  // bf16 form; the matmul bias gradients (the widest is fc's, 4C); flash attention's D. Then the
+  // head's loss (the fp32 op's token losses in double; the bf16 one's in float), the embedding's
+  // sort, and the gradient norm's sum of squares.
+  size_t bytes = std::max({column_sums_scratch_bytes(N, C), column_sums_scratch_bytes(N, 4 * C),
+                           layernorm_backward_bf16_scratch_bytes(N, C), matmul_backward_bf16_scratch_bytes(4 * C, true),
+                           attention_backward_bf16_scratch_bytes(s.B, s.T, s.NH), sum_of_squares_scratch_bytes()});
+  if (s.head) bytes = std::max(bytes, crossentropy_scratch_bytes(N));
+  if (sorted_rows(s) > 0) bytes = std::max(bytes, EncoderBackwardScratch(sorted_rows(s)).total);
+  return bytes;
+}
+
+// All the GPU ops hold for such a stage on `device`: the scratch and the counters, and on a GPU
+// cuBLASLt's workspace and the bound on CUB's sort storage. 0 on the host.
+inline size_t launch_workspace_bytes(const StageShape& s, OpsDevice device) {
+  if (device == OpsDevice::host) return 0;
+  const size_t held = launch_scratch_bytes(s) + sizeof(unsigned) * kLaunchCounters;
+  if (device == OpsDevice::interpreter) return held;  // its GEMMs and sort run on the host
+  return held + kCublasWorkspaceBytes + sort_storage_bound(sorted_rows(s));
+}
 
 }  // namespace eth::kernels::gpu_ops

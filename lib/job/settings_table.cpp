@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/bf16_kernels.hpp"
+#include "kernels/bf16_twin_backend.hpp"
 #include "lib/base/strprintf.hpp"
 #include "lib/job/model_flops.hpp"
 #include "lib/model/param_layout.hpp"

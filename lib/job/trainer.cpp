@@ -54,7 +54,7 @@ std::unique_ptr<Running> start(const Job& job, Plan plan, kernels::Backend& back
   const size_t free_bytes = backend.free_memory_bytes();
   running->planned_bytes = plan_device_bytes(job.model, running->plan, ctx.world_size, o.seq_len,
                                              {backend.attention_path(o.seq_len), kernels::storage_type(job.precision.precision), o.adamw.shard,
-                                              o.grad_sync == GradSyncMode::block, backend.runs_bf16_kernels(),
+                                              o.grad_sync == GradSyncMode::block, backend.arithmetic(),
                                               backend.ops_device()});
   const size_t needed = running->planned_bytes[ctx.world_rank];
   char host[MPI_MAX_PROCESSOR_NAME];

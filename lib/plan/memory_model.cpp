@@ -1,7 +1,8 @@
 #include "lib/plan/memory_model.hpp"
 
 #include "kernels/adamw_segments.hpp"
-#include "kernels/bf16_rounding_backend.hpp"
+#include "kernels/bf16_twin_backend.hpp"
+#include "kernels/gpu_ops/scratch.hpp"
 #include "kernels/workspace.hpp"
 
 #include "lib/plan/grad_blocks.hpp"
@@ -51,10 +52,9 @@ double backend_workspace_bytes(const GptConfig& model, LayerRange layers, int b,
                                const JobMemoryOptions& options) {
   const kernels::StageShape shape{b, T, model.channels, model.num_heads, model.padded_vocab_size,
                                   layers.begin == 0, layers.end == model.num_layers, gathered_rows};
-  const size_t copies = options.storage != kernels::ElementType::bf16 ? 0
-                        : kernels::bf16_rounding_workspace_bytes(
-                              shape, options.bf16_kernels ? kernels::Bf16Compute::kernels : kernels::Bf16Compute::fp32);
-  return double(copies + kernels::launch_workspace_bytes(shape, options.device));
+  const size_t copies =
+      options.storage != kernels::ElementType::bf16 ? 0 : kernels::bf16_workspace_bytes(shape, options.arithmetic);
+  return double(copies + kernels::gpu_ops::launch_workspace_bytes(shape, options.device));
 }
 
 }  // namespace

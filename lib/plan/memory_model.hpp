@@ -46,9 +46,9 @@ struct JobMemoryOptions {
   // Block gradient sums (--grad-sync block): where the plan's tied sum starts early, its members
   // keep and gather embedding rows (lib/runtime/late_embedding_rows.hpp).
   bool block_sync = true;
-  // The bf16 path on the device's bf16 kernels (Backend::runs_bf16_kernels), whose working
-  // copies are bf16 parameter copies, not the fp32-compute path's fp32 operands.
-  bool bf16_kernels = false;
+  // What the backend's GEMMs multiply in (Backend::arithmetic): on the bf16 path, bf16 on the
+  // bf16 kernels (working copies for their fallbacks only), fp32 on the twin (its fp32 operands).
+  kernels::Arithmetic arithmetic = kernels::Arithmetic::fp32;
   // Where the ops run (Backend::ops_device): the GPU ops hold a launch workspace.
   kernels::OpsDevice device = kernels::OpsDevice::host;
 };

@@ -34,7 +34,7 @@ MemoryBytes CostModel::memory(LayerRange layers, int b, int slots, Recompute rec
   // The bf16 path priced as its fp32-compute kind, whose working copies are the larger. The GPU
   // ops' launch workspace (device: host) is left out with the transfers below: tens of MiB that
   // would move every prediction (docs/planner.md, "Cost model").
-  const JobMemoryOptions options{planner_attention_path(seq_len_), storage_, false, true, false};
+  const JobMemoryOptions options{planner_attention_path(seq_len_), storage_, false, true, kernels::Arithmetic::fp32};
   MemoryBytes bytes = stage_memory(model_, layers, b, seq_len_, slots, footprint(layers, b, recompute), options);
   // Left out, as before the model was shared: 4 (slots + 1) b T C bytes that would move every
   // predicted memory, and with them plans and their tests (docs/planner.md, "Cost model").

@@ -88,8 +88,7 @@ Profile measure_profile(kernels::Backend& backend, const kernels::PrecisionPath&
   Profile p = roofline_profile({device_type, 1, 1, 0, 0, 1}, model, options.seq_len, options.micro_batches, "eth_profile",
                                {kernels::Precision::fp32, kernels::Arithmetic::fp32, 1});
   p.precision = path.precision;
-  p.arithmetic = path.arithmetic == kernels::Arithmetic::bf16 && !backend.runs_bf16_kernels() ? kernels::Arithmetic::fp32
-                                                                                               : path.arithmetic;
+  p.arithmetic = backend.arithmetic();
   p.source = "measured";
   p.estimate = false;
   for (ProfileEntry& e : p.entries) {

@@ -4,7 +4,7 @@
 #include <cassert>
 #include <cmath>
 
-#include "kernels/bf16_rounding_backend.hpp"
+#include "kernels/bf16_twin_backend.hpp"
 #include "lib/base/strprintf.hpp"
 #include "lib/runtime/fault_injection.hpp"
 #include "mpi_topology/host_messages.hpp"

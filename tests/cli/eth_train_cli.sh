@@ -172,7 +172,7 @@ env ETH_BACKEND=cuda-emulated OMP_NUM_THREADS=1 timeout 120 mpirun -np 2 "$build
   --topology "$src/tests/mpi/plans/interpreter-mixed-2.yaml" --plan "$work/two-stages.yaml" >"$work/out" 2>&1
 check "bf16 on a type with bf16 units beside one without, cuda-emulated: exits 0" $? "$(tail -5 "$work/out")"
 for row in "1 x cuda-interpreter (8 GB; bf16 at 0.186 TFLOP/s), 1 x cuda-interpreter-no-bf16 (8 GB; bf16 in fp32 arithmetic at 0.093 TFLOP/s)" \
-           "rank 0: bf16 (bf16 kernels" "rank 1: bf16 (its bf16 kernels left out" "0.279 TFLOP/s, all ranks at their path's peak"; do
+           "rank 0: bf16 (bf16 kernels" "rank 1: bf16 (twin over the fp32 kernels" "0.279 TFLOP/s, all ranks at their path's peak"; do
   grep -qF -- "$row" "$work/out"; check "the settings table says: $row" $? "$(grep -E 'devices|precision|peak' "$work/out")"
 done
 /usr/bin/python3 - "$work/paths/metrics.jsonl" <<'PY'

@@ -1,5 +1,5 @@
 // bf16 rounding: the primitive (round to nearest even, ties, overflow, NaN, infinities,
-// denormals) and the rounding backend's storage points (kernels/bf16_rounding_backend.hpp):
+// denormals) and the bf16 twin's storage points (kernels/bf16_twin_backend.hpp):
 // each op, its outputs poisoned with NaN first, writes bf16 values equal to the fp32 op run on
 // bf16 copies of its parameters and then rounded; parameters and parameter gradients stay fp32.
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
-#include "kernels/bf16_rounding_backend.hpp"
+#include "kernels/bf16_twin_backend.hpp"
 #include "kernels/cpu/bf16.hpp"
 #include "kernels/device_buffer.hpp"
 
@@ -107,11 +107,11 @@ TEST(Bf16Rounding, BackendPrimitive) {
   }
 }
 
-// The rounding backend against the fp32 CPU backend fed bf16 parameters by hand. CPU buffers are
+// The bf16 twin against the fp32 CPU backend fed bf16 parameters by hand. CPU buffers are
 // host memory, so plain vectors serve as device buffers here.
 class RoundingBackend : public ::testing::Test {
  protected:
-  std::unique_ptr<kernels::Backend> bf16 = kernels::make_bf16_rounding_backend(kernels::make_cpu_backend());
+  std::unique_ptr<kernels::Backend> bf16 = kernels::make_bf16_twin_backend(kernels::make_cpu_backend());
   std::unique_ptr<kernels::Backend> fp32 = kernels::make_cpu_backend();
   static constexpr int B = 2, T = 5, C = 8, NH = 2, N = B * T, OC = 12, V = 10, Vp = 16;
 

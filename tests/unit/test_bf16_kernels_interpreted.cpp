@@ -1,5 +1,5 @@
 // The bf16 path's elementwise and fused kernels in the interpreter (ETH_BACKEND=cuda-emulated's
-// bf16 kernels, kernels/bf16_kernels.hpp): the embedding forward and backward, the layernorm
+// bf16 kernels, kernels/gpu_ops/gpu_ops_backend.hpp): the embedding forward and backward, the layernorm
 // forward, GELU forward and backward, the residual add, the residual add fused with layernorm,
 // and the fc GEMMs with GELU and dGELU in their epilogues, each through the bf16 backend on its
 // kernels against the same backend computing in fp32 on the CPU (the twin), on the same bf16
@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/bf16_rounding_backend.hpp"
+#include "kernels/bf16_twin_backend.hpp"
 #include "kernels/cpu/bf16.hpp"
 #include "kernels/emulated/cuda_emulated_backend.hpp"
 
@@ -72,11 +72,9 @@ void expect_same_bits(const std::vector<X>& got, const std::vector<X>& want, con
 }
 
 struct Paths {
-  std::unique_ptr<Backend> twin = kernels::make_bf16_rounding_backend(kernels::make_cpu_backend());
-  std::unique_ptr<Backend> device = kernels::make_cuda_emulated_backend();
-  kernels::emulated::HostLaunch* launch = kernels::cuda_emulated_launch(*device);
-  std::unique_ptr<Backend> kernels = kernels::make_bf16_rounding_backend(std::move(device),
-                                                                          kernels::Bf16Compute::kernels);
+  std::unique_ptr<Backend> twin = kernels::make_bf16_twin_backend(kernels::make_cpu_backend());
+  std::unique_ptr<Backend> kernels = kernels::make_cuda_emulated_backend(0, kernels::Precision::bf16);
+  kernels::emulated::HostLaunch* launch = kernels::cuda_emulated_launch(*kernels);
   // Launches of `kernel` so far: an op that took the fp32-compute path launches none of the bf16
   // kernels, and would equal the twin trivially.
   uint64_t launches(const std::string& kernel) const {
@@ -87,8 +85,8 @@ struct Paths {
 
 TEST(Bf16KernelsInterpreted, RunOnTheKernelsPath) {
   Paths p;
-  EXPECT_TRUE(p.kernels->runs_bf16_kernels());
-  EXPECT_FALSE(p.twin->runs_bf16_kernels());
+  EXPECT_EQ(p.kernels->arithmetic(), kernels::Arithmetic::bf16);
+  EXPECT_EQ(p.twin->arithmetic(), kernels::Arithmetic::fp32);
 }
 
 TEST(Bf16KernelsInterpreted, EmbeddingForwardAndBackwardEqualTheTwin) {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
-#include "kernels/bf16_rounding_backend.hpp"
+#include "kernels/bf16_twin_backend.hpp"
 #include "kernels/host_copy.hpp"
 #include "kernels/emulated/cuda_emulated_backend.hpp"
 #include "lib/base/strprintf.hpp"
@@ -111,7 +111,7 @@ TEST(Generation, CacheEqualsFullRecomputationOnTheInterpretedGpuKernels) {
 // point missing, is 5.5e-3 away, and the test checks that the bound tells the two apart.
 TEST(Generation, Bf16StoresTwoBytesAndFollowsTheBf16Forward) {
   const TinyModel m;
-  const std::unique_ptr<kernels::Backend> backend = kernels::make_bf16_rounding_backend(kernels::make_cpu_backend());
+  const std::unique_ptr<kernels::Backend> backend = kernels::make_bf16_twin_backend(kernels::make_cpu_backend());
   const size_t bf16_bytes = Generator::device_bytes(m.config, kernels::ElementType::bf16);
   const GptConfig gpt2 = load_model_config("inputs/models/gpt2-124m.yaml");
   EXPECT_LT(Generator::device_bytes(gpt2, kernels::ElementType::bf16),

@@ -3,7 +3,7 @@
 // run through the kernel interpreter (HostLaunch: the very kernels and grids the CUDA backend
 // launches), each against
 //   (a) the bf16 twin: the CPU ops (kernels/cpu/gpt_ops.hpp) in fp32 on the same bf16 inputs,
-//       rounded at the twin's storage points (kernels/bf16_rounding_backend.cpp), and
+//       rounded at the twin's storage points (kernels/bf16_twin_backend.cpp), and
 //   (b) a float64 reference: the same CPU ops in double on the same bf16 inputs, unrounded.
 // Shapes are not multiples of the kernels' blocks or tiles (N = 37 or 133 rows, C = 80 or 200,
 // V = 101 of Vp = 128, n = 1037); inputs are random, O(1) and non-zero; outputs are poisoned with

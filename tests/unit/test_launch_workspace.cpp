@@ -16,7 +16,6 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/bf16_rounding_backend.hpp"
 #include "kernels/emulated/cuda_emulated_backend.hpp"
 #include "kernels/gpu_ops/scratch.hpp"
 #include "kernels/workspace.hpp"
@@ -46,7 +45,7 @@ void expect_step_within_reserve(std::unique_ptr<kernels::Backend> backend, kerne
   const size_t before = backend->allocated_bytes();
   backend->reserve_workspace(shape);
   const size_t reserved = backend->allocated_bytes() - before;
-  EXPECT_GE(reserved, kernels::launch_workspace_bytes(shape, kernels::OpsDevice::interpreter));
+  EXPECT_GE(reserved, kernels::gpu_ops::launch_workspace_bytes(shape, kernels::OpsDevice::interpreter));
 
   launch.reset_counts();
   std::vector<int32_t> tokens(static_cast<size_t>(B) * T), targets(tokens.size());
@@ -77,15 +76,15 @@ TEST(LaunchWorkspace, TheShapeMakesFcsBiasColumnSumsTheLargestRequest) {
   const GptConfig model = load_model_config("inputs/models/tiny-hs64.yaml");
   const size_t N = size_t{B} * T, C = static_cast<size_t>(model.channels);
   const kernels::StageShape shape{B, T, model.channels, model.num_heads, model.padded_vocab_size, true, true, 0};
-  EXPECT_EQ(kernels::launch_scratch_bytes(shape), kernels::gpu_ops::column_sums_scratch_bytes(N, 4 * C));
-  EXPECT_GT(kernels::launch_scratch_bytes(shape), kernels::gpu_ops::sum_of_squares_scratch_bytes());
+  EXPECT_EQ(kernels::gpu_ops::launch_scratch_bytes(shape), kernels::gpu_ops::column_sums_scratch_bytes(N, 4 * C));
+  EXPECT_GT(kernels::gpu_ops::launch_scratch_bytes(shape), kernels::gpu_ops::sum_of_squares_scratch_bytes());
   // What the memory model adds on each device: the scratch and the counters in the interpreter;
   // on a GPU also cuBLASLt's workspace and the bound on CUB's sort storage; nothing on the host.
-  const size_t held = kernels::launch_scratch_bytes(shape) + sizeof(unsigned) * kernels::kLaunchCounters;
-  EXPECT_EQ(kernels::launch_workspace_bytes(shape, kernels::OpsDevice::interpreter), held);
-  EXPECT_EQ(kernels::launch_workspace_bytes(shape, kernels::OpsDevice::cuda),
+  const size_t held = kernels::gpu_ops::launch_scratch_bytes(shape) + sizeof(unsigned) * kernels::kLaunchCounters;
+  EXPECT_EQ(kernels::gpu_ops::launch_workspace_bytes(shape, kernels::OpsDevice::interpreter), held);
+  EXPECT_EQ(kernels::gpu_ops::launch_workspace_bytes(shape, kernels::OpsDevice::cuda),
             held + kernels::kCublasWorkspaceBytes + kernels::sort_storage_bound(N));
-  EXPECT_EQ(kernels::launch_workspace_bytes(shape, kernels::OpsDevice::host), 0u);
+  EXPECT_EQ(kernels::gpu_ops::launch_workspace_bytes(shape, kernels::OpsDevice::host), 0u);
 }
 
 TEST(LaunchWorkspace, HoldsAStepOfTheFp32GpuOps) {
@@ -95,10 +94,9 @@ TEST(LaunchWorkspace, HoldsAStepOfTheFp32GpuOps) {
 }
 
 TEST(LaunchWorkspace, HoldsAStepOfTheBf16Kernels) {
-  std::unique_ptr<kernels::Backend> backend = kernels::make_cuda_emulated_backend();
+  std::unique_ptr<kernels::Backend> backend = kernels::make_cuda_emulated_backend(0, kernels::Precision::bf16);
   kernels::emulated::HostLaunch& launch = *kernels::cuda_emulated_launch(*backend);
-  expect_step_within_reserve(kernels::make_bf16_rounding_backend(std::move(backend), kernels::Bf16Compute::kernels),
-                             launch, "cublaslt_matmul_bf16");
+  expect_step_within_reserve(std::move(backend), launch, "cublaslt_matmul_bf16");
 }
 
 }  // namespace

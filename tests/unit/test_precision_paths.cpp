@@ -73,11 +73,11 @@ TEST(PrecisionPaths, EveryReaderSeesTheSamePath) {
     const kernels::BackendChoice chosen = kernels::select_backend(0, 1, path, backend_kind("cpu"));
     EXPECT_EQ(chosen.backend->precision(), Precision::bf16) << rank;
     EXPECT_EQ(chosen.backend->storage(), path.storage()) << rank;
-    EXPECT_FALSE(chosen.backend->runs_bf16_kernels()) << "the CPU has no bf16 kernels";
+    EXPECT_EQ(chosen.backend->arithmetic(), Arithmetic::fp32) << "the CPU has no bf16 kernels";
 #ifdef ETH_HAVE_SIMT_INTERPRETER
     const kernels::BackendChoice emulated = kernels::select_backend(0, 1, path, backend_kind("cuda-emulated"));
     EXPECT_EQ(emulated.backend->storage(), path.storage()) << rank;
-    EXPECT_EQ(emulated.backend->runs_bf16_kernels(), path.arithmetic == Arithmetic::bf16) << rank;
+    EXPECT_EQ(emulated.backend->arithmetic(), path.arithmetic) << rank;
 #endif
   }
 
@@ -86,8 +86,10 @@ TEST(PrecisionPaths, EveryReaderSeesTheSamePath) {
   for (size_t d = 0; d < profiles.size(); d++) EXPECT_TRUE(profiles[d].on_path(paths.by_type[d])) << d;
   const CostModel cost(lab.topology, lab.model, T, profiles);
   const LayerRange all{0, lab.model.num_layers};
-  const JobMemoryOptions bf16_storage{planner::planner_attention_path(T), kernels::ElementType::bf16, false, true, false};
-  const JobMemoryOptions fp32_storage{planner::planner_attention_path(T), kernels::ElementType::f32, false, true, false};
+  const JobMemoryOptions bf16_storage{planner::planner_attention_path(T), kernels::ElementType::bf16, false, true,
+                                      kernels::Arithmetic::fp32};
+  const JobMemoryOptions fp32_storage{planner::planner_attention_path(T), kernels::ElementType::f32, false, true,
+                                      kernels::Arithmetic::fp32};
   const MemoryBytes expected = stage_memory(lab.model, all, 2, T, 1, Recompute::none, bf16_storage);
   EXPECT_EQ(cost.memory_bytes(all, 2, 1), expected.total() - expected.transfers);
   EXPECT_LT(cost.memory_bytes(all, 2, 1), stage_memory(lab.model, all, 2, T, 1, Recompute::none, fp32_storage).total())

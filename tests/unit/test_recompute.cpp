@@ -13,11 +13,12 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
-#include "kernels/bf16_rounding_backend.hpp"
+#include "kernels/bf16_twin_backend.hpp"
 #ifdef ETH_HAVE_SIMT_INTERPRETER
 #include "kernels/emulated/cuda_emulated_backend.hpp"
 #endif
 #include "kernels/backend_select.hpp"
+#include "kernels/gpu_ops/scratch.hpp"
 #include "kernels/host_copy.hpp"
 #include "lib/model/model_config.hpp"
 #include "lib/model/param_layout.hpp"
@@ -128,9 +129,8 @@ TEST(Recompute, SelectiveAndFullEqualNoneBitForBit) {
 // Selective recomputation remakes ln1 with the plain layernorm kernel where the forward ran it
 // fused with the residual add before it: the same bits (the two share normalise_row).
 TEST(Recompute, SelectiveAndFullEqualNoneBitForBitOnTheBf16Kernels) {
-  const auto backend =
-      kernels::make_bf16_rounding_backend(kernels::make_cuda_emulated_backend(), kernels::Bf16Compute::kernels);
-  ASSERT_TRUE(backend->runs_bf16_kernels());
+  const auto backend = kernels::make_cuda_emulated_backend(0, kernels::Precision::bf16);
+  ASSERT_EQ(backend->arithmetic(), kernels::Arithmetic::bf16);
   expect_modes_equal_none(*backend, "inputs/models/tiny-hs64.yaml");
 }
 #endif
@@ -169,10 +169,10 @@ TEST(Recompute, StageAllocatesItsFootprint) {
 // bytes; and after a step's first forward, loss and backward the backend holds its workspace
 // besides (kernels/workspace.hpp, the memory model's term), exactly as reserved at start-up: the
 // working copies on the CPU twin (fp32 compute); on the bf16 kernels in the interpreter, with
-// heads of 64 channels so that attention runs on the flash kernels, the classifier's token losses
-// and the GPU ops' launch workspace (an op that asked for more would throw).
+// heads of 64 channels so that attention runs on the flash kernels, the GPU ops' launch workspace
+// (which holds the classifier's token losses too) (an op that asked for more would throw).
 void check_bf16_stage_memory(const std::string& model, const std::function<std::unique_ptr<kernels::Backend>()>& make,
-                             kernels::Bf16Compute compute) {
+                             kernels::Arithmetic arithmetic) {
   const GptConfig config = load_model_config(model);
   const int B = 2, T = 8, slots = 2, C = config.channels;
   const size_t BT = static_cast<size_t>(B) * T;
@@ -192,7 +192,7 @@ void check_bf16_stage_memory(const std::string& model, const std::function<std::
     // A backend of its own per stage: it keeps its workspace for the next stage's ops.
     const std::unique_ptr<kernels::Backend> backend = make();
     ASSERT_EQ(backend->storage(), kernels::ElementType::bf16);
-    ASSERT_EQ(backend->runs_bf16_kernels(), compute == kernels::Bf16Compute::kernels);
+    ASSERT_EQ(backend->arithmetic(), arithmetic);
     const size_t before = backend->allocated_bytes();
     {
       Stage stage(config, layers, B, T, slots, *backend);
@@ -209,8 +209,8 @@ void check_bf16_stage_memory(const std::string& model, const std::function<std::
       // (a grown workspace would change the bytes held). On the interpreted kernels it holds the
       // GPU ops' launch workspace besides (their scratch comes from the same allocator).
       const kernels::StageShape shape{B, T, C, config.num_heads, config.padded_vocab_size, first, last, 0};
-      const size_t workspace = kernels::bf16_rounding_workspace_bytes(shape, compute) +
-                               kernels::launch_workspace_bytes(shape, backend->ops_device());
+      const size_t workspace = kernels::bf16_workspace_bytes(shape, arithmetic) +
+                               kernels::gpu_ops::launch_workspace_bytes(shape, backend->ops_device());
       backend->reserve_workspace(shape);
       EXPECT_EQ(backend->allocated_bytes() - before, built + workspace) << what;
       EXPECT_LT(fp.per_slot, fp32.per_slot) << what;
@@ -236,15 +236,15 @@ void check_bf16_stage_memory(const std::string& model, const std::function<std::
 
 TEST(Recompute, Bf16TwinStageAllocatesItsFootprintAndWorkspace) {
   check_bf16_stage_memory("inputs/models/tiny-4l.yaml",
-                          [] { return kernels::make_bf16_rounding_backend(kernels::make_cpu_backend()); },
-                          kernels::Bf16Compute::fp32);
+                          [] { return kernels::make_bf16_twin_backend(kernels::make_cpu_backend()); },
+                          kernels::Arithmetic::fp32);
 }
 
 #ifdef ETH_HAVE_SIMT_INTERPRETER
 TEST(Recompute, Bf16KernelsStageAllocatesItsFootprintAndWorkspace) {
   check_bf16_stage_memory("inputs/models/tiny-hs64.yaml", [] {
-    return kernels::make_bf16_rounding_backend(kernels::make_cuda_emulated_backend(), kernels::Bf16Compute::kernels);
-  }, kernels::Bf16Compute::kernels);
+    return kernels::make_cuda_emulated_backend(0, kernels::Precision::bf16);
+  }, kernels::Arithmetic::bf16);
 }
 #endif
 

@@ -1,4 +1,4 @@
-#include "kernels/bf16_rounding_backend.hpp"
+#include "kernels/bf16_twin_backend.hpp"
 
 #include <algorithm>
 #include <cassert>
@@ -6,7 +6,6 @@
 #include <initializer_list>
 #include <utility>
 
-#include "kernels/bf16_kernels.hpp"
 #include "kernels/forwarding_backend.hpp"
 
 namespace eth::kernels {
@@ -18,10 +17,8 @@ size_t rows(size_t n, size_t width) { return n * width; }
 // stage's tensors do (vector loads and cp.async need it).
 size_t f32(size_t n) { return (n * sizeof(float) + 15) / 16 * 16; }
 
-// Each op's working copies, in bytes: on the fp32-compute path its fp32 outputs and inputs
-// (parameters included); on the kernels' path, which reads the stage's bf16 parameter copies as
-// they are, the classifier's scratch only. One formula per op, for the op itself and for
-// bf16_rounding_workspace_bytes.
+// Each op's working copies, in bytes: its fp32 outputs and inputs (parameters included). One
+// formula per op, for the op itself and for bf16_workspace_bytes.
 namespace need {
 size_t encoder_forward(size_t N, size_t T, size_t C) { return f32(rows(N, C)) + 2 * f32(rows(T, C)); }
 size_t encoder_backward(size_t N, size_t C) { return f32(rows(N, C)); }
@@ -41,46 +38,34 @@ size_t gelu_forward(size_t n) { return 2 * f32(n); }
 size_t gelu_backward(size_t n) { return 3 * f32(n); }
 size_t residual_forward(size_t n) { return 3 * f32(n); }
 size_t crossentropy(size_t N, size_t Vp) { return f32(rows(N, Vp)); }
-size_t kernels_crossentropy(size_t N) { return f32(N); }  // the kernels' path: token losses
 }  // namespace need
 
-class Bf16RoundingBackend final : public ForwardingBackend {
+class Bf16TwinBackend final : public ForwardingBackend {
  public:
-  Bf16RoundingBackend(std::unique_ptr<Backend> inner, Bf16Compute compute)
-      : ForwardingBackend(*inner),
-        owned_(std::move(inner)),
-        kernels_(compute == Bf16Compute::kernels ? owned_->bf16_kernels() : nullptr) {
-    assert(owned_->precision() == Precision::fp32);
-  }
-  ~Bf16RoundingBackend() override { inner_.release(workspace_); }
-  Bf16RoundingBackend(const Bf16RoundingBackend&) = delete;
-  Bf16RoundingBackend& operator=(const Bf16RoundingBackend&) = delete;
+  Bf16TwinBackend(Backend& inner, std::unique_ptr<Backend> owned) : ForwardingBackend(inner), owned_(std::move(owned)) {}
+  ~Bf16TwinBackend() override { inner_.release(workspace_); }
+  Bf16TwinBackend(const Bf16TwinBackend&) = delete;
+  Bf16TwinBackend& operator=(const Bf16TwinBackend&) = delete;
 
   std::string name() const override { return inner_.name() + "-bf16"; }
   Precision precision() const override { return Precision::bf16; }
+  Arithmetic arithmetic() const override { return Arithmetic::fp32; }
   std::string precision_path() const override {
-    if (kernels_ != nullptr)
-      return "bf16 (bf16 kernels: cuBLASLt GEMMs, flash attention at head sizes 64 and 128 (fp32 compute at "
-             "others), layernorm, GELU, residual, embedding, classifier)";
-    const char* why = inner_.bf16_kernels() != nullptr
-                          ? "its bf16 kernels left out (a device type without bf16 units, or ETH_BF16_KERNELS=0)"
-                      : inner_.host_addressable()       ? "CPU twin"
-                                                        : "no bf16 kernels on this device";
-    return "bf16 (" + std::string(why) + ": bf16 storage, fp32 compute)";
+    if (inner_.ops_device() == OpsDevice::host) return "bf16 (CPU twin: bf16 storage, fp32 compute)";
+    return "bf16 (twin over the fp32 kernels of " + inner_.name() +
+           ": bf16 storage, fp32 compute; a device type without bf16 units, or ETH_BF16_KERNELS=0)";
   }
+  // Owning its inner backend, the twin computes every op: the working copies of all of them, and
+  // the inner backend's own workspace. As the fallback of a native bf16 backend
+  // (make_bf16_fallback) the copies of those fallbacks only: that backend reserves its own.
   void reserve_workspace(const StageShape& shape) override {
-    workspace(bf16_rounding_workspace_bytes(shape, kernels_ ? Bf16Compute::kernels : Bf16Compute::fp32));
-    inner_.reserve_workspace(shape);
+    workspace(bf16_workspace_bytes(shape, owned_ ? Arithmetic::fp32 : inner_.arithmetic()));
+    if (owned_) inner_.reserve_workspace(shape);
   }
-  // The decorator computes bf16 itself: it offers no fp32 kernels' bf16 twin to decorate again.
-  Bf16Kernels* bf16_kernels() override { return nullptr; }
-  bool runs_bf16_kernels() const override { return kernels_ != nullptr; }
 
-  void encoder_forward(Tensor out, const int32_t* tokens, ConstTensor wte, ConstTensor wpe, int B, int T,
+  void encoder_forward(Tensor out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
                        int C) override {
-    // wte and wpe are the fp32 masters (Stage::forward), read as their bf16 copies.
-    if (on_kernels({out}, {}))
-      return kernels_->encoder_forward(out.as_bf16(), tokens, wte.as_f32(), wpe.as_f32(), B, T, C);
+    // wte and wpe are the fp32 masters, read as their bf16 copies.
     // out = bf16(wte)[token] + bf16(wpe)[t], in fp32 as the kernel adds them, then rounded. The
     // call does not say how many rows wte has, and which it reads is known on the device only:
     // so the word rows are gathered exactly (plus a zero position table) and rounded, which is
@@ -98,16 +83,12 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   }
   void encoder_backward(float* dwte, float* dwpe, ConstTensor dout, const int32_t* tokens, int B, int T,
                         int C) override {
-    if (on_kernels({}, {dout})) return kernels_->encoder_backward(dwte, dwpe, dout.as_bf16(), tokens, B, T, C);
     const size_t N = rows(B, T);
     Working w(*this, need::encoder_backward(N, C));
     inner_.encoder_backward(dwte, dwpe, w.in(dout, rows(N, C)), tokens, B, T, C);
   }
   void layernorm_forward(Tensor out, float* mean, float* rstd, ConstTensor inp, ConstTensor weight,
                          ConstTensor bias, int N, int C) override {
-    if (on_kernels({out}, {inp, weight, bias}))
-      return kernels_->layernorm_forward(out.as_bf16(), mean, rstd, inp.as_bf16(), weight.as_bf16(), bias.as_bf16(), N,
-                                         C);
     Working w(*this, need::layernorm_forward(N, C));
     float* o = w.output(out, rows(N, C));
     inner_.layernorm_forward(o, mean, rstd, w.in(inp, rows(N, C)), w.in(weight, C), w.in(bias, C), N, C);
@@ -115,9 +96,6 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   }
   void layernorm_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
                           ConstTensor weight, const float* mean, const float* rstd, int N, int C) override {
-    if (on_kernels({dinp}, {dout, inp, weight}))
-      return kernels_->layernorm_backward(dinp.as_bf16(), dweight, dbias, dout.as_bf16(), inp.as_bf16(),
-                                          weight.as_bf16(), mean, rstd, N, C);
     // The residual stream's gradient: bf16 read, fp32 added, bf16 stored.
     Working w(*this, need::layernorm_backward(N, C));
     float* d = w.accumulated(dinp, rows(N, C));
@@ -127,8 +105,6 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   }
   void matmul_forward(Tensor out, ConstTensor inp, ConstTensor weight, ConstTensor bias, int N, int C,
                       int OC) override {
-    if (on_kernels({out}, {inp, weight, bias}))
-      return kernels_->matmul_forward(out.as_bf16(), inp.as_bf16(), weight.as_bf16(), bias.as_bf16(), N, C, OC);
     Working w(*this, need::matmul_forward(N, C, OC, bool(bias)));
     float* o = w.output(out, rows(N, OC));
     inner_.matmul_forward(o, w.in(inp, rows(N, C)), w.in(weight, rows(OC, C)), w.in(bias, OC), N, C, OC);
@@ -136,9 +112,6 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   }
   void matmul_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
                        ConstTensor weight, int N, int C, int OC) override {
-    if (on_kernels({dinp}, {dout, inp, weight}))
-      return kernels_->matmul_backward(dinp.as_bf16(), dweight, dbias, dout.as_bf16(), inp.as_bf16(),
-                                       weight.as_bf16(), N, C, OC);
     Working w(*this, need::matmul_backward(N, C, OC));
     float* d = w.output(dinp, rows(N, C));
     inner_.matmul_backward(d, dweight, dbias, w.in(dout, rows(N, OC)), w.in(inp, rows(N, C)),
@@ -147,9 +120,6 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   }
   void matmul_gelu_forward(Tensor out, Tensor pre_gelu, ConstTensor inp, ConstTensor weight, ConstTensor bias, int N,
                            int C, int OC) override {
-    if (on_kernels({out, pre_gelu}, {inp, weight, bias}) && gelu_epilogue_width(OC))
-      return kernels_->matmul_gelu_forward(out.as_bf16(), pre_gelu.as_bf16(), inp.as_bf16(), weight.as_bf16(),
-                                           bias.as_bf16(), N, C, OC);
     // As the fused kernel: GELU of the fp32 sum, which is stored (rounded) as pre_gelu first.
     Working w(*this, need::matmul_forward(N, C, OC, bool(bias)));
     const size_t n = rows(N, OC);
@@ -161,9 +131,6 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   }
   void matmul_dgelu_backward(Tensor dpre_gelu, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
                              ConstTensor weight, ConstTensor pre_gelu, int N, int C, int OC) override {
-    if (on_kernels({dpre_gelu}, {dout, inp, weight, pre_gelu}) && gelu_epilogue_width(C))
-      return kernels_->matmul_dgelu_backward(dpre_gelu.as_bf16(), dweight, dbias, dout.as_bf16(), inp.as_bf16(),
-                                             weight.as_bf16(), pre_gelu.as_bf16(), N, C, OC);
     // As the fused kernel: GELU's backward on the fp32 sum, then one rounding.
     Working w(*this, need::matmul_dgelu_backward(N, C, OC));
     const size_t n = rows(N, C);
@@ -175,16 +142,11 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   }
   void residual_layernorm_forward(Tensor residual, Tensor out, float* mean, float* rstd, ConstTensor a, ConstTensor b,
                                   ConstTensor weight, ConstTensor bias, int N, int C) override {
-    if (on_kernels({residual, out}, {a, b, weight, bias}))
-      return kernels_->residual_layernorm_forward(residual.as_bf16(), out.as_bf16(), mean, rstd, a.as_bf16(),
-                                                  b.as_bf16(), weight.as_bf16(), bias.as_bf16(), N, C);
     Backend::residual_layernorm_forward(residual, out, mean, rstd, a, b, weight, bias, N, C);  // this path's two ops
   }
   void attention_forward(Tensor out, float* saved, ConstTensor qkv, int B, int T, int C, int NH) override {
     // saved stays fp32: lse is a softmax statistic, and the materialised path's probabilities
     // are what the blocked backward recomputes in fp32 from the bf16 q and k.
-    if (on_kernels({out}, {qkv}) && bf16_attention_head_size(C / NH))
-      return kernels_->attention_forward(out.as_bf16(), saved, qkv.as_bf16(), B, T, C, NH);
     const size_t N = rows(B, T);
     Working w(*this, need::attention_forward(N, C));
     float* o = w.output(out, rows(N, C));
@@ -193,9 +155,6 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   }
   void attention_backward(Tensor dqkv, ConstTensor dout, ConstTensor qkv, ConstTensor out, const float* saved,
                           int B, int T, int C, int NH) override {
-    if (on_kernels({dqkv}, {dout, qkv, out}) && bf16_attention_head_size(C / NH))
-      return kernels_->attention_backward(dqkv.as_bf16(), dout.as_bf16(), qkv.as_bf16(), out.as_bf16(), saved, B, T,
-                                          C, NH);
     const size_t N = rows(B, T);
     Working w(*this, need::attention_backward(N, C));
     float* d = w.output(dqkv, rows(N, 3 * C));
@@ -217,14 +176,12 @@ class Bf16RoundingBackend final : public ForwardingBackend {
     store(v_cache, v, cache);
   }
   void gelu_forward(Tensor out, ConstTensor inp, size_t n) override {
-    if (on_kernels({out}, {inp})) return kernels_->gelu_forward(out.as_bf16(), inp.as_bf16(), n);
     Working w(*this, need::gelu_forward(n));
     float* o = w.output(out, n);
     inner_.gelu_forward(o, w.in(inp, n), n);
     store(out, o, n);
   }
   void gelu_backward(Tensor dinp, ConstTensor inp, ConstTensor dout, size_t n) override {
-    if (on_kernels({dinp}, {inp, dout})) return kernels_->gelu_backward(dinp.as_bf16(), inp.as_bf16(), dout.as_bf16(), n);
     // dinp may be dout (lib/model/stage.cpp runs it in place): dout is widened before d is written.
     Working w(*this, need::gelu_backward(n));
     const float* dout32 = w.in(dout, n);
@@ -233,7 +190,6 @@ class Bf16RoundingBackend final : public ForwardingBackend {
     store(dinp, d, n);
   }
   void residual_forward(Tensor out, ConstTensor a, ConstTensor b, size_t n) override {
-    if (on_kernels({out}, {a, b})) return kernels_->residual_forward(out.as_bf16(), a.as_bf16(), b.as_bf16(), n);
     Working w(*this, need::residual_forward(n));
     const float* a32 = w.in(a, n);
     const float* b32 = w.in(b, n);
@@ -244,11 +200,6 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   void crossentropy_forward_backward(float* sample_losses, Tensor logits, const int32_t* targets, int B, int T,
                                      int V, int Vp, float dlogits_scale) override {
     // The loss is fp32 from the bf16 logits; the dlogits that overwrite them are stored bf16.
-    if (on_kernels({logits}, {})) {
-      Working w(*this, need::kernels_crossentropy(rows(B, T)));
-      return kernels_->crossentropy_forward_backward(sample_losses, w.space(rows(B, T)), logits.as_bf16(), targets, B,
-                                                     T, V, Vp, dlogits_scale);
-    }
     const size_t n = rows(rows(B, T), Vp);
     Working w(*this, need::crossentropy(rows(B, T), Vp));
     float* l = w.accumulated(logits, n);
@@ -257,25 +208,13 @@ class Bf16RoundingBackend final : public ForwardingBackend {
   }
 
  private:
-  // Whether an op runs on the device's bf16 kernels: where it has them and all the op's tensors
-  // (activations and parameters; a null one, such as a missing bias, does not count) are bf16.
-  // An fp32 Tensor holding bf16 values, or an fp32 master, takes the fp32-compute path.
-  bool on_kernels(std::initializer_list<Tensor> written, std::initializer_list<ConstTensor> read) const {
-    if (kernels_ == nullptr) return false;
-    for (const Tensor& t : written)
-      if (t.type() != ElementType::bf16) return false;
-    for (const ConstTensor& t : read)
-      if (t && t.type() != ElementType::bf16) return false;
-    return true;
-  }
-
   // One op's working copies, taken in order from the workspace, which is first grown to the
   // op's need (`bytes`). An fp32 Tensor needs no copy where it is written: the op writes it and
   // store() rounds it in place. The workspace is reused by the next op: safe, since the stream
   // runs in order.
   class Working {
    public:
-    Working(Bf16RoundingBackend& b, size_t bytes) : b_(b), next_(b.workspace(bytes)), end_(next_ + bytes) {}
+    Working(Bf16TwinBackend& b, size_t bytes) : b_(b), next_(b.workspace(bytes)), end_(next_ + bytes) {}
     float* space(size_t n) { return static_cast<float*>(take(f32(n))); }
     // An input in fp32, or null for null: bf16 widened exactly; fp32 rounded to bf16 (a master
     // parameter read as its bf16 copy, or fp32 storage holding bf16 values: unchanged then).
@@ -305,7 +244,7 @@ class Bf16RoundingBackend final : public ForwardingBackend {
       assert(next_ <= end_);
       return p;
     }
-    Bf16RoundingBackend& b_;
+    Bf16TwinBackend& b_;
     std::byte* next_;
     std::byte* end_;
   };
@@ -335,46 +274,46 @@ class Bf16RoundingBackend final : public ForwardingBackend {
     return workspace_;
   }
 
-  std::unique_ptr<Backend> owned_;
-  Bf16Kernels* kernels_;  // the inner device's, on the kernels' path; null: fp32 compute
+  std::unique_ptr<Backend> owned_;  // the inner backend where this twin owns it
   std::byte* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_bf16_rounding_backend(std::unique_ptr<Backend> inner, Bf16Compute compute) {
-  return std::make_unique<Bf16RoundingBackend>(std::move(inner), compute);
+std::unique_ptr<Backend> make_bf16_twin_backend(std::unique_ptr<Backend> inner) {
+  assert(inner->precision() != Precision::bf16);
+  Backend& computes = *inner;
+  return std::make_unique<Bf16TwinBackend>(computes, std::move(inner));
 }
 
-size_t bf16_rounding_workspace_bytes(const StageShape& s, Bf16Compute compute) {
+std::unique_ptr<Backend> make_bf16_fallback(Backend& inner) { return std::make_unique<Bf16TwinBackend>(inner, nullptr); }
+
+size_t bf16_workspace_bytes(const StageShape& s, Arithmetic arithmetic) {
   const size_t N = rows(s.B, s.T), C = static_cast<size_t>(s.C), Vp = static_cast<size_t>(s.Vp);
-  const bool kernels = compute == Bf16Compute::kernels;
-  const bool flash = kernels && bf16_attention_head_size(s.C / s.NH);
-  // A layer's ops, shapes as lib/model/stage.cpp calls them. On the fp32-compute path the widest
-  // is fc_proj's matmul backward with dGELU ((N, 4C) in, dinp and pre_gelu, the 4C x C weight);
-  // the kernels' path reads the stage's bf16 tensors as they are.
-  size_t bytes = 0;
-  if (!kernels)
-    bytes = std::max({need::layernorm_forward(N, C), need::layernorm_backward(N, C),
-                      need::matmul_forward(N, C, 3 * C, true), need::matmul_forward(N, 4 * C, C, true),
-                      need::matmul_forward(N, C, 4 * C, true), need::matmul_backward(N, C, 3 * C),
-                      need::matmul_backward(N, C, 4 * C), need::matmul_dgelu_backward(N, 4 * C, C),
-                      need::residual_forward(rows(N, C))});
-  // At widths GELU's epilogue does not take, the fused fc ops in fp32.
-  if (kernels && !gelu_epilogue_width(4 * s.C)) bytes = std::max(bytes, need::matmul_forward(N, C, 4 * C, true));
-  if (kernels && !gelu_epilogue_width(s.C)) bytes = std::max(bytes, need::matmul_dgelu_backward(N, 4 * C, C));
-  // At a head size the flash kernels do not take, attention's fp32 operands.
-  if (!flash) bytes = std::max({bytes, need::attention_forward(N, C), need::attention_backward(N, C)});
-  if (!kernels) {  // the kernels' embedding reads the masters and adds into fp32 directly
-    if (s.embedding)
-      bytes = std::max({bytes, need::encoder_forward(N, static_cast<size_t>(s.T), C), need::encoder_backward(N, C)});
-    bytes = std::max(bytes, need::encoder_backward(s.gathered_rows, C));
+  if (arithmetic == Arithmetic::bf16) {
+    // The native bf16 backend's fallbacks: the fused fc ops at widths GELU's epilogue does not
+    // take, attention at head sizes the flash kernels do not take.
+    size_t bytes = 0;
+    if (!gelu_epilogue_width(4 * s.C)) bytes = std::max(bytes, need::matmul_forward(N, C, 4 * C, true));
+    if (!gelu_epilogue_width(s.C)) bytes = std::max(bytes, need::matmul_dgelu_backward(N, 4 * C, C));
+    if (!bf16_attention_head_size(s.C / s.NH))
+      bytes = std::max({bytes, need::attention_forward(N, C), need::attention_backward(N, C)});
+    return bytes;
   }
+  // A layer's ops, shapes as lib/model/stage.cpp calls them: the widest is fc_proj's matmul
+  // backward with dGELU ((N, 4C) in, dinp and pre_gelu, the 4C x C weight).
+  size_t bytes = std::max({need::layernorm_forward(N, C), need::layernorm_backward(N, C),
+                           need::matmul_forward(N, C, 3 * C, true), need::matmul_forward(N, 4 * C, C, true),
+                           need::matmul_forward(N, C, 4 * C, true), need::matmul_backward(N, C, 3 * C),
+                           need::matmul_backward(N, C, 4 * C), need::matmul_dgelu_backward(N, 4 * C, C),
+                           need::residual_forward(rows(N, C)), need::attention_forward(N, C),
+                           need::attention_backward(N, C), need::encoder_backward(s.gathered_rows, C)});
+  if (s.embedding)
+    bytes = std::max({bytes, need::encoder_forward(N, static_cast<size_t>(s.T), C), need::encoder_backward(N, C)});
   if (s.head)
-    bytes = std::max(bytes, kernels ? need::kernels_crossentropy(N)
-                                    : std::max({need::matmul_forward(N, C, Vp, false), need::matmul_backward(N, C, Vp),
-                                                need::crossentropy(N, Vp)}));
+    bytes = std::max({bytes, need::matmul_forward(N, C, Vp, false), need::matmul_backward(N, C, Vp),
+                      need::crossentropy(N, Vp)});
   return bytes;
 }
 

@@ -1,0 +1,191 @@
+// The operations of the kernel interface, listed once. Each entry is
+//
+//   OP(return type, name, (parameters), (arguments))
+//
+// and every place that names the whole set expands a list instead of repeating it: Backend
+// declares each op (kernels/backend.hpp), ForwardingBackend passes each on
+// (kernels/forwarding_backend.hpp), the bench's TimingBackend times each (bench/timing_backend.hpp).
+// Adding an op is one entry here and its implementations: the CPU reference twin
+// (kernels/cpu/cpu_backend.cpp, and the asynchronous one), the GPU ops
+// (kernels/gpu_ops/gpu_ops_backend.hpp) and the bf16 twin (kernels/bf16_twin_backend.cpp); a
+// backend that lacks one is abstract, a compile error.
+//
+// Dimension names, the same everywhere:
+//   B  micro-batch size (samples)       T  sequence length
+//   C  channels                          NH attention heads
+//   V  vocabulary size                   Vp vocabulary padded for alignment (>= V)
+//   N  rows = B * T                      OC output channels of a matmul
+//
+// Conventions (kernels/backend.hpp says more): Tensor / ConstTensor are of the precision path's
+// element type (kernels/tensor.hpp), float* is fp32 on every path; parameter gradients
+// ACCUMULATE (+=), activation gradients are OVERWRITTEN (=) except layernorm_backward's dinp,
+// which accumulates so that the residual stream's gradient needs no separate add. Comments sit
+// in /* */ because the entries are one macro.
+#pragma once
+
+// ---- the operations every backend implements ---------------------------------------------------
+#define ETH_BACKEND_OPS(OP)                                                                                     \
+  /* out = inp rounded to the nearest bf16 value, ties to even, held in fp32 (n); out may be inp.           \
+     NaN stays NaN, infinities stay, finite values past bf16's largest become infinite. */                  \
+  OP(void, round_to_bf16, (float* out, const float* inp, size_t n), (out, inp, n))                          \
+  /* out = inp in out's element type (n elements): fp32 -> bf16 rounds as round_to_bf16 does,              \
+     bf16 -> fp32 is exact, a type to itself copies. out and inp do not overlap. */                          \
+  OP(void, convert, (Tensor out, ConstTensor inp, size_t n), (out, inp, n))                                 \
+                                                                                                            \
+  /* ---- GPT-2 forward and backward ---- */                                                                \
+  /* The embedding, from the fp32 masters (on the bf16 path read as their bf16 copies: rounded as            \
+     read, since which rows are read is known on the device only). */                                       \
+  OP(void, encoder_forward,                                                                                 \
+     (Tensor out,            /* (B, T, C) */                                                                \
+      const int32_t* tokens, /* (B, T) */                                                                   \
+      const float* wte,      /* (Vp, C) */                                                                  \
+      const float* wpe,      /* (maxT, C) */                                                                \
+      int B, int T, int C),                                                                                 \
+     (out, tokens, wte, wpe, B, T, C))                                                                      \
+  /* Either gradient may be null: it is then left out (the runtime adds a step's last word                  \
+     embedding rows late, lib/runtime/late_embedding_rows.hpp). */                                          \
+  OP(void, encoder_backward,                                                                                \
+     (float* dwte,           /* (Vp, C) accumulated, or null */                                             \
+      float* dwpe,           /* (maxT, C) accumulated, or null */                                           \
+      ConstTensor dout,      /* (B, T, C) */                                                                \
+      const int32_t* tokens, /* (B, T) */                                                                   \
+      int B, int T, int C),                                                                                 \
+     (dwte, dwpe, dout, tokens, B, T, C))                                                                   \
+                                                                                                            \
+  OP(void, layernorm_forward,                                                                               \
+     (Tensor out,                         /* (N, C) */                                                      \
+      float* mean, float* rstd,           /* (N) */                                                         \
+      ConstTensor inp,                    /* (N, C) */                                                      \
+      ConstTensor weight, ConstTensor bias, /* (C) */                                                       \
+      int N, int C),                                                                                        \
+     (out, mean, rstd, inp, weight, bias, N, C))                                                            \
+  OP(void, layernorm_backward,                                                                              \
+     (Tensor dinp,                         /* (N, C) accumulated */                                         \
+      float* dweight, float* dbias,        /* (C) accumulated */                                            \
+      ConstTensor dout,                    /* (N, C) */                                                     \
+      ConstTensor inp,                     /* (N, C) */                                                     \
+      ConstTensor weight,                  /* (C) */                                                        \
+      const float* mean, const float* rstd, /* (N) */                                                       \
+      int N, int C),                                                                                        \
+     (dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C))                                           \
+                                                                                                            \
+  /* out = inp @ weight^T + bias */                                                                         \
+  OP(void, matmul_forward,                                                                                  \
+     (Tensor out,         /* (N, OC) */                                                                     \
+      ConstTensor inp,    /* (N, C) */                                                                      \
+      ConstTensor weight, /* (OC, C) */                                                                     \
+      ConstTensor bias,   /* (OC) or null */                                                                \
+      int N, int C, int OC),                                                                                \
+     (out, inp, weight, bias, N, C, OC))                                                                    \
+  OP(void, matmul_backward,                                                                                 \
+     (Tensor dinp,        /* (N, C) overwritten */                                                          \
+      float* dweight,     /* (OC, C) accumulated */                                                         \
+      float* dbias,       /* (OC) accumulated, or null */                                                   \
+      ConstTensor dout,   /* (N, OC) */                                                                     \
+      ConstTensor inp,    /* (N, C) */                                                                      \
+      ConstTensor weight, /* (OC, C) */                                                                     \
+      int N, int C, int OC),                                                                                \
+     (dinp, dweight, dbias, dout, inp, weight, N, C, OC))                                                   \
+                                                                                                            \
+  /* Causal self-attention; qkv holds q, k, v side by side per token. What forward keeps in `saved`         \
+     for backward is decided by Backend::attention_path (kernels/attention_path.hpp); the caller            \
+     allocates Backend::attention_saved_floats(B, NH, T) floats for it. */                                  \
+  OP(void, attention_forward,                                                                               \
+     (Tensor out,      /* (B, T, C) */                                                                      \
+      float* saved,    /* attention_saved_floats(B, NH, T) */                                               \
+      ConstTensor qkv, /* (B, T, 3C) */                                                                     \
+      int B, int T, int C, int NH),                                                                         \
+     (out, saved, qkv, B, T, C, NH))                                                                        \
+  OP(void, attention_backward,                                                                              \
+     (Tensor dqkv,        /* (B, T, 3C) overwritten */                                                      \
+      ConstTensor dout,   /* (B, T, C) */                                                                   \
+      ConstTensor qkv,    /* (B, T, 3C) */                                                                  \
+      ConstTensor out,    /* (B, T, C) forward's */                                                         \
+      const float* saved, /* forward's */                                                                   \
+      int B, int T, int C, int NH),                                                                         \
+     (dqkv, dout, qkv, out, saved, B, T, C, NH))                                                            \
+  /* Incremental (decoding) attention: Tn new positions [T0, T0 + Tn) of each sample against the keys       \
+     and values of every earlier position, kept in a cache. First writes the new rows' keys and values,     \
+     taken from qkv_new, into the caches at [T0, T0 + Tn); then new row i (at position T0 + i) attends      \
+     causally to cached positions [0, T0 + i]. The caches hold positions [0, T0) from earlier calls;        \
+     T0 + Tn <= Tmax. Keeps nothing for backward (inference only). With T0 = 0 and Tn = T it computes       \
+     what attention_forward does. */                                                                        \
+  OP(void, attention_decode,                                                                                \
+     (Tensor out,          /* (B, Tn, C) */                                                                 \
+      Tensor k_cache,      /* (B, NH, Tmax, hs), hs = C / NH */                                             \
+      Tensor v_cache,      /* (B, NH, Tmax, hs) */                                                          \
+      ConstTensor qkv_new, /* (B, Tn, 3C) */                                                                \
+      int B, int Tn, int T0, int Tmax, int C, int NH),                                                      \
+     (out, k_cache, v_cache, qkv_new, B, Tn, T0, Tmax, C, NH))                                              \
+                                                                                                            \
+  /* GELU, tanh approximation (GPT-2's), elementwise over n; backward may run in place (dinp == dout). */   \
+  OP(void, gelu_forward, (Tensor out, ConstTensor inp, size_t n), (out, inp, n))                            \
+  OP(void, gelu_backward, (Tensor dinp, ConstTensor inp, ConstTensor dout, size_t n), (dinp, inp, dout, n)) \
+  OP(void, residual_forward, (Tensor out, ConstTensor a, ConstTensor b, size_t n), (out, a, b, n))          \
+                                                                                                            \
+  /* Fused softmax + cross-entropy over the first V of Vp logits. Writes each sample's loss, the mean       \
+     over its T tokens. When dlogits_scale != 0 it then overwrites logits with                              \
+     dlogits = dlogits_scale * (softmax - onehot(target)) / T (zero in the padded columns); with 0 the      \
+     logits are left untouched (evaluation). Probabilities are never stored. */                             \
+  OP(void, crossentropy_forward_backward,                                                                   \
+     (float* sample_losses,   /* (B) */                                                                     \
+      Tensor logits,          /* (B, T, Vp) */                                                              \
+      const int32_t* targets, /* (B, T) */                                                                  \
+      int B, int T, int V, int Vp, float dlogits_scale),                                                    \
+     (sample_losses, logits, targets, B, T, V, Vp, dlogits_scale))                                          \
+  /* *total += the sum of x (n), in double, in index order: per-sample losses summed on the device, so      \
+     that the host reads one number per step. */                                                            \
+  OP(void, accumulate_sum, (double* total, const float* x, size_t n), (total, x, n))                        \
+                                                                                                            \
+  /* ---- optimizer ---- */                                                                                 \
+  /* Waits for queued work and returns the sum of x^2 (n), accumulated in double. */                        \
+  OP(double, sum_of_squares, (const float* x, size_t n), (x, n))                                            \
+  /* AdamW over a rank's parameters in one launch: the `count` segments of `segments` (a table in this      \
+     device's memory, kernels/adamw_segments.hpp) say which parameters it updates and where their           \
+     moments lie. param_copies, where given (the bf16 path: the copies the kernels read, (params'           \
+     size)), gets each updated parameter rounded to bf16 in the same pass. */                               \
+  OP(void, adamw_update,                                                                                    \
+     (float* params, bf16* param_copies, const float* grads, float* m, float* v,                           \
+      const AdamWSegment* segments, size_t count, const AdamWParams& hp),                                   \
+     (params, param_copies, grads, m, v, segments, count, hp))
+
+// ---- two ops in one pass ------------------------------------------------------------------------
+// Backend defines each as the two ops it fuses (kernels/backend.cpp): a backend without the fused
+// kernel gets the same numbers in fp32. On the bf16 path the fused form rounds once less, where
+// the fused kernel does.
+#define ETH_FUSED_BACKEND_OPS(OP)                                                                               \
+  /* The fc matmul with GELU in its epilogue: pre_gelu = inp @ weight^T + bias, out = GELU of that sum,     \
+     taken before pre_gelu is stored (so on the bf16 path from the unrounded fp32 sum). */                  \
+  OP(void, matmul_gelu_forward,                                                                             \
+     (Tensor out,         /* (N, OC) */                                                                     \
+      Tensor pre_gelu,    /* (N, OC), kept for matmul_dgelu_backward */                                     \
+      ConstTensor inp,    /* (N, C) */                                                                      \
+      ConstTensor weight, /* (OC, C) */                                                                     \
+      ConstTensor bias,   /* (OC) or null */                                                                \
+      int N, int C, int OC),                                                                                \
+     (out, pre_gelu, inp, weight, bias, N, C, OC))                                                          \
+  /* matmul_backward of a matmul whose input is GELU(pre_gelu), taken on through GELU's backward:           \
+     dpre_gelu = gelu'(pre_gelu) * (dout @ weight), from the matmul's sum before it is stored. */           \
+  OP(void, matmul_dgelu_backward,                                                                           \
+     (Tensor dpre_gelu,     /* (N, C) overwritten */                                                        \
+      float* dweight,       /* (OC, C) accumulated */                                                       \
+      float* dbias,         /* (OC) accumulated, or null */                                                 \
+      ConstTensor dout,     /* (N, OC) */                                                                   \
+      ConstTensor inp,      /* (N, C) = GELU(pre_gelu) */                                                   \
+      ConstTensor weight,   /* (OC, C) */                                                                   \
+      ConstTensor pre_gelu, /* (N, C) */                                                                    \
+      int N, int C, int OC),                                                                                \
+     (dpre_gelu, dweight, dbias, dout, inp, weight, pre_gelu, N, C, OC))                                    \
+  /* The residual add and the layernorm after it: residual = a + b, out = layernorm(residual) of the        \
+     residual as stored (so the same numbers fused or not, on every path). */                               \
+  OP(void, residual_layernorm_forward,                                                                      \
+     (Tensor residual,                       /* (N, C) */                                                   \
+      Tensor out,                            /* (N, C) */                                                   \
+      float* mean, float* rstd,              /* (N) */                                                      \
+      ConstTensor a, ConstTensor b,          /* (N, C) */                                                   \
+      ConstTensor weight, ConstTensor bias,  /* (C) */                                                      \
+      int N, int C),                                                                                        \
+     (residual, out, mean, rstd, a, b, weight, bias, N, C))
+
+// The parameter list of an entry as written, without its parentheses: ETH_OP_ARGS args.
+#define ETH_OP_ARGS(...) __VA_ARGS__
