@@ -75,7 +75,7 @@ StepCounts count_step(const eth::GptConfig& model, int B, int T, bool bf16) {
   const auto start = std::chrono::steady_clock::now();
   stage.zero_grads();
   stage.forward(0, tokens.data(), nullptr);
-  stage.loss(0, targets.data(), true);
+  stage.loss(0, targets.data(), 1.0f);
   out.loss = stage.take_loss_sum() / B;
   stage.backward(0, nullptr);
   const double grad_norm = std::sqrt(backend->sum_of_squares(stage.grads(), stage.layout().size())) / B;

@@ -111,7 +111,7 @@ double train_step(eth::Stage& stage, eth::AdamW& optimizer, eth::kernels::Backen
   const int B = stage.micro_batch();
   stage.zero_grads();
   stage.forward(0, inputs, nullptr);
-  stage.loss(0, targets, true);
+  stage.loss(0, targets, 1.0f);
   const double loss = stage.take_loss_sum() / B;
   stage.backward(0, nullptr);
   const double grad_norm = std::sqrt(backend.sum_of_squares(stage.grads(), stage.layout().size())) / B;

@@ -18,6 +18,7 @@ using kernels::AdamWParams;
 using kernels::AdamWSegment;
 using kernels::bf16;
 using kernels::ConstTensor;
+using kernels::ElementType;
 using kernels::Tensor;
 
 struct OpTotal {

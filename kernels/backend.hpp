@@ -54,7 +54,7 @@ class Backend : public Device {
   ElementType storage() const { return storage_type(precision()); }
   // What its GEMMs multiply in (the precision path's arithmetic, kernels/precision.hpp): bf16
   // where the bf16 path runs on bf16 kernels; fp32 on the bf16 twin, which computes bf16 in fp32
-  // (kernels/bf16_twin_backend.hpp). The memory model counts the twin's fp32 working copies.
+  // (kernels/twin_backend.hpp). The memory model counts the twin's fp32 working copies.
   virtual Arithmetic arithmetic() const = 0;
   // Allocates now the workspace that the ops of a step of such a stage take (kernels/workspace.hpp:
   // the bf16 path's working copies, the GPU ops' launch workspace), so that no step allocates;

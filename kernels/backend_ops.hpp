@@ -7,7 +7,7 @@
 // (kernels/forwarding_backend.hpp), the bench's TimingBackend times each (bench/timing_backend.hpp).
 // Adding an op is one entry here and its implementations: the CPU reference twin
 // (kernels/cpu/cpu_backend.cpp, and the asynchronous one), the GPU ops
-// (kernels/gpu_ops/gpu_ops_backend.hpp) and the bf16 twin (kernels/bf16_twin_backend.cpp); a
+// (kernels/gpu_ops/gpu_ops_backend.hpp) and the bf16 twin (kernels/twin_backend.cpp); a
 // backend that lacks one is abstract, a compile error.
 //
 // Dimension names, the same everywhere:
@@ -25,11 +25,12 @@
 
 // ---- the operations every backend implements ---------------------------------------------------
 #define ETH_BACKEND_OPS(OP)                                                                                     \
-  /* out = inp rounded to the nearest bf16 value, ties to even, held in fp32 (n); out may be inp.           \
-     NaN stays NaN, infinities stay, finite values past bf16's largest become infinite. */                  \
-  OP(void, round_to_bf16, (float* out, const float* inp, size_t n), (out, inp, n))                          \
-  /* out = inp in out's element type (n elements): fp32 -> bf16 rounds as round_to_bf16 does,              \
-     bf16 -> fp32 is exact, a type to itself copies. out and inp do not overlap. */                          \
+  /* out = inp rounded to the nearest value of `type` (bf16 or fp16), ties to even, held in fp32 (n);       \
+     out may be inp. NaN stays NaN, infinities stay, finite values past the type's largest become           \
+     infinite (fp16: from 65520 on), fp16's subnormals are kept. */                                         \
+  OP(void, round_to, (ElementType type, float* out, const float* inp, size_t n), (type, out, inp, n))       \
+  /* out = inp in out's element type (n elements): to bf16 or fp16 rounds as round_to does, to fp32 is      \
+     exact, a type to itself copies. out and inp do not overlap. */                                         \
   OP(void, convert, (Tensor out, ConstTensor inp, size_t n), (out, inp, n))                                 \
                                                                                                             \
   /* ---- GPT-2 forward and backward ---- */                                                                \
@@ -142,10 +143,10 @@
   OP(double, sum_of_squares, (const float* x, size_t n), (x, n))                                            \
   /* AdamW over a rank's parameters in one launch: the `count` segments of `segments` (a table in this      \
      device's memory, kernels/adamw_segments.hpp) say which parameters it updates and where their           \
-     moments lie. param_copies, where given (the bf16 path: the copies the kernels read, (params'           \
-     size)), gets each updated parameter rounded to bf16 in the same pass. */                               \
+     moments lie. param_copies, where given (the 16-bit paths: the copies the kernels read, (params'        \
+     size)), gets each updated parameter rounded to its element type in the same pass. */                   \
   OP(void, adamw_update,                                                                                    \
-     (float* params, bf16* param_copies, const float* grads, float* m, float* v,                           \
+     (float* params, Tensor param_copies, const float* grads, float* m, float* v,                          \
       const AdamWSegment* segments, size_t count, const AdamWParams& hp),                                   \
      (params, param_copies, grads, m, v, segments, count, hp))
 

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "kernels/bf16_twin_backend.hpp"
+#include "kernels/twin_backend.hpp"
 #include "kernels/gpu_binding.hpp"
 #ifdef ETH_HAVE_SIMT_INTERPRETER
 #include "kernels/emulated/cuda_emulated_backend.hpp"
@@ -41,7 +41,7 @@ BackendChoice on_cpu(std::unique_ptr<Backend> cpu, const std::string& note, cons
   if (path.precision == Precision::tf32)
     throw std::invalid_argument("--precision tf32: expected a GPU with TF32 tensor cores (compute capability 8.0 or "
                                 "later), got the CPU backend (" + cpu->name() + "): use fp32 or bf16");
-  if (path.precision == Precision::bf16) return {make_bf16_twin_backend(std::move(cpu)), note};
+  if (path.storage() != ElementType::f32) return {make_twin_backend(std::move(cpu), path.precision), note};
   return {std::move(cpu), note};
 }
 
@@ -56,7 +56,7 @@ BackendChoice on_interpreter(const PrecisionPath& path, const DeviceSettings& se
   const size_t memory = cpu_device_memory(settings);
   if (on_bf16_kernels(path, settings)) return {make_cuda_emulated_backend(memory, Precision::bf16), note};
   std::unique_ptr<Backend> emulated = make_cuda_emulated_backend(memory);
-  if (path.precision == Precision::bf16) return {make_bf16_twin_backend(std::move(emulated)), note};
+  if (path.storage() != ElementType::f32) return {make_twin_backend(std::move(emulated), path.precision), note};
   return {std::move(emulated), note};
 #else
   (void)path;
@@ -113,8 +113,8 @@ BackendChoice select_backend(int local_rank, int local_ranks, const PrecisionPat
   std::unique_ptr<Backend> cuda;
   if (on_bf16_kernels(path, settings) && props.compute_capability >= 80)
     cuda = make_cuda_backend(gpu.device, {.precision = Precision::bf16});
-  else if (path.precision == Precision::bf16)
-    cuda = make_bf16_twin_backend(make_cuda_backend(gpu.device));
+  else if (path.storage() != ElementType::f32)  // bf16 without its kernels; fp16 (its kernels are to come)
+    cuda = make_twin_backend(make_cuda_backend(gpu.device), path.precision);
   else
     cuda = make_cuda_backend(gpu.device, {.precision = path.precision});
   return {std::move(cuda), "running on the CUDA backend: local rank " + std::to_string(local_rank) + " on " + props.name +

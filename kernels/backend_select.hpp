@@ -2,7 +2,7 @@
 // device type takes in the job (kernels/precision.hpp, resolved by the caller): bf16 runs on the
 // device's bf16 kernels where the path's arithmetic is bf16 and the device has them (a GPU of
 // compute capability 8.0 on, or the interpreter), else on the bf16 twin over the fp32 backend
-// (kernels/bf16_twin_backend.hpp: the CPU's bf16 path, V100s and T4s); tf32 needs a GPU that has it.
+// (kernels/twin_backend.hpp: the CPU's bf16 path, V100s and T4s); tf32 needs a GPU that has it.
 //
 // The environment's settings come in `settings` (kernels/device_settings.hpp):
 //

@@ -1,6 +1,6 @@
 // A Backend that passes every call to another one, its device (ForwardingDevice) and its
 // operations (each of kernels/backend_ops.hpp's list): the base of decorators that change a few
-// operations and leave the rest (kernels/bf16_twin_backend.cpp, bench/timing_backend.hpp). Does
+// operations and leave the rest (kernels/twin_backend.cpp, bench/timing_backend.hpp). Does
 // not own the inner backend.
 #pragma once
 

@@ -10,7 +10,8 @@ Precision parse_precision(const std::string& text) {
   if (text == "fp32") return Precision::fp32;
   if (text == "tf32") return Precision::tf32;
   if (text == "bf16") return Precision::bf16;
-  throw std::invalid_argument("expected auto, fp32, tf32 or bf16, got " + text);
+  if (text == "fp16") return Precision::fp16;
+  throw std::invalid_argument("expected auto, fp32, tf32, bf16 or fp16, got " + text);
 }
 
 const char* precision_name(Precision precision) {
@@ -19,12 +20,17 @@ const char* precision_name(Precision precision) {
     case Precision::fp32: return "fp32";
     case Precision::tf32: return "tf32";
     case Precision::bf16: return "bf16";
+    case Precision::fp16: return "fp16";
   }
   return "?";
 }
 
 ElementType storage_type(Precision precision) {
-  return precision == Precision::bf16 ? ElementType::bf16 : ElementType::f32;
+  switch (precision) {
+    case Precision::bf16: return ElementType::bf16;
+    case Precision::fp16: return ElementType::f16;
+    default: return ElementType::f32;
+  }
 }
 
 const char* arithmetic_name(Arithmetic arithmetic) {
@@ -32,6 +38,7 @@ const char* arithmetic_name(Arithmetic arithmetic) {
     case Arithmetic::fp32: return "fp32";
     case Arithmetic::tf32: return "tf32";
     case Arithmetic::bf16: return "bf16";
+    case Arithmetic::fp16: return "fp16";
   }
   return "?";
 }
@@ -40,18 +47,23 @@ Arithmetic parse_arithmetic(const std::string& text) {
   if (text == "fp32") return Arithmetic::fp32;
   if (text == "tf32") return Arithmetic::tf32;
   if (text == "bf16") return Arithmetic::bf16;
-  throw std::invalid_argument("expected fp32, tf32 or bf16, got " + text);
+  if (text == "fp16") return Arithmetic::fp16;
+  throw std::invalid_argument("expected fp32, tf32, bf16 or fp16, got " + text);
 }
 
 std::string PrecisionPath::name() const {
-  if (precision == Precision::bf16 && arithmetic == Arithmetic::fp32) return "bf16 in fp32 arithmetic";
+  if ((precision == Precision::bf16 || precision == Precision::fp16) && arithmetic == Arithmetic::fp32)
+    return std::string(precision_name(precision)) + " in fp32 arithmetic";
   return precision_name(precision);
 }
 
 Precision resolve_precision(Precision requested, const std::vector<DeviceRates>& devices) {
   if (requested != Precision::automatic) return requested;
-  const bool bf16_units = std::any_of(devices.begin(), devices.end(), [](const DeviceRates& d) { return d.bf16 > 0; });
-  return bf16_units ? Precision::bf16 : Precision::fp32;
+  const auto any = [&](double DeviceRates::*rate) {
+    return std::any_of(devices.begin(), devices.end(), [&](const DeviceRates& d) { return d.*rate > 0; });
+  };
+  if (any(&DeviceRates::bf16)) return Precision::bf16;
+  return any(&DeviceRates::fp16) ? Precision::fp16 : Precision::fp32;
 }
 
 PrecisionPath precision_path(Precision job, const DeviceRates& rates) {
@@ -64,6 +76,9 @@ PrecisionPath precision_path(Precision job, const DeviceRates& rates) {
     case Precision::bf16:
       if (rates.bf16 > 0) return {Precision::bf16, Arithmetic::bf16, rates.bf16};
       return {Precision::bf16, Arithmetic::fp32, rates.fp32};
+    case Precision::fp16:
+      if (rates.fp16 > 0) return {Precision::fp16, Arithmetic::fp16, rates.fp16};
+      return {Precision::fp16, Arithmetic::fp32, rates.fp32};
     case Precision::fp32: return {Precision::fp32, Arithmetic::fp32, rates.fp32};
     case Precision::automatic: break;
   }

@@ -17,21 +17,25 @@ enum class Precision {
   fp32,       // fp32 storage and fp32 arithmetic throughout
   tf32,       // fp32 storage; GEMM inputs rounded to TF32 on tensor cores (GPUs from A100 on)
   bf16,       // fp32 master state; bf16 parameter copies, activations and activation gradients
+  fp16,       // as bf16 with fp16 (5 exponent bits: a loss scale keeps gradients in range)
 };
 
-// "auto", "fp32", "tf32", "bf16"; throws std::invalid_argument naming the values it expects.
+// "auto", "fp32", "tf32", "bf16", "fp16"; throws std::invalid_argument naming the values it expects.
 Precision parse_precision(const std::string& text);
 const char* precision_name(Precision precision);
 // The element type a path stores its activations, their gradients and its parameter copies in
-// (Tensor): bf16 on the bf16 path, fp32 on the others. `precision` is resolved (not automatic).
+// (Tensor): bf16 on the bf16 path, fp16 on the fp16 path, fp32 on the others. `precision` is
+// resolved (not automatic).
 ElementType storage_type(Precision precision);
 
 // A device's dense peak rates in TFLOP/s (a topology's device type, or what eth_topo found);
-// 0 where it has no such units (TF32 before Ampere, bf16 before Ampere and on CPUs).
+// 0 where it has no such units (TF32 and bf16 before Ampere, fp16 tensor cores before Volta, all
+// three on CPUs).
 struct DeviceRates {
   double fp32 = 0;
   double tf32 = 0;
   double bf16 = 0;
+  double fp16 = 0;
 };
 
 // What a path's GEMMs multiply in.
@@ -39,8 +43,9 @@ enum class Arithmetic {
   fp32,  // CUDA cores or the CPU's FMA units
   tf32,  // TF32 tensor cores
   bf16,  // bf16 tensor cores (the bf16 kernels)
+  fp16,  // fp16 tensor cores (the fp16 kernels)
 };
-// "fp32", "tf32", "bf16"; parse_arithmetic throws std::invalid_argument as parse_precision.
+// "fp32", "tf32", "bf16", "fp16"; parse_arithmetic throws std::invalid_argument as parse_precision.
 const char* arithmetic_name(Arithmetic arithmetic);
 Arithmetic parse_arithmetic(const std::string& text);
 
@@ -53,16 +58,19 @@ struct PrecisionPath {
   double peak_tflops = 0;
 
   ElementType storage() const { return storage_type(precision); }
-  // "fp32", "tf32", "bf16", or "bf16 in fp32 arithmetic" (bf16 bytes on a device without bf16 units).
+  // "fp32", "tf32", "bf16", "fp16", or "bf16 in fp32 arithmetic" (bf16 bytes on a device without
+  // bf16 units; "fp16 in fp32 arithmetic" alike).
   std::string name() const;
 };
 
-// The job's precision: `requested`, or for automatic bf16 when any of `devices` has bf16 units
-// and fp32 when none has (CPUs, V100s and T4s: bf16 would only add rounding there).
+// The job's precision: `requested`, or for automatic bf16 when any of `devices` has bf16 units,
+// else fp16 when any has fp16 tensor cores (V100s, T4s), and fp32 when none has either (CPUs:
+// 16-bit storage would only add rounding there).
 Precision resolve_precision(Precision requested, const std::vector<DeviceRates>& devices);
 
 // The path of a device with `rates` in a job at `job` (resolved): fp32 and tf32 at their rates;
-// bf16 on the bf16 units where the device has them, else in fp32 arithmetic on the bf16 bytes.
+// bf16 (fp16) on the bf16 (fp16) units where the device has them, else in fp32 arithmetic on the
+// 16-bit bytes.
 // tf32 on a device without TF32 units: std::invalid_argument ("--precision tf32: expected ...").
 PrecisionPath precision_path(Precision job, const DeviceRates& rates);
 

@@ -3,7 +3,7 @@
 // no step allocates device memory, and counted by the memory model (lib/plan/memory_model) with
 // the formulas the reservation uses:
 //
-//   the bf16 path's working copies  bf16_workspace_bytes (kernels/bf16_twin_backend.hpp): the
+//   the bf16 path's working copies  twin_workspace_bytes (kernels/twin_backend.hpp): the
 //                                   twin's fp32 operands; the bf16 kernels' fallbacks' ones
 //   the GPU ops' launch workspace   gpu_ops::launch_workspace_bytes (kernels/gpu_ops/scratch.hpp):
 //                                   the largest op's launch.scratch, the grid counters; on a GPU

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/bf16_twin_backend.hpp"
+#include "kernels/twin_backend.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/cuda_probe.hpp"
 #include "kernels/gpu_peaks.hpp"
@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
       using eth::kernels::Precision;
       std::unique_ptr<eth::kernels::Backend> backend =
           precision == "bf16-fp32compute"
-              ? eth::kernels::make_bf16_twin_backend(eth::kernels::make_cuda_backend(0))
+              ? eth::kernels::make_twin_backend(eth::kernels::make_cuda_backend(0), Precision::bf16)
               : eth::kernels::make_cuda_backend(0, {.precision = eth::kernels::parse_precision(precision)});
       eth::Stage stage(config, all, B, T, 1, *backend);
       // As eth_train: the workspace before the first step, so that no step allocates.
@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
         const auto start = std::chrono::steady_clock::now();
         stage.zero_grads();
         stage.forward(0, tokens.data() + at, nullptr);
-        stage.loss(0, targets.data() + at, true);
+        stage.loss(0, targets.data() + at, 1.0f);
         stage.backward(0, nullptr);
         const double loss = stage.take_loss_sum() / B;  // a read of the device, as eth_train's once per step
         const double norm = std::sqrt(backend->sum_of_squares(stage.grads(), P)) / B;

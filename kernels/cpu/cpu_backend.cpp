@@ -12,7 +12,7 @@
 
 #include "kernels/backend.hpp"
 #include "kernels/cpu/attention.hpp"
-#include "kernels/cpu/bf16.hpp"
+#include "kernels/cpu/fp16.hpp"
 #include "kernels/cpu/gpt_ops.hpp"
 
 namespace eth::kernels {
@@ -93,21 +93,16 @@ class CpuBackend final : public Backend {
   Precision precision() const override { return Precision::fp32; }
   std::string precision_path() const override { return "fp32"; }
   Arithmetic arithmetic() const override { return Arithmetic::fp32; }
-  void round_to_bf16(float* out, const float* inp, size_t n) override { cpu::round_to_bf16(out, inp, n); }
+  void round_to(ElementType type, float* out, const float* inp, size_t n) override {
+    if (type == ElementType::bf16) return cpu::round_to<bf16>(out, inp, n);
+    if (type == ElementType::f16) return cpu::round_to<fp16>(out, inp, n);
+    if (out != inp) std::memcpy(out, inp, n * sizeof(float));
+  }
   void convert(Tensor out, ConstTensor inp, size_t n) override {
-    if (out.type() == inp.type()) {
-      std::memcpy(out.data(), inp.data(), n * element_bytes(out.type()));
-    } else if (out.type() == ElementType::bf16) {
-      bf16* o = out.as_bf16();
-      const float* in = inp.as_f32();
-#pragma omp parallel for schedule(static) if (n > 65536)
-      for (size_t i = 0; i < n; i++) o[i] = cpu::to_bf16(in[i]);
-    } else {
-      float* o = out.as_f32();
-      const bf16* in = inp.as_bf16();
-#pragma omp parallel for schedule(static) if (n > 65536)
-      for (size_t i = 0; i < n; i++) o[i] = cpu::to_float(in[i]);
-    }
+    if (out.type() == inp.type()) return (void)std::memcpy(out.data(), inp.data(), n * element_bytes(out.type()));
+    on_element(out, [&](auto o) {
+      on_element(inp, [&](auto i) { cpu::convert(out.as<decltype(o)>(), inp.as<decltype(i)>(), n); });
+    });
   }
 
   void encoder_forward(Tensor out, const int32_t* tokens, const float* wte, const float* wpe,
@@ -168,13 +163,25 @@ class CpuBackend final : public Backend {
     *total += sum;
   }
   double sum_of_squares(const float* x, size_t n) override { return cpu::sum_of_squares(x, n); }
-  void adamw_update(float* params, bf16* param_copies, const float* grads, float* m, float* v,
+  void adamw_update(float* params, Tensor param_copies, const float* grads, float* m, float* v,
                     const AdamWSegment* segments, size_t count, const AdamWParams& hp) override {
-    cpu::adamw_update(params, param_copies, grads, m, v, segments, count, hp.lr, hp.beta1, hp.beta2, hp.eps,
-                      hp.weight_decay, hp.grad_scale, hp.step);
+    on_element(param_copies, [&](auto e) {
+      cpu::adamw_update(params, param_copies.as<decltype(e)>(), grads, m, v, segments, count, hp.lr, hp.beta1,
+                        hp.beta2, hp.eps, hp.weight_decay, hp.grad_scale, hp.step);
+    });
   }
 
  private:
+  // Runs f(E{}) with E the element type of t: float, bf16 or fp16.
+  template <class T, class F>
+  static void on_element(const T& t, F&& f) {
+    switch (t.type()) {
+      case ElementType::bf16: return f(bf16{});
+      case ElementType::f16: return f(fp16{});
+      default: return f(float{});
+    }
+  }
+
   static void* aligned(size_t bytes) {
     // 64-byte alignment for AVX loads; std::aligned_alloc needs a multiple of the alignment.
     void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);

@@ -4,9 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
-#include "kernels/cpu/bf16.hpp"
+#include "kernels/cpu/fp16.hpp"
 #include "kernels/cpu/gemm.hpp"
 #include "kernels/cpu/ordered_gemm.hpp"
 
@@ -221,8 +222,8 @@ double sum_of_squares(const F* x, size_t n) {
   return s;
 }
 
-template <typename F>
-void adamw_update(F* params, bf16* param_copies, const F* grads, F* m, F* v, const AdamWSegment* segments,
+template <typename F, typename E>
+void adamw_update(F* params, E* param_copies, const F* grads, F* m, F* v, const AdamWSegment* segments,
                   size_t count, F lr, F beta1, F beta2, F eps, F weight_decay, F grad_scale, int step) {
   const F correction1 = F(1) - static_cast<F>(std::pow(static_cast<double>(beta1), step));
   const F correction2 = F(1) - static_cast<F>(std::pow(static_cast<double>(beta2), step));
@@ -238,7 +239,8 @@ void adamw_update(F* params, bf16* param_copies, const F* grads, F* m, F* v, con
       const F m_hat = m[mi] / correction1;
       const F v_hat = v[mi] / correction2;
       params[i] -= lr * (m_hat / (std::sqrt(v_hat) + eps) + decay * params[i]);
-      if (param_copies != nullptr) param_copies[i] = to_bf16(static_cast<float>(params[i]));
+      if constexpr (!std::is_same_v<E, F>)
+        if (param_copies != nullptr) param_copies[i] = stored<E>(static_cast<float>(params[i]));
     }
   }
 }
@@ -256,10 +258,14 @@ void adamw_update(F* params, bf16* param_copies, const F* grads, F* m, F* v, con
   template void residual_forward<F>(F*, const F*, const F*, size_t);                             \
   template void crossentropy_forward_backward<F>(F*, F*, const int32_t*, int, int, int, int, F); \
   template double sum_of_squares<F>(const F*, size_t);                                           \
-  template void adamw_update<F>(F*, bf16*, const F*, F*, F*, const AdamWSegment*, size_t, F, F, F, F, F, F, int);
+  template void adamw_update<F, F>(F*, F*, const F*, F*, F*, const AdamWSegment*, size_t, F, F, F, F, F, F, int);
 
 ETH_INSTANTIATE(float)
 ETH_INSTANTIATE(double)
+template void adamw_update<float, bf16>(float*, bf16*, const float*, float*, float*, const AdamWSegment*, size_t, float,
+                                        float, float, float, float, float, int);
+template void adamw_update<float, fp16>(float*, fp16*, const float*, float*, float*, const AdamWSegment*, size_t, float,
+                                        float, float, float, float, float, int);
 #undef ETH_INSTANTIATE
 
 }  // namespace eth::kernels::cpu

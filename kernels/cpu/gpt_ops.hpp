@@ -8,6 +8,7 @@
 
 #include "kernels/adamw_segments.hpp"
 #include "kernels/bf16.hpp"
+#include "kernels/fp16.hpp"
 
 namespace eth::kernels::cpu {
 
@@ -71,9 +72,10 @@ template <typename F>
 double sum_of_squares(const F* x, size_t n);
 
 // Over the segments of a table (kernels/adamw_segments.hpp); weight_decay where a segment
-// decays; param_copies, where given, gets each updated parameter rounded to bf16.
-template <typename F>
-void adamw_update(F* params, bf16* param_copies, const F* grads, F* m, F* v, const AdamWSegment* segments,
+// decays; param_copies (E = bf16 or fp16), where given, gets each updated parameter rounded to E
+// (E = F: none, param_copies null).
+template <typename F, typename E>
+void adamw_update(F* params, E* param_copies, const F* grads, F* m, F* v, const AdamWSegment* segments,
                   size_t count, F lr, F beta1, F beta2, F eps, F weight_decay, F grad_scale, int step);
 
 }  // namespace eth::kernels::cpu

@@ -14,9 +14,14 @@ template void gpu_ops::residual_forward<cuda::CudaLaunch, float>(cuda::CudaLaunc
                                                                  size_t);
 template void gpu_ops::residual_forward<cuda::CudaLaunch, bf16>(cuda::CudaLaunch&, bf16*, const bf16*, const bf16*,
                                                                 size_t);
-template void gpu_ops::round_to_bf16<cuda::CudaLaunch>(cuda::CudaLaunch&, float*, const float*, size_t);
-template void gpu_ops::convert<cuda::CudaLaunch>(cuda::CudaLaunch&, bf16*, const float*, size_t);
-template void gpu_ops::convert<cuda::CudaLaunch>(cuda::CudaLaunch&, float*, const bf16*, size_t);
+template void gpu_ops::round_to<cuda::CudaLaunch, bf16>(cuda::CudaLaunch&, float*, const float*, size_t);
+template void gpu_ops::round_to<cuda::CudaLaunch, fp16>(cuda::CudaLaunch&, float*, const float*, size_t);
+template void gpu_ops::convert<cuda::CudaLaunch, bf16, float>(cuda::CudaLaunch&, bf16*, const float*, size_t);
+template void gpu_ops::convert<cuda::CudaLaunch, float, bf16>(cuda::CudaLaunch&, float*, const bf16*, size_t);
+template void gpu_ops::convert<cuda::CudaLaunch, fp16, float>(cuda::CudaLaunch&, fp16*, const float*, size_t);
+template void gpu_ops::convert<cuda::CudaLaunch, float, fp16>(cuda::CudaLaunch&, float*, const fp16*, size_t);
+template void gpu_ops::convert<cuda::CudaLaunch, bf16, fp16>(cuda::CudaLaunch&, bf16*, const fp16*, size_t);
+template void gpu_ops::convert<cuda::CudaLaunch, fp16, bf16>(cuda::CudaLaunch&, fp16*, const bf16*, size_t);
 
 namespace cuda {
 namespace {

@@ -26,7 +26,7 @@ SIMT_DEVICE float gelu_grad(float x) {
 // Each for T = float and T = bf16 (loaded as fp32, computed in fp32, stored as T).
 template <class T>
 struct GeluForwardKernel {
-  static constexpr const char* kName = simt::named<T>("gelu_forward", "gelu_forward_bf16");
+  static constexpr const char* kName = simt::named<T>("gelu_forward", "gelu_forward_bf16", "gelu_forward_fp16");
   Global<T> out;        // (n)
   Global<const T> inp;  // (n)
   size_t n;
@@ -37,7 +37,7 @@ struct GeluForwardKernel {
 
 template <class T>
 struct GeluBackwardKernel {
-  static constexpr const char* kName = simt::named<T>("gelu_backward", "gelu_backward_bf16");
+  static constexpr const char* kName = simt::named<T>("gelu_backward", "gelu_backward_bf16", "gelu_backward_fp16");
   Global<T> dinp;        // (n)
   Global<const T> inp;   // (n)
   Global<const T> dout;  // (n)
@@ -50,7 +50,8 @@ struct GeluBackwardKernel {
 
 template <class T>
 struct ResidualForwardKernel {
-  static constexpr const char* kName = simt::named<T>("residual_forward", "residual_forward_bf16");
+  static constexpr const char* kName =
+      simt::named<T>("residual_forward", "residual_forward_bf16", "residual_forward_fp16");
   Global<T> out;         // (n)
   Global<const T> a, b;  // (n)
   size_t n;
@@ -60,35 +61,32 @@ struct ResidualForwardKernel {
   }
 };
 
-// The hardware's fp32 -> bf16 conversion, round to nearest even: what a bf16 kernel does when it
-// stores. kernels/cpu/bf16.hpp is its CPU twin. May run in place.
-struct RoundToBf16Kernel {
-  static constexpr const char* kName = "round_to_bf16";
+// The hardware's fp32 -> E conversion (E = bf16 or fp16), round to nearest even, the value held
+// in fp32: what a kernel of the 16-bit paths does when it stores. kernels/cpu/bf16.hpp and
+// kernels/fp16.hpp are its CPU twins. May run in place.
+template <class E>
+struct RoundToKernel {
+  static constexpr const char* kName = simt::named<E>("round_to_fp32", "round_to_bf16", "round_to_fp16");
   Global<float> out;        // (n)
   Global<const float> inp;  // (n)
   size_t n;
   SIMT_DEVICE void operator()(Thread& t) const {
-    for (size_t i = global_index(t); i < n; i += grid_stride(t)) out[i] = simt::round_to_bf16(inp[i]);
+    for (size_t i = global_index(t); i < n; i += grid_stride(t)) out[i] = simt::to_float(simt::from_float<E>(inp[i]));
   }
 };
 
-// Between the stored forms: fp32 -> bf16 (the same rounding), bf16 -> fp32 (exact).
-struct ToBf16Kernel {
-  static constexpr const char* kName = "convert_to_bf16";
-  Global<bf16> out;         // (n)
-  Global<const float> inp;  // (n)
+// Between the stored forms: to bf16 or fp16 (the same rounding), to fp32 (exact), through fp32.
+template <class O, class I>
+struct ConvertKernel {
+  static constexpr const char* kName = std::is_same_v<O, float> ? simt::named<I>("copy", "convert_from_bf16",
+                                                                                  "convert_from_fp16")
+                                                                : simt::named<O>("copy", "convert_to_bf16",
+                                                                                  "convert_to_fp16");
+  Global<O> out;        // (n)
+  Global<const I> inp;  // (n)
   size_t n;
   SIMT_DEVICE void operator()(Thread& t) const {
-    for (size_t i = global_index(t); i < n; i += grid_stride(t)) out[i] = simt::to_bf16(inp[i]);
-  }
-};
-struct FromBf16Kernel {
-  static constexpr const char* kName = "convert_from_bf16";
-  Global<float> out;       // (n)
-  Global<const bf16> inp;  // (n)
-  size_t n;
-  SIMT_DEVICE void operator()(Thread& t) const {
-    for (size_t i = global_index(t); i < n; i += grid_stride(t)) out[i] = simt::to_float(inp[i]);
+    for (size_t i = global_index(t); i < n; i += grid_stride(t)) out[i] = simt::from_float<O>(simt::to_float(inp[i]));
   }
 };
 
@@ -111,19 +109,14 @@ void residual_forward(Launch& launch, T* out, const T* a, const T* b, size_t n) 
   if (n > 0) launch.kernel(ResidualForwardKernel<T>{out, a, b, n}, elementwise_shape(n));
 }
 
-template <class Launch>
-void round_to_bf16(Launch& launch, float* out, const float* inp, size_t n) {
-  if (n > 0) launch.kernel(RoundToBf16Kernel{out, inp, n}, elementwise_shape(n));
+template <class Launch, class E>
+void round_to(Launch& launch, float* out, const float* inp, size_t n) {
+  if (n > 0) launch.kernel(RoundToKernel<E>{out, inp, n}, elementwise_shape(n));
 }
 
-template <class Launch>
-void convert(Launch& launch, bf16* out, const float* inp, size_t n) {
-  if (n > 0) launch.kernel(ToBf16Kernel{out, inp, n}, elementwise_shape(n));
-}
-
-template <class Launch>
-void convert(Launch& launch, float* out, const bf16* inp, size_t n) {
-  if (n > 0) launch.kernel(FromBf16Kernel{out, inp, n}, elementwise_shape(n));
+template <class Launch, class O, class I>
+void convert(Launch& launch, O* out, const I* inp, size_t n) {
+  if (n > 0) launch.kernel(ConvertKernel<O, I>{out, inp, n}, elementwise_shape(n));
 }
 
 }  // namespace eth::kernels::gpu_ops

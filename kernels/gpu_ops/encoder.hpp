@@ -21,7 +21,8 @@ constexpr int kEncoderThreads = 256;
 // the bf16 path, the CPU twin's numbers without a copy of the whole table).
 template <class E>
 struct EncoderForwardKernel {
-  static constexpr const char* kName = simt::named<E>("encoder_forward", "encoder_forward_bf16");
+  static constexpr const char* kName =
+      simt::named<E>("encoder_forward", "encoder_forward_bf16", "encoder_forward_fp16");
   Global<E> out;                   // (B, T, C)
   Global<const int32_t> tokens;    // (B, T)
   Global<const float> wte;         // (Vp, C)
@@ -44,7 +45,8 @@ struct EncoderForwardKernel {
 // One thread per (t, c) of dwpe: adds over b in order, as the CPU twin does. dout of either type.
 template <class E>
 struct WpeBackwardKernel {
-  static constexpr const char* kName = simt::named<E>("encoder_backward_wpe", "encoder_backward_wpe_bf16");
+  static constexpr const char* kName =
+      simt::named<E>("encoder_backward_wpe", "encoder_backward_wpe_bf16", "encoder_backward_wpe_fp16");
   Global<float> dwpe;         // (maxT, C) accumulated; rows [0, T) touched
   Global<const E> dout;       // (B, T, C)
   int B, T, C;
@@ -76,7 +78,8 @@ struct IotaKernel {
 // to its column in position order.
 template <class E>
 struct WteBackwardKernel {
-  static constexpr const char* kName = simt::named<E>("encoder_backward_wte", "encoder_backward_wte_bf16");
+  static constexpr const char* kName =
+      simt::named<E>("encoder_backward_wte", "encoder_backward_wte_bf16", "encoder_backward_wte_fp16");
   Global<float> dwte;                   // (Vp, C) accumulated
   Global<const E> dout;                 // (B, T, C)
   Global<const int32_t> sorted_tokens;  // (N) ascending

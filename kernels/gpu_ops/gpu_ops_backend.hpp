@@ -11,15 +11,17 @@
 // layernorm backward, the chunked classifier; the families marked E at E = bf16). The few shapes
 // the bf16 kernels do not take (attention at head sizes other than 64 and 128, the fused GELU at
 // widths its epilogue does not take, and decoding's attention) run on a bf16 twin over this
-// backend's fp32 kernels (kernels/bf16_twin_backend.hpp): the same numbers, fp32 compute.
+// backend's fp32 kernels (kernels/twin_backend.hpp): the same numbers, fp32 compute.
 #pragma once
 
+#include <cassert>
 #include <cmath>
+#include <type_traits>
 #include <memory>
 #include <utility>
 
 #include "kernels/backend.hpp"
-#include "kernels/bf16_twin_backend.hpp"
+#include "kernels/twin_backend.hpp"
 #include "kernels/gpu_ops/ops.hpp"
 #include "kernels/gpu_ops/scratch.hpp"
 
@@ -39,13 +41,20 @@ class GpuOpsBackend : public Base {
     }
   }
 
-  void round_to_bf16(float* out, const float* inp, size_t n) override {
-    gpu_ops::round_to_bf16(launch(), out, inp, n);
+  void round_to(ElementType type, float* out, const float* inp, size_t n) override {
+    assert(type != ElementType::f32);
+    if (type == ElementType::bf16) return gpu_ops::round_to<Launch, bf16>(launch(), out, inp, n);
+    gpu_ops::round_to<Launch, fp16>(launch(), out, inp, n);
   }
   void convert(Tensor out, ConstTensor inp, size_t n) override {
     if (out.type() == inp.type()) return this->copy(out.data(), inp.data(), n * element_bytes(out.type()));
-    if (out.type() == ElementType::bf16) return gpu_ops::convert(launch(), out.as_bf16(), inp.as_f32(), n);
-    gpu_ops::convert(launch(), out.as_f32(), inp.as_bf16(), n);
+    on_any_element(out, [&](auto o) {
+      on_any_element(inp, [&](auto i) {
+        using O = decltype(o);
+        using I = decltype(i);
+        if constexpr (!std::is_same_v<O, I>) gpu_ops::convert(launch(), out.as<O>(), inp.as<I>(), n);
+      });
+    });
   }
   void encoder_forward(Tensor out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
                        int C) override {
@@ -162,14 +171,18 @@ class GpuOpsBackend : public Base {
     gpu_ops::accumulate_sum(launch(), total, x, n);
   }
   double sum_of_squares(const float* x, size_t n) override { return gpu_ops::sum_of_squares(launch(), x, n); }
-  void adamw_update(float* params, bf16* param_copies, const float* grads, float* m, float* v,
+  void adamw_update(float* params, Tensor param_copies, const float* grads, float* m, float* v,
                     const AdamWSegment* segments, size_t count, const AdamWParams& hp) override {
     // The bias corrections exactly as the CPU twin computes them.
     const float correction1 = 1.f - static_cast<float>(std::pow(static_cast<double>(hp.beta1), hp.step));
     const float correction2 = 1.f - static_cast<float>(std::pow(static_cast<double>(hp.beta2), hp.step));
     const gpu_ops::AdamWSettings settings{hp.lr,         hp.beta1,      hp.beta2,    hp.eps,
                                           hp.weight_decay, hp.grad_scale, correction1, correction2};
-    gpu_ops::adamw_update(launch(), params, param_copies, grads, m, v, segments, count, settings);
+    if (!param_copies) return gpu_ops::adamw_update<Launch, float>(launch(), params, nullptr, grads, m, v, segments,
+                                                                   count, settings);
+    on_any_element(param_copies, [&](auto e) {
+      gpu_ops::adamw_update(launch(), params, param_copies.as<decltype(e)>(), grads, m, v, segments, count, settings);
+    });
   }
 
   // The largest op's scratch, the grid counters and (on a GPU) the sort's storage, now
@@ -187,17 +200,25 @@ class GpuOpsBackend : public Base {
   void release_fallback() { fallback_.reset(); }
 
  private:
-  // Runs f(E{}) with E the element type of t: float or bf16.
+  // Runs f(E{}) with E the element type of t: float or bf16, the types the GPT ops take (the
+  // fp16 path computes on its twin: the ops see its fp32 working copies).
   template <class T, class F>
   static void on_element(const T& t, F&& f) {
+    assert(t.type() != ElementType::f16);
     if (t.type() == ElementType::bf16)
       f(bf16{});
     else
       f(float{});
   }
+  // The same over every stored type: float, bf16 or fp16.
+  template <class T, class F>
+  static void on_any_element(const T& t, F&& f) {
+    if (t.type() == ElementType::f16) return f(fp16{});
+    on_element(t, std::forward<F>(f));
+  }
   // The bf16 twin over this backend, for the shapes the bf16 kernels do not take.
   Backend& fallback() {
-    if (!fallback_) fallback_ = make_bf16_fallback(*this);
+    if (!fallback_) fallback_ = make_twin_fallback(*this);
     return *fallback_;
   }
 

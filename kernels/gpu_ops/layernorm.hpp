@@ -47,7 +47,8 @@ SIMT_DEVICE void normalise_row(Thread& t, double lane_sum, Global<const E> x, Gl
 // activations and parameter copies).
 template <class E>
 struct LayerNormForwardKernel {
-  static constexpr const char* kName = simt::named<E>("layernorm_forward", "layernorm_forward_bf16");
+  static constexpr const char* kName =
+      simt::named<E>("layernorm_forward", "layernorm_forward_bf16", "layernorm_forward_fp16");
   Global<E> out;                 // (N, C)
   Global<float> mean, rstd;      // (N)
   Global<const E> inp;           // (N, C)

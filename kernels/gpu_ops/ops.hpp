@@ -101,12 +101,10 @@ template <class Launch, class E>  // E
 void gelu_backward(Launch& launch, E* dinp, const E* inp, const E* dout, size_t n);
 template <class Launch, class E>  // E
 void residual_forward(Launch& launch, E* out, const E* a, const E* b, size_t n);
-template <class Launch>
-void round_to_bf16(Launch& launch, float* out, const float* inp, size_t n);
-template <class Launch>
-void convert(Launch& launch, bf16* out, const float* inp, size_t n);  // rounded to nearest even
-template <class Launch>
-void convert(Launch& launch, float* out, const bf16* inp, size_t n);  // exact
+template <class Launch, class E>  // E = bf16 or fp16: out = inp rounded to E, held in fp32
+void round_to(Launch& launch, float* out, const float* inp, size_t n);
+template <class Launch, class O, class I>  // to bf16 or fp16 rounded to nearest even, to fp32 exact
+void convert(Launch& launch, O* out, const I* inp, size_t n);
 
 // crossentropy.hpp
 template <class Launch>
@@ -121,13 +119,15 @@ void accumulate_sum(Launch& launch, double* total, const float* x, size_t n);
 struct AdamWSettings {
   float lr, beta1, beta2, eps, weight_decay, grad_scale, correction1, correction2;
 };
-template <class Launch>  // one launch over the segments; param_copies (or null) = bf16(params) in the same pass
-void adamw_update(Launch& launch, float* params, bf16* param_copies, const float* grads, float* m, float* v,
+// One launch over the segments; param_copies (E = bf16 or fp16) = E(params) in the same pass, at
+// E = float none (param_copies null: the masters are what the kernels read).
+template <class Launch, class E>
+void adamw_update(Launch& launch, float* params, E* param_copies, const float* grads, float* m, float* v,
                   const AdamWSegment* segments, size_t count, const AdamWSettings& h);
 
 // The fused bf16 kernels of the stage step: bf16 activations and parameter copies, fp32
 // statistics, gradients and optimizer state; each rounds exactly where the bf16 twin
-// (kernels/bf16_twin_backend.cpp) stores.
+// (kernels/twin_backend.cpp) stores.
 // layernorm_bf16.hpp
 template <class Launch>  // residual = a + b stored bf16, then the layernorm of the stored residual
 void fused_residual_layernorm_forward_bf16(Launch& launch, bf16* residual, bf16* out, float* mean, float* rstd,

@@ -80,13 +80,14 @@ SIMT_DEVICE float adamw_step(const AdamWSettings& h, float weight_decay, float p
 }
 
 // Block b updates segment b of the table (kernels/adamw_segments.hpp), its threads striding
-// over the segment's floats. WriteCopies: also stores each updated parameter's bf16 copy, in the
-// same pass (the bf16 path: the copies its GEMMs read).
-template <bool WriteCopies>
+// over the segment's floats. E = bf16 or fp16: also stores each updated parameter's copy in E, in
+// the same pass (the 16-bit paths: the copies their GEMMs read); E = float: no copies.
+template <class E>
 struct AdamWKernel {
-  static constexpr const char* kName = WriteCopies ? "adamw_update_bf16" : "adamw_update";
+  static constexpr bool kWriteCopies = !std::is_same_v<E, float>;
+  static constexpr const char* kName = simt::named<E>("adamw_update", "adamw_update_bf16", "adamw_update_fp16");
   Global<float> params;                  // (params' size)
-  Global<bf16> param_copies;             // (params' size) when WriteCopies, else null
+  Global<E> param_copies;                // (params' size) where kWriteCopies, else null
   Global<const float> grads;             // (params' size)
   Global<float> m, v;                    // (the segments' moments)
   Global<const AdamWSegment> segments;   // (gridDim.x)
@@ -102,7 +103,7 @@ struct AdamWKernel {
       m[k] = mk;
       v[k] = vk;
       params[i] = p;
-      if constexpr (WriteCopies) param_copies[i] = simt::to_bf16(p);
+      if constexpr (kWriteCopies) param_copies[i] = simt::from_float<E>(p);
     }
   }
 };
@@ -125,15 +126,12 @@ void accumulate_sum(Launch& launch, double* total, const float* x, size_t n) {
                 LaunchShape{Dim3(1), Dim3(kSumThreads), sizeof(BlockReduceSmem<double>)});
 }
 
-template <class Launch>
-void adamw_update(Launch& launch, float* params, bf16* param_copies, const float* grads, float* m, float* v,
+template <class Launch, class E>
+void adamw_update(Launch& launch, float* params, E* param_copies, const float* grads, float* m, float* v,
                   const AdamWSegment* segments, size_t count, const AdamWSettings& h) {
   if (count == 0) return;
   const LaunchShape shape{Dim3(static_cast<unsigned>(count)), Dim3(kAdamWThreads), 0};
-  if (param_copies != nullptr)
-    launch.kernel(AdamWKernel<true>{params, param_copies, grads, m, v, segments, h}, shape);
-  else
-    launch.kernel(AdamWKernel<false>{params, nullptr, grads, m, v, segments, h}, shape);
+  launch.kernel(AdamWKernel<E>{params, param_copies, grads, m, v, segments, h}, shape);
 }
 
 }  // namespace eth::kernels::gpu_ops

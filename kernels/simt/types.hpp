@@ -8,10 +8,12 @@
 #include <type_traits>
 
 #include "kernels/bf16.hpp"
+#include "kernels/fp16.hpp"
 #include "kernels/simt/qualifiers.hpp"
 
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #else
 #include <algorithm>
 #include <cmath>
@@ -53,6 +55,13 @@ SIMT_HOST_DEVICE uint16_t bf16_bits(float x) {
   const __nv_bfloat16 h = __float2bfloat16_rn(x);
   return *reinterpret_cast<const uint16_t*>(&h);
 }
+// fp32 -> fp16 and back, the hardware's conversions (round to nearest even; exact).
+SIMT_HOST_DEVICE uint16_t fp16_bits_(float x) { return static_cast<__half_raw>(__float2half_rn(x)).x; }
+SIMT_HOST_DEVICE float fp16_to_float_(uint16_t h) {
+  __half_raw raw;
+  raw.x = h;
+  return __half2float(__half(raw));
+}
 #else
 inline float expf_(float x) { return std::exp(x); }
 inline float logf_(float x) { return std::log(x); }
@@ -70,6 +79,9 @@ inline uint16_t bf16_bits(float x) {
   bits += 0x7fffu + ((bits >> 16) & 1u);
   return static_cast<uint16_t>(bits >> 16);
 }
+// fp16's conversions in bit arithmetic (kernels/fp16.hpp, which the CPU twin uses too).
+inline uint16_t fp16_bits_(float x) { return fp16_bits(x); }
+inline float fp16_to_float_(uint16_t h) { return fp16_to_float(h); }
 #endif
 
 SIMT_HOST_DEVICE float bf16_to_float(uint16_t h) {
@@ -82,7 +94,9 @@ SIMT_HOST_DEVICE float round_to_bf16(float x) { return bf16_to_float(bf16_bits(x
 // The stored form (kernels/bf16.hpp): a kernel loads bf16, computes in fp32, stores bf16.
 SIMT_HOST_DEVICE bf16 to_bf16(float x) { return bf16{bf16_bits(x)}; }
 SIMT_HOST_DEVICE float to_float(bf16 h) { return bf16_to_float(h.bits); }
-// Kernels written once for either stored element type T (float or bf16): load with to_float,
+SIMT_HOST_DEVICE fp16 to_fp16(float x) { return fp16{fp16_bits_(x)}; }
+SIMT_HOST_DEVICE float to_float(fp16 h) { return fp16_to_float_(h.bits); }
+// Kernels written once for any stored element type T (float, bf16 or fp16): load with to_float,
 // store with from_float<T>; an fp32 master read as the path's copy with as_copy<T> (the embedding's
 // tables, whose rows it reads are known on the device only).
 SIMT_HOST_DEVICE float to_float(float x) { return x; }
@@ -90,6 +104,8 @@ template <class T>
 SIMT_HOST_DEVICE T from_float(float x) {
   if constexpr (std::is_same_v<T, bf16>)
     return to_bf16(x);
+  else if constexpr (std::is_same_v<T, fp16>)
+    return to_fp16(x);
   else
     return x;
 }
@@ -99,8 +115,8 @@ SIMT_HOST_DEVICE float as_copy(float master) {
 }
 // A kernel's name by its element type, for the counts and the profiles.
 template <class T>
-constexpr const char* named(const char* fp32_name, const char* bf16_name) {
-  return std::is_same_v<T, bf16> ? bf16_name : fp32_name;
+constexpr const char* named(const char* fp32_name, const char* bf16_name, const char* fp16_name) {
+  return std::is_same_v<T, bf16> ? bf16_name : std::is_same_v<T, fp16> ? fp16_name : fp32_name;
 }
 // Two bf16 in one 32-bit register, `lo` in the low half: the operand form of mma and ldmatrix.
 SIMT_HOST_DEVICE uint32_t pack_bf16x2(float lo, float hi) {

@@ -1,6 +1,7 @@
 #include "lib/io/checkpoint.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <vector>
 
@@ -143,6 +144,11 @@ CheckpointWriter::CheckpointWriter(const std::string& path, const GptConfig& mod
   write_attribute(file_, "step", H5T_NATIVE_INT, &header.step);
   write_attribute(file_, "global_batch", H5T_NATIVE_INT, &header.global_batch);
   write_attribute(file_, "seed", H5T_NATIVE_UINT64, &header.seed);
+  if (header.loss_scale) {
+    write_attribute(file_, "loss_scale", H5T_NATIVE_DOUBLE, &header.loss_scale->scale);
+    write_attribute(file_, "loss_scale_clean_steps", H5T_NATIVE_INT, &header.loss_scale->clean_steps);
+    write_attribute(file_, "skipped_steps", H5T_NATIVE_INT64, &header.loss_scale->skipped);
+  }
   for (const auto& [name, value] : model_dimensions(model)) write_attribute(file_, name, H5T_NATIVE_INT, &value);
   const ParamLayout whole(model, {0, model.num_layers});
   for (CheckpointGroup g : kGroups) {
@@ -217,6 +223,15 @@ CheckpointReader::CheckpointReader(const std::string& path, const GptConfig& mod
     header_.seed = read_attribute<uint64_t>(file_, path, "seed", H5T_NATIVE_UINT64);
     if (version >= 2) read_checksums(model);
     if (H5Aexists(file_, "plan") > 0) header_.plan_yaml = read_string_attribute(file_, path, "plan");
+    if (H5Aexists(file_, "loss_scale") > 0) {  // a run with dynamic loss scaling (fp16) wrote it
+      LossScaleState& s = header_.loss_scale.emplace();
+      s.scale = read_attribute<double>(file_, path, "loss_scale", H5T_NATIVE_DOUBLE);
+      s.clean_steps = read_attribute<int>(file_, path, "loss_scale_clean_steps", H5T_NATIVE_INT);
+      s.skipped = read_attribute<int64_t>(file_, path, "skipped_steps", H5T_NATIVE_INT64);
+      if (!(s.scale > 0 && std::isfinite(s.scale)) || s.clean_steps < 0 || s.skipped < 0)
+        fail_input(path, "loss_scale", "a positive finite scale and non-negative counts",
+                   strprintf("%g, %d, %lld", s.scale, s.clean_steps, static_cast<long long>(s.skipped)));
+    }
   } catch (...) {
     H5Fclose(file_);
     throw;

@@ -14,9 +14,11 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "lib/model/loss_scale.hpp"
 #include "lib/model/model_config.hpp"
 #include "lib/model/param_layout.hpp"
 
@@ -30,6 +32,7 @@ struct CheckpointHeader {
   int global_batch = 0;   // samples per step: the data stream resumes at sample step * global_batch
   uint64_t seed = 0;      // of parameters and data order
   std::string plan_yaml;  // the plan with the batch split in use (lib/plan/plan.hpp's YAML); may be empty
+  std::optional<LossScaleState> loss_scale;  // dynamic loss scaling's state, where the run had it (fp16)
 };
 
 class CheckpointWriter {

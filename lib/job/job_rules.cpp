@@ -1,6 +1,7 @@
 #include "lib/job/job_rules.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "lib/base/input_error.hpp"
 #include "lib/base/strprintf.hpp"
@@ -51,6 +52,11 @@ void check_options(const TrainOptions& o, int world_size) {
     fail_input("--collective-timeout", "value", "seconds >= 0 (0: no watchdog)", strprintf("%g", o.collective_timeout_s));
   if (o.steps <= 0) fail_input("--steps", "value", "a positive step count", std::to_string(o.steps));
   if (o.lr.warmup_steps < 0) fail_input("--warmup", "value", "a non-negative step count", std::to_string(o.lr.warmup_steps));
+  if (!(o.loss_scale.initial >= o.loss_scale.floor && std::isfinite(o.loss_scale.initial)))
+    fail_input("--loss-scale", "value", strprintf("a finite scale >= %g", o.loss_scale.floor),
+               strprintf("%g", o.loss_scale.initial));
+  if (o.loss_scale.window <= 0)
+    fail_input("--loss-scale-window", "value", "a positive step count", std::to_string(o.loss_scale.window));
   if (o.train_shards.empty()) fail_input("--train-data", "value", "at least one token shard", "none");
   if (o.plan_path.empty() != o.topology_path.empty())
     fail_input(o.plan_path.empty() ? "--plan" : "--topology", "value", "given together with " +
@@ -106,7 +112,8 @@ void check_job(const Job& job) {
   if (job.sharded_optimizer() && o.grad_sync != GradSyncMode::block)
     fail_input(o.adamw.shard ? "--shard-optimizer" : job.plan.source, o.adamw.shard ? "value" : "sharded_blocks",
                "--grad-sync block (the baselines sum whole slices)", std::string("--grad-sync ") + grad_sync_name(o.grad_sync));
-  if (o.fault && o.fault->kind == FaultKind::nan) check_fault_block(*o.fault, job);
+  if (o.fault && (o.fault->kind == FaultKind::nan || o.fault->kind == FaultKind::overflow))
+    check_fault_block(*o.fault, job);
   if (o.fault && o.fault->kind == FaultKind::lose_micro_batch) check_fault_micro_batches(*o.fault, job);
   if (o.resume_path.empty()) return;
   if (job.resume.step >= o.steps)

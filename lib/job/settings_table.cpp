@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/bf16_twin_backend.hpp"
+#include "kernels/twin_backend.hpp"
 #include "lib/base/strprintf.hpp"
 #include "lib/job/model_flops.hpp"
 #include "lib/model/param_layout.hpp"
@@ -99,6 +99,12 @@ void print_settings(const Job& job, const RankRuntime& runtime, const kernels::B
       {"lr schedule", strprintf("%g, %d warm-up steps, cosine to %g at step %d", o.lr.peak, o.lr.warmup_steps, o.lr.floor, o.steps)},
       {"AdamW", strprintf("betas %g, %g, eps %g, weight decay %g, grad clip %g", o.adamw.beta1, o.adamw.beta2, o.adamw.eps,
                           o.adamw.weight_decay, o.adamw.max_grad_norm)},
+      {"loss scale", o.loss_scale.dynamic
+                         ? strprintf("dynamic (fp16 ranks): %g, x2 after %d clean steps, /2 and the step skipped on "
+                                     "every rank at an overflow, floor %g",
+                                     job.resume.loss_scale ? job.resume.loss_scale->scale : o.loss_scale.initial,
+                                     o.loss_scale.window, o.loss_scale.floor)
+                         : "none (no fp16 rank)"},
       {"seed", std::to_string(job.resume.seed)},
       {"gradient sync", strprintf("%s, %d collective(s) per step on rank 0; %s", grad_sync_name(o.grad_sync),
                                   runtime.collectives_per_step(), runtime.reduction_path().c_str())},

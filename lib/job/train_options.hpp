@@ -9,6 +9,7 @@
 
 #include "kernels/device_settings.hpp"
 #include "kernels/precision.hpp"
+#include "lib/model/loss_scale.hpp"
 #include "lib/model/lr_schedule.hpp"
 #include "lib/model/optimizer.hpp"
 #include "lib/runtime/fault_injection.hpp"
@@ -42,6 +43,9 @@ struct TrainOptions {
   AdamWConfig adamw;
   uint64_t seed = 1337;                  // parameters and data order
   kernels::Precision precision = kernels::Precision::automatic;  // resolved by load_job (Job::precision)
+  // Dynamic loss scaling (lib/model/loss_scale.hpp): `dynamic` is set by load_job, on where a rank's
+  // path stores fp16; the initial scale and the window come from the command line.
+  LossScaleConfig loss_scale;
   // Parallelism.
   GradSyncMode grad_sync = GradSyncMode::block;
   RebalanceOptions rebalance;            // online re-balancing of the batch split (lib/runtime/rebalance.hpp)

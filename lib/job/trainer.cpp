@@ -113,6 +113,7 @@ struct Training {
   LrSchedule schedule;
   Rebalancer rebalancer;
   StepRates rates;
+  LossScale loss_scale;  // the same on every rank (lib/model/loss_scale.hpp)
 
   double run() {
     double loss = 0.0;
@@ -135,19 +136,35 @@ struct Training {
   }
 
   // One optimizer step. A non-finite loss or norm, which every rank sees alike (it is a world
-  // sum), ends the job on every rank before the update.
+  // sum), ends the job on every rank before the update; with dynamic loss scaling (fp16) it is
+  // an overflow instead: the step is skipped on every rank and the scale halved, and only a
+  // scale fallen below its floor ends the job.
   StepResult take_step(int step, float lr) {
     set_progress(step + 1, "start of the step");
     fault_truncate_shard(step, o.train_shards.front());
     RankRuntime& runtime = *running->runtime;
     runtime.slow_down(slowdown_factor(o.slowdowns, rank, step));
-    const StepResult r = runtime.step(step, train_data, lr, trace);
-    if (!r.applied) {
-      const std::string blocks = gather_text(r.nonfinite.empty() ? "" : ", " + r.nonfinite);
-      throw AgreedError(strprintf("step %d: loss %g, gradient norm %g: not finite%s; the step was not applied",
-                                  step + 1, r.loss, r.grad_norm,
-                                  blocks.empty() ? "" : (" in the gradient of " + blocks.substr(2)).c_str()));
+    const double scale = loss_scale.value();
+    const StepResult r = runtime.step(step, train_data, lr, static_cast<float>(scale), trace);
+    if (r.applied) {
+      loss_scale.after_step(false);
+      return r;
     }
+    const std::string blocks = gather_text(r.nonfinite.empty() ? "" : ", " + r.nonfinite);
+    const std::string where = blocks.empty() ? "" : " in the gradient of " + blocks.substr(2);
+    if (!loss_scale.dynamic())
+      throw AgreedError(strprintf("step %d: loss %g, gradient norm %g: not finite%s; the step was not applied",
+                                  step + 1, r.loss, r.grad_norm, where.c_str()));
+    // The block sums spread an overflow to every holder of the block: the blocks say where.
+    const std::string who = where.empty() ? " in the loss" : where;
+    if (!loss_scale.after_step(true))
+      throw AgreedError(strprintf("step %d: the gradients overflowed at loss scale %g%s, and halving it would fall "
+                                  "below its floor %g: every step overflows; the step was not applied, the last "
+                                  "checkpoint is as it was",
+                                  step + 1, scale, who.c_str(), loss_scale.config().floor));
+    if (rank == 0)
+      log << strprintf("step %5d/%d | overflow at loss scale %g%s: skipped on every rank, loss scale now %g\n",
+                       step + 1, o.steps, scale, who.c_str(), loss_scale.value());
     return r;
   }
 
@@ -165,6 +182,8 @@ struct Training {
     const StepRates::Rates rate = rates.after(step + 1, o.steps, ms);
     std::string line = strprintf("step %5d/%d | loss %.4f | lr %.2e | grad norm %.3f | %.1f ms | %.0f tok/s", step + 1,
                                  o.steps, r.loss, lr, r.grad_norm, ms, rate.tokens_per_s);
+    if (loss_scale.dynamic())
+      line += strprintf(" | loss scale %g%s", loss_scale.value(), r.applied ? "" : " (step skipped)");
     if (rate.mfu >= 0) line += strprintf(" | mfu %.1f%%", 100 * rate.mfu);
     line += strprintf(" | eta %s", duration_text(rate.eta_s).c_str());
     if (world > 1)
@@ -188,6 +207,11 @@ struct Training {
                              {"tokens_per_s", rate.tokens_per_s}, {"eta_s", rate.eta_s},
                              {"pipelines", report.pipelines}, {"ranks", ranks}};
     if (rate.mfu >= 0) record["mfu"] = rate.mfu;
+    if (loss_scale.dynamic()) {  // the scale for the next step, after this one's outcome
+      record["loss_scale"] = loss_scale.value();
+      record["skipped"] = !r.applied;
+      record["skipped_steps"] = loss_scale.state().skipped;
+    }
     metrics->write(record);
     std::vector<double> compute_ms;
     for (const StepTimes& t : report.ranks) compute_ms.push_back(t.device_compute_ms);
@@ -228,8 +252,9 @@ struct Training {
 
   void checkpoint(int step) {
     set_phase("checkpoint");
-    save_checkpoint(*running->runtime, o.output_dir, o.keep_checkpoints,
-                    {step + 1, job.plan.global_batch, seed, plan_yaml(running->plan)}, rank, log);
+    CheckpointHeader header{step + 1, job.plan.global_batch, seed, plan_yaml(running->plan), std::nullopt};
+    if (loss_scale.dynamic()) header.loss_scale = loss_scale.state();
+    save_checkpoint(*running->runtime, o.output_dir, o.keep_checkpoints, header, rank, log);
   }
 
   void evaluate(int step) {
@@ -299,10 +324,14 @@ double train(Job& job, kernels::Backend& backend, std::ostream& log) {
   schedule.total_steps = o.steps;
   const double tokens_per_step = static_cast<double>(job.plan.global_batch) * o.seq_len;
   TrainSamples samples(o, job.model, rank);
+  // A resumed run of a job with loss scaling goes on with the checkpoint's scale, if it had one.
+  LossScale loss_scale(o.loss_scale);
+  if (loss_scale.dynamic() && job.resume.loss_scale) loss_scale.restore(*job.resume.loss_scale);
   Training training{job, o, backend, log, rank, job.world_size, seed, train_data, val_data, std::move(running), metrics, trace,
                     samples, schedule, Rebalancer(o.rebalance, job.world_size),
                     StepRates(tokens_per_step, tokens_per_step * training_flops_per_token(job.model, o.seq_len),
-                              peak_flops(job.topology, job.precision))};
+                              peak_flops(job.topology, job.precision)),
+                    loss_scale};
   return training.run();
 }
 

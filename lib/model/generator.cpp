@@ -31,9 +31,9 @@ size_t embedding_floats(const GptConfig& config, const ParamLayout& layout) {
 size_t Generator::device_bytes(const GptConfig& config, kernels::ElementType storage, int capacity) {
   const Sizes s = sizes(config, resolved_capacity(config, capacity));
   const size_t e = kernels::element_bytes(storage);
-  const bool bf16 = storage == kernels::ElementType::bf16;
-  const size_t masters = bf16 ? embedding_floats(config, ParamLayout(config, {0, config.num_layers})) : s.params;
-  const size_t copies = bf16 ? sizeof(kernels::bf16) * s.params : 0;
+  const bool sixteen = storage != kernels::ElementType::f32;
+  const size_t masters = sixteen ? embedding_floats(config, ParamLayout(config, {0, config.num_layers})) : s.params;
+  const size_t copies = sixteen ? sizeof(uint16_t) * s.params : 0;
   // masters and copies; tokens; two caches, five (T, C), qkv, two (T, 4C), logits; mean and rstd
   return sizeof(float) * masters + copies + sizeof(int32_t) * s.rows +
          e * (2 * s.cache + 5 * s.rows_c + s.rows_3c + 2 * s.rows_4c + s.vp) + sizeof(float) * 2 * s.rows;
@@ -50,9 +50,9 @@ Generator::Generator(const GptConfig& config, kernels::Backend& backend, const f
   const size_t e = kernels::element_bytes(storage_);
   params_ = kernels::DeviceBuffer<float>(backend, master_floats());
   backend.copy_to_device(params_.data(), host_params, master_floats() * sizeof(float));
-  if (storage_ == kernels::ElementType::bf16) {  // rounded on the host, as the device would
-    param_copies_ = kernels::DeviceBuffer<kernels::bf16>(backend, s.params);
-    kernels::copy_to_device_f32(backend, param_copies_.data(), host_params, s.params);
+  if (storage_ != kernels::ElementType::f32) {  // rounded on the host, as the device would
+    param_copies_ = kernels::DeviceBuffer<uint16_t>(backend, s.params);
+    kernels::copy_to_device_f32(backend, {param_copies_.data(), storage_}, host_params, s.params);
   }
   tokens_ = kernels::DeviceBuffer<int32_t>(backend, s.rows);
   auto make = [&](kernels::DeviceBuffer<std::byte>& b, size_t elements) {
@@ -71,11 +71,11 @@ Generator::Generator(const GptConfig& config, kernels::Backend& backend, const f
 }
 
 size_t Generator::master_floats() const {
-  return storage_ == kernels::ElementType::bf16 ? embedding_floats(config_, layout_) : layout_.size();
+  return storage_ != kernels::ElementType::f32 ? embedding_floats(config_, layout_) : layout_.size();
 }
 
 kernels::ConstTensor Generator::weights() const {
-  if (storage_ == kernels::ElementType::bf16) return param_copies_.data();
+  if (storage_ != kernels::ElementType::f32) return {param_copies_.data(), storage_};
   return params_.data();
 }
 

@@ -59,7 +59,7 @@ class Generator {
 
   // fp32 masters: (layout_.size()) on fp32; on bf16 the layout's first embedding_floats(), wte and wpe.
   kernels::DeviceBuffer<float> params_;
-  kernels::DeviceBuffer<kernels::bf16> param_copies_;  // (layout_.size()) bf16 path only
+  kernels::DeviceBuffer<uint16_t> param_copies_;  // (layout_.size()) of the storage type, 16-bit paths only
   kernels::DeviceBuffer<int32_t> tokens_;             // (capacity)
   // Of the storage type. The caches, then the activations of the new rows (n <= capacity),
   // reused by every layer: no backward.

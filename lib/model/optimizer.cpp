@@ -37,7 +37,7 @@ AdamW::AdamW(const ParamLayout& layout, std::vector<FloatRange> spans, const Ada
   backend.copy_to_device(segments_.data(), table.data(), table.size() * sizeof(kernels::AdamWSegment));
 }
 
-void AdamW::step(float* params, kernels::bf16* param_copies, const float* grads, float lr, float grad_scale) {
+void AdamW::step(float* params, kernels::Tensor param_copies, const float* grads, float lr, float grad_scale) {
   step_++;
   const kernels::AdamWParams hp{lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, grad_scale, step_};
   backend_.adamw_update(params, param_copies, grads, m_.data(), v_.data(), segments_.data(), segments_.size(), hp);

@@ -42,7 +42,7 @@ class AdamW {
   // One update, in one launch. grad_scale multiplies every gradient before use: 1/global_batch
   // (gradients are per-sample sums) times the clipping factor. param_copies (the bf16 path's
   // copies of params, Stage::param_copies; null on fp32) get the updated parameters rounded.
-  void step(float* params, kernels::bf16* param_copies, const float* grads, float lr, float grad_scale);
+  void step(float* params, kernels::Tensor param_copies, const float* grads, float lr, float grad_scale);
   int steps_taken() const { return step_; }
   const AdamWConfig& config() const { return config_; }
 

@@ -94,10 +94,11 @@ Stage::Stage(const GptConfig& config, LayerRange layers, int B, int T, int slots
 
   params_ = kernels::DeviceBuffer<float>(backend, layout_.size());
   grads_ = kernels::DeviceBuffer<float>(backend, layout_.size());
-  if (storage_ == kernels::ElementType::bf16) {
-    param_copies_ = kernels::DeviceBuffer<kernels::bf16>(backend, layout_.size());
-    const std::vector<kernels::bf16> nan(layout_.size(), kernels::bf16{0x7FC0});
-    backend.copy_to_device(param_copies_.data(), nan.data(), nan.size() * sizeof(kernels::bf16));
+  if (storage_ != kernels::ElementType::f32) {
+    param_copies_ = kernels::DeviceBuffer<uint16_t>(backend, layout_.size());
+    const uint16_t nan = storage_ == kernels::ElementType::bf16 ? 0x7FC0 : 0x7E00;  // a quiet NaN of each
+    backend.copy_to_device(param_copies_.data(), std::vector<uint16_t>(layout_.size(), nan).data(),
+                           layout_.size() * sizeof(uint16_t));
   }
   activations_ = kernels::DeviceBuffer<std::byte>(backend, acts_.slot_size * static_cast<size_t>(slots));
   if (acts_.shared_size > 0) shared_ = kernels::DeviceBuffer<std::byte>(backend, acts_.shared_size);
@@ -129,12 +130,17 @@ void Stage::zero_grads() { backend_.fill_zero(grads_.data(), grads_.size()); }
 void Stage::params_written() { params_written({0, layout_.size()}); }
 
 void Stage::params_written(FloatRange range) {
-  if (storage_ != kernels::ElementType::bf16 || range.size == 0) return;
-  backend_.convert({param_copies_.data() + range.offset, storage_}, params_.data() + range.offset, range.size);
+  if (storage_ == kernels::ElementType::f32 || range.size == 0) return;
+  backend_.convert(param_copies() + range.offset, params_.data() + range.offset, range.size);
+}
+
+kernels::Tensor Stage::param_copies() {
+  if (storage_ == kernels::ElementType::f32) return nullptr;
+  return {param_copies_.data(), storage_};
 }
 
 kernels::ConstTensor Stage::weights() const {
-  if (storage_ == kernels::ElementType::bf16) return {param_copies_.data(), storage_};
+  if (storage_ != kernels::ElementType::f32) return {param_copies_.data(), storage_};
   return params_.data();
 }
 
@@ -247,7 +253,7 @@ void Stage::layers_forward(int slot) {
   }
 }
 
-void Stage::loss(int slot, const int32_t* host_targets, bool with_grad, int counted_rows) {
+void Stage::loss(int slot, const int32_t* host_targets, float grad_scale, int counted_rows) {
   assert(layout_.has_head());
   const int B = rows_[slot], T = T_, C = config_.channels;
   const int N = B * T;
@@ -258,8 +264,7 @@ void Stage::loss(int slot, const int32_t* host_targets, bool with_grad, int coun
   backend_.matmul_forward(scratch(logits_), at(slot, acts_.lnf), weights() + layout_.head_wte(), nullptr,
                           N, C, config_.padded_vocab_size);
   backend_.crossentropy_forward_backward(sample_losses_.data(), scratch(logits_), targets_.data(), B, T,
-                                         config_.vocab_size, config_.padded_vocab_size,
-                                         with_grad ? 1.0f : 0.0f);
+                                         config_.vocab_size, config_.padded_vocab_size, grad_scale);
   const int counted = counted_rows < 0 ? B : std::min(counted_rows, B);
   if (counted > 0) backend_.accumulate_sum(loss_sum_.data(), sample_losses_.data(), static_cast<size_t>(counted));
 }

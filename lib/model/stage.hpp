@@ -63,11 +63,11 @@ class Stage {
 
   float* params() { return params_.data(); }    // (layout().size()) the fp32 masters
   float* grads() { return grads_.data(); }      // (layout().size())
-  // The bf16 path's copies of the parameters, which its kernels read ((layout().size()); null on
-  // fp32). The optimizer step writes them with the masters (AdamW::step); whoever else writes
-  // params() remakes them with params_written(). Until then they are NaN, so that a missing
-  // call shows in the first loss.
-  kernels::bf16* param_copies() { return param_copies_.data(); }
+  // The 16-bit paths' copies of the parameters, which their kernels read ((layout().size()) of the
+  // storage type; null on fp32). The optimizer step writes them with the masters (AdamW::step);
+  // whoever else writes params() remakes them with params_written(). Until then they are NaN, so
+  // that a missing call shows in the first loss.
+  kernels::Tensor param_copies();
   void params_written();                  // all of params()
   void params_written(FloatRange range);  // the floats in range
   void zero_grads();
@@ -80,9 +80,11 @@ class Stage {
   kernels::Tensor output(int slot);  // (B, T, C): the last layer's residual stream
 
   // Last stage only. Adds the sum over the slot's samples of each sample's mean token loss to the
-  // device's loss sum; with_grad leaves dlogits for backward(slot). counted_rows >= 0 adds only
-  // the first counted_rows samples (validation pads a pipeline's last micro-batch after them).
-  void loss(int slot, const int32_t* host_targets /* (B, T) */, bool with_grad, int counted_rows = -1);
+  // device's loss sum; grad_scale != 0 leaves for backward(slot) dlogits, grad_scale times the
+  // gradient of that sum (the loss scale, lib/model/loss_scale.hpp; 1 without one), and 0 none
+  // (evaluation). counted_rows >= 0 adds only the first counted_rows samples (validation pads a
+  // pipeline's last micro-batch after them).
+  void loss(int slot, const int32_t* host_targets /* (B, T) */, float grad_scale, int counted_rows = -1);
   // The loss sum since the last call (waits for the stream), and resets it to zero.
   double take_loss_sum();
   kernels::ConstTensor logits() const { return {logits_.data(), storage_}; }  // (B, T, Vp), after loss(.., false)
@@ -165,11 +167,11 @@ class Stage {
   ActLayout acts_;
   int shared_holds_ = -1;  // full: the slot whose forward the shared set holds; -1 none
 
-  // What the kernels read as parameters: the bf16 copies on the bf16 path, else the masters.
+  // What the kernels read as parameters: the 16-bit copies on the 16-bit paths, else the masters.
   kernels::ConstTensor weights() const;
 
   kernels::DeviceBuffer<float> params_, grads_;
-  kernels::DeviceBuffer<kernels::bf16> param_copies_;  // (layout().size()) bf16 path only
+  kernels::DeviceBuffer<uint16_t> param_copies_;  // (layout().size()) of the storage type, 16-bit paths only
   kernels::DeviceBuffer<std::byte> activations_;  // (slots, slot_size)
   kernels::DeviceBuffer<std::byte> shared_;       // (shared_size): recomputed activations
   kernels::DeviceBuffer<int32_t> tokens_;       // (slots, B, T) first stage, for encoder backward

@@ -1,7 +1,7 @@
 #include "lib/plan/memory_model.hpp"
 
 #include "kernels/adamw_segments.hpp"
-#include "kernels/bf16_twin_backend.hpp"
+#include "kernels/twin_backend.hpp"
 #include "kernels/gpu_ops/scratch.hpp"
 #include "kernels/workspace.hpp"
 
@@ -53,7 +53,7 @@ double backend_workspace_bytes(const GptConfig& model, LayerRange layers, int b,
   const kernels::StageShape shape{b, T, model.channels, model.num_heads, model.padded_vocab_size,
                                   layers.begin == 0, layers.end == model.num_layers, gathered_rows};
   const size_t copies =
-      options.storage != kernels::ElementType::bf16 ? 0 : kernels::bf16_workspace_bytes(shape, options.arithmetic);
+      options.storage == kernels::ElementType::f32 ? 0 : kernels::twin_workspace_bytes(shape, options.arithmetic);
   return double(copies + kernels::gpu_ops::launch_workspace_bytes(shape, options.device));
 }
 
@@ -63,8 +63,8 @@ MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T
                          const Stage::ActivationFootprint& acts, const JobMemoryOptions& options) {
   const double floats = double(stage_param_floats(model, layers));
   const double params = 4.0 * floats;
-  // On the bf16 path the kernels read bf16 copies of the parameters, kept beside the masters.
-  const double copies = options.storage == kernels::ElementType::bf16 ? 2.0 * floats : 0.0;
+  // On the 16-bit paths the kernels read 16-bit copies of the parameters, kept beside the masters.
+  const double copies = options.storage != kernels::ElementType::f32 ? 2.0 * floats : 0.0;
   const double table = double(sizeof(kernels::AdamWSegment) * stage_adamw_segments(model, layers));
   const double BT = double(b) * T;
   const bool first = layers.begin == 0, last = layers.end == model.num_layers;

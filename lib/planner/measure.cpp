@@ -64,7 +64,7 @@ ComputeMs time_stage(kernels::Backend& backend, LockstepTimer& timer, const GptC
   const bool first = layer == 0, last = layer == model.num_layers - 1;
   auto forward = [&] {
     stage.forward(0, first ? tokens.data() : nullptr, first ? nullptr : input.data());
-    if (last) stage.loss(0, tokens.data(), true);
+    if (last) stage.loss(0, tokens.data(), 1.0f);
   };
   // Backward needs a forward before it (the last stage's dlogits are consumed): it is timed as
   // forward + backward less forward.
@@ -107,10 +107,10 @@ Profile measure_profile(kernels::Backend& backend, const kernels::PrecisionPath&
   const size_t n = size_t{1} << 23;
   kernels::DeviceBuffer<float> params(backend, n), grads(backend, n), m1(backend, n), m2(backend, n);
   for (auto* b : {&params, &grads, &m1, &m2}) backend.fill_zero(b->data(), n);
-  // The bf16 path's AdamW also writes the parameters' bf16 copies.
-  const bool copies = backend.storage() == kernels::ElementType::bf16;
-  kernels::DeviceBuffer<kernels::bf16> param_copies;
-  if (copies) param_copies = kernels::DeviceBuffer<kernels::bf16>(backend, n);
+  // The 16-bit paths' AdamW also writes the parameters' copies.
+  const bool copies = backend.storage() != kernels::ElementType::f32;
+  kernels::DeviceBuffer<uint16_t> param_copies;
+  if (copies) param_copies = kernels::DeviceBuffer<uint16_t>(backend, n);
   std::vector<kernels::AdamWSegment> table;
   kernels::append_adamw_segments(table, 0, 0, n, true);
   kernels::DeviceBuffer<kernels::AdamWSegment> segments(backend, table.size());
@@ -119,7 +119,8 @@ Profile measure_profile(kernels::Backend& backend, const kernels::PrecisionPath&
   const double ms = timer.sustained_ms(options.repetitions, [&] {
     backend.fill_zero(grads.data(), n);
     backend.sum_of_squares(grads.data(), n);
-    backend.adamw_update(params.data(), param_copies.data(), grads.data(), m1.data(), m2.data(), segments.data(),
+    backend.adamw_update(params.data(), kernels::Tensor(copies ? param_copies.data() : nullptr, backend.storage()),
+                         grads.data(), m1.data(), m2.data(), segments.data(),
                          segments.size(), hp);
   });
   p.optimizer_ms_per_mparam = ms * 1e6 / double(n);

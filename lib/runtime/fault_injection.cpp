@@ -3,10 +3,12 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <sstream>
 
 #include "lib/base/input_error.hpp"
@@ -24,6 +26,7 @@ const char* kind_name(FaultKind k) {
     case FaultKind::kill: return "kill";
     case FaultKind::hang: return "hang";
     case FaultKind::nan: return "nan";
+    case FaultKind::overflow: return "overflow";
     case FaultKind::truncate_shard: return "truncate-shard";
     case FaultKind::reverse_sums: return "reverse-sums";
     case FaultKind::lose_micro_batch: return "lose-micro-batch";
@@ -67,6 +70,7 @@ FaultSpec parse_fault(const std::string& text) {
   else if (kind == "kill") f.kind = FaultKind::kill;
   else if (kind == "hang") f.kind = FaultKind::hang;
   else if (kind == "nan") f.kind = FaultKind::nan;
+  else if (kind == "overflow") f.kind = FaultKind::overflow;
   else if (kind == "truncate-shard") f.kind = FaultKind::truncate_shard;
   else if (kind == "reverse-sums") f.kind = FaultKind::reverse_sums;
   else if (kind == "lose-micro-batch") f.kind = FaultKind::lose_micro_batch;
@@ -97,7 +101,7 @@ FaultSpec parse_fault(const std::string& text) {
   }
   const bool phased = f.kind == FaultKind::abort || f.kind == FaultKind::kill || f.kind == FaultKind::hang;
   if (!have_rank || !have_step || f.step < 1 || phased != (f.phase != FaultPhase::none) ||
-      (f.kind == FaultKind::nan) != (f.block >= 0))
+      (f.kind == FaultKind::nan || f.kind == FaultKind::overflow) != (f.block >= 0))
     bad();
   return f;
 }
@@ -149,7 +153,11 @@ bool fault_lose_micro_batch(int step) {
   return true;
 }
 
-int fault_nan_block(int step) { return armed_for(FaultKind::nan, step) ? armed->block : -1; }
+GradientPoison fault_gradient_poison(int step) {
+  if (armed_for(FaultKind::nan, step)) return {armed->block, std::nanf("")};
+  if (armed_for(FaultKind::overflow, step)) return {armed->block, std::numeric_limits<float>::infinity()};
+  return {};
+}
 
 void fault_truncate_shard(int step, const std::string& shard) {
   if (!armed_for(FaultKind::truncate_shard, step)) return;

@@ -10,6 +10,9 @@
 //                   and the others' collective watchdog (mpi_topology/watchdog.hpp) ends the job
 //   nan             a NaN into block B's gradient on rank R, before step S's reduction; the
 //                   non-finite norm stops the run before the update, naming step and block
+//   overflow        an infinity there instead: what an fp16 gradient past 65504 leaves; with
+//                   dynamic loss scaling (fp16) every rank skips the step and halves the scale,
+//                   without it the run stops as for nan
 //   truncate-shard  rank R cuts the first training shard to half its size at the start of step
 //                   S; the data loader's next read past the cut fails, naming the file
 //   reverse-sums    rank R starts step S's gradient sums in the reverse of the global order
@@ -31,7 +34,7 @@
 
 namespace eth {
 
-enum class FaultKind { abort, kill, hang, nan, truncate_shard, reverse_sums, lose_micro_batch };
+enum class FaultKind { abort, kill, hang, nan, overflow, truncate_shard, reverse_sums, lose_micro_batch };
 enum class FaultPhase { none, forward, backward, reduction, checkpoint };
 
 struct FaultSpec {
@@ -39,7 +42,7 @@ struct FaultSpec {
   int rank = 0;
   int step = 1;                        // 1-based
   FaultPhase phase = FaultPhase::none;  // abort, kill, hang
-  int block = -1;                       // nan: the gradient block (ParallelContext::blocks index)
+  int block = -1;                       // nan, overflow: the gradient block (ParallelContext::blocks index)
 };
 
 // An InputError naming --inject-fault and the expected grammar otherwise.
@@ -51,8 +54,13 @@ void arm_fault(const std::optional<FaultSpec>& spec, int rank);
 // Phase `phase` of step `step` (0-based, as the training loop counts) has been reached on this
 // rank: an armed abort throws, kill and hang act, here and only here.
 void fault_point(FaultPhase phase, int step);
-// The gradient block this rank poisons with a NaN in step `step` (0-based), or -1.
-int fault_nan_block(int step);
+// The gradient block this rank poisons in step `step` (0-based), and with what (a NaN, or an
+// infinity for overflow); block -1: none.
+struct GradientPoison {
+  int block = -1;
+  float value = 0;
+};
+GradientPoison fault_gradient_poison(int step);
 // Whether this rank starts step `step`'s (0-based) gradient sums in reverse order.
 bool fault_reverse_sums(int step);
 // Whether this rank loses its first micro-batch's gradients in step `step` (0-based).

@@ -13,7 +13,7 @@ IdleRank::IdleRank(const GptConfig& model, const Plan& plan, const ParallelConte
       owners_(tensor_owners(model, plan, ctx.world_size)), rank_(ctx.world_rank),
       training_path_(std::move(training_path)) {}
 
-StepResult IdleRank::step(int step, SampleStream&, float, StepTrace& trace) {
+StepResult IdleRank::step(int step, SampleStream&, float, float loss_scale, StepTrace& trace) {
   trace.begin_step();
   // An idle rank's phases of a step are one moment: where the others' step sum meets it.
   set_progress(step + 1, "reduction");
@@ -21,11 +21,7 @@ StepResult IdleRank::step(int step, SampleStream&, float, StepTrace& trace) {
   double sums[2] = {0.0, 0.0};  // what the ranks with stages add up: loss, squared norm
   world_sum(sums, 2, kStepSums);
   trace.end_step();
-  StepResult result;
-  result.loss = sums[0] / plan_.global_batch;
-  result.grad_norm = std::sqrt(sums[1]) / plan_.global_batch;
-  result.applied = std::isfinite(result.loss) && std::isfinite(result.grad_norm);
-  return result;
+  return agreed_step_result(sums, plan_.global_batch, loss_scale);
 }
 
 double IdleRank::evaluate(SampleStream&, int samples) {

@@ -16,7 +16,7 @@ class IdleRank final : public RankRuntime {
   // `training_path`: how the training ranks sum their gradients, for the log of an idle rank 0.
   IdleRank(const GptConfig& model, const Plan& plan, const ParallelContext& ctx, std::string training_path);
 
-  StepResult step(int step, SampleStream& train, float lr, StepTrace& trace) override;
+  StepResult step(int step, SampleStream& train, float lr, float loss_scale, StepTrace& trace) override;
   double evaluate(SampleStream& val, int samples) override;
   void gather_parameters(float* full) override;
   void save_checkpoint(const std::string& path, const CheckpointHeader& header) override;

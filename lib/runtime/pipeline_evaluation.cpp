@@ -13,7 +13,7 @@ void PipelineRuntime::forward_only(int i, const int32_t* inputs, const int32_t* 
   if (!ctx_.first_stage()) transfers_.receive_evaluation(i);
   stage_.forward(0, inputs, ctx_.first_stage() ? nullptr : stage_.input_buffer(0));
   if (ctx_.last_stage()) {
-    stage_.loss(0, targets, false, counted_rows);
+    stage_.loss(0, targets, 0.0f, counted_rows);
   } else {
     transfers_.send_evaluation(i);
   }

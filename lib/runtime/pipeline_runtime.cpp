@@ -4,7 +4,7 @@
 #include <cassert>
 #include <cmath>
 
-#include "kernels/bf16_twin_backend.hpp"
+#include "kernels/twin_backend.hpp"
 #include "lib/base/strprintf.hpp"
 #include "lib/runtime/fault_injection.hpp"
 #include "mpi_topology/host_messages.hpp"
@@ -87,14 +87,14 @@ void PipelineRuntime::fetch(SampleStream& data, uint64_t first, int count, std::
                 targets.data() + static_cast<size_t>(b) * T_);
 }
 
-void PipelineRuntime::poison_block(int block) {
-  const GradSync::Range range = sync_->block_range(block);
+void PipelineRuntime::poison_block(const GradientPoison& poison) {
+  const GradSync::Range range = sync_->block_range(poison.block);
   assert(range.size > 0);  // the trainer checked that this rank holds the block
-  const float nan = std::nanf("");
-  backend_.copy_to_device(stage_.grads() + range.offset, &nan, sizeof(float));  // enqueued: before the backward
+  backend_.copy_to_device(stage_.grads() + range.offset, &poison.value, sizeof(float));  // enqueued: before the backward
 }
 
-StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, StepTrace& trace) {
+StepResult PipelineRuntime::step(int step, SampleStream& train, float lr, float loss_scale, StepTrace& trace) {
+  loss_scale_ = loss_scale;
   // Micro-batch i starts at sample base + i * micro_batch (only the last may be smaller).
   const uint64_t base = static_cast<uint64_t>(step) * plan_.global_batch + plan_.first_sample(ctx_.role.pipeline);
   trace.begin_step();
@@ -157,7 +157,7 @@ void PipelineRuntime::forward(int step, const Action& a, SampleStream& train, ui
   }
   compute_start_[i].record();
   stage_.forward(slot, inputs_.data(), first ? nullptr : stage_.input_buffer(slot), my_rows(i));
-  if (last) stage_.loss(slot, targets_.data(), true);
+  if (last) stage_.loss(slot, targets_.data(), loss_scale_);
   end_compute(i);
 }
 
@@ -170,7 +170,8 @@ void PipelineRuntime::backward(int step, const Action& a) {
   const bool final_backward = i == m - 1, early_sums = final_backward && !fault_reverse_sums(step);
   fault_point(FaultPhase::backward, step);
   // An injected NaN lands before the last backward adds to the block and starts its sum.
-  if (const int block = fault_nan_block(step); final_backward && block >= 0) poison_block(block);
+  if (const GradientPoison poison = fault_gradient_poison(step); final_backward && poison.block >= 0)
+    poison_block(poison);
   // An injected lost micro-batch: what the first backward added, zeroed before the second adds.
   if (i == 1 && fault_lose_micro_batch(step)) stage_.zero_grads();
   compute_start_[m + i].record();
@@ -199,15 +200,16 @@ void PipelineRuntime::reduce_grads(int step) {
 StepResult PipelineRuntime::apply_step(float lr) {
   // Every rank learns the global loss (from the last stages) and norm (each block once): the
   // step's one read of device results.
-  StepResult result;
+  std::string nonfinite;
   double sums[2] = {ctx_.last_stage() ? stage_.take_loss_sum() : 0.0,
-                    sync_->owned_sum_of_squares(backend_, result.nonfinite)};
+                    sync_->owned_sum_of_squares(backend_, nonfinite)};
   world_sum(sums, 2, kStepSums);
-  result.loss = sums[0] / plan_.global_batch;
-  result.grad_norm = std::sqrt(sums[1]) / plan_.global_batch;
-  result.applied = std::isfinite(result.loss) && std::isfinite(result.grad_norm);
+  StepResult result = agreed_step_result(sums, plan_.global_batch, loss_scale_);
+  result.nonfinite = nonfinite;
   if (!result.applied) return result;
-  const double scale = clip_factor(result.grad_norm, optimizer_.config().max_grad_norm) / plan_.global_batch;
+  // The gradients are sums over the batch's samples, loss_scale_ times the true ones.
+  const double scale =
+      clip_factor(result.grad_norm, optimizer_.config().max_grad_norm) / plan_.global_batch / loss_scale_;
   optimizer_.step(stage_.params(), stage_.param_copies(), stage_.grads(), lr, static_cast<float>(scale));
   sync_->gather_params();
   // The other owners' shards arrived as fp32 masters: their copies are made here.

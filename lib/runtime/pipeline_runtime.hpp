@@ -29,6 +29,7 @@
 #include "lib/model/optimizer.hpp"
 #include "lib/model/stage.hpp"
 #include "lib/plan/schedule.hpp"
+#include "lib/runtime/fault_injection.hpp"
 #include "lib/runtime/grad_sync.hpp"
 #include "lib/runtime/late_embedding_rows.hpp"
 #include "lib/runtime/parallel_context.hpp"
@@ -43,7 +44,7 @@ class PipelineRuntime final : public RankRuntime {
                   GradSyncMode sync, const AdamWConfig& adamw, kernels::Backend& backend,
                   CommChoice comm, uint64_t seed, const StageState* carried = nullptr);
 
-  StepResult step(int step, SampleStream& train, float lr, StepTrace& trace) override;
+  StepResult step(int step, SampleStream& train, float lr, float loss_scale, StepTrace& trace) override;
 
   double evaluate(SampleStream& val, int samples) override;
   void gather_parameters(float* full) override;
@@ -69,7 +70,7 @@ class PipelineRuntime final : public RankRuntime {
   int my_rows(int i) const { return short_micro_batch(i) ? ctx_.role.last_samples : ctx_.role.samples; }
   // `count` consecutive samples from `first` (this rank's share of a micro-batch).
   void fetch(SampleStream& data, uint64_t first, int count, std::vector<int32_t>& inputs, std::vector<int32_t>& targets);
-  void poison_block(int block);  // --inject-fault nan: a NaN into the block's gradient
+  void poison_block(const GradientPoison& poison);  // --inject-fault nan, overflow: into the block's gradient
   // Ends compute k's timing; under --slowdown, first stalls the stream for (factor - 1) times it.
   void end_compute(int k);
   double device_compute_ms() const;  // the step's forwards and backwards, as the device timed them
@@ -105,6 +106,7 @@ class PipelineRuntime final : public RankRuntime {
   StageTransfers transfers_;
   std::vector<int> owners_;                                // per tensor of whole_: its lowest owner
   double slowdown_ = 1.0;                                  // --slowdown (lib/runtime/slowdown.hpp)
+  float loss_scale_ = 1.0f;                                // the step's (step()): dlogits and unscaling
   // Per forward (micro-batch i) and backward (m + i): timed events around its compute, so that
   // the step's compute is measured on the device (online re-balancing reads it).
   std::vector<kernels::Event> compute_start_, compute_end_;

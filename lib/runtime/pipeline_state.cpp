@@ -133,7 +133,9 @@ CheckpointHeader PipelineRuntime::load_checkpoint(const std::string& path) {
       });
     }
   }
-  optimizer_.set_steps_taken(reader.header().step);
+  // AdamW's bias correction counts the updates made: the steps, less those an overflow skipped.
+  const CheckpointHeader& header = reader.header();
+  optimizer_.set_steps_taken(header.step - static_cast<int>(header.loss_scale ? header.loss_scale->skipped : 0));
   stage_.params_written();
   return reader.header();
 }

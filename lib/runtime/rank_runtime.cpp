@@ -44,6 +44,14 @@ void gather_whole_model(const ParamLayout& whole, const std::vector<int>& owners
   }
 }
 
+StepResult agreed_step_result(const double sums[2], int global_batch, double loss_scale) {
+  StepResult result;
+  result.loss = sums[0] / global_batch;
+  result.grad_norm = std::sqrt(sums[1]) / loss_scale / global_batch;
+  result.applied = std::isfinite(result.loss) && std::isfinite(result.grad_norm);
+  return result;
+}
+
 EvalShare evaluation_share(const Plan& plan, int pipeline, int samples) {
   int64_t before = 0;  // samples of the global batch that the pipelines before this one take
   for (int p = 0; p < pipeline; p++) before += plan.pipelines[p].samples();

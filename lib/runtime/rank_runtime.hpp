@@ -23,10 +23,14 @@ namespace eth {
 
 struct StepResult {
   double loss = 0;       // mean per-sample loss of the global batch (every rank)
-  double grad_norm = 0;  // global norm of the mean gradient, before clipping (every rank)
+  double grad_norm = 0;  // global norm of the mean gradient (unscaled), before clipping (every rank)
   bool applied = false;  // false when loss or norm was not finite: parameters unchanged
   std::string nonfinite;  // this rank's: the blocks it counts in the norm whose gradient is not finite
 };
+
+// A step's outcome from its world sums (loss, squared gradient norm) of a batch of global_batch
+// samples computed at `loss_scale` (lib/model/loss_scale.hpp): the same on every rank.
+StepResult agreed_step_result(const double sums[2], int global_batch, double loss_scale);
 
 // The world sums every rank makes, named for the watchdog in the same words on every rank.
 inline constexpr const char* kStepSums = "the step's sum of loss and gradient norm";
@@ -46,8 +50,9 @@ class RankRuntime {
  public:
   virtual ~RankRuntime() = default;
 
-  // One optimizer step. Collective.
-  virtual StepResult step(int step, SampleStream& train, float lr, StepTrace& trace) = 0;
+  // One optimizer step at learning rate lr, the loss multiplied by loss_scale for backward (1
+  // without loss scaling). Collective.
+  virtual StepResult step(int step, SampleStream& train, float lr, float loss_scale, StepTrace& trace) = 0;
   // Mean per-sample validation loss over the first `samples` windows of `val` (every rank gets
   // the result; evaluation_share says which pipeline takes which). Collective.
   virtual double evaluate(SampleStream& val, int samples) = 0;

@@ -79,13 +79,13 @@ StepResult run_step(const GptConfig& config, LayerRange layers, kernels::Backend
 
   StepResult r;
   forward(0);
-  stage.loss(0, targets.data(), false);
+  stage.loss(0, targets.data(), 0.0f);
   stage.take_loss_sum();
   r.eval_logits = kernels::copy_to_host_f32(backend, stage.logits(), BT * static_cast<size_t>(config.padded_vocab_size));
   stage.zero_grads();
   for (int mb = 0; mb < kMicroBatches; mb++) {
     forward(mb);
-    stage.loss(0, targets.data() + BT * mb, true);
+    stage.loss(0, targets.data() + BT * mb, 1.0f);
     r.losses.push_back(stage.take_loss_sum());
     stage.backward(0, nullptr);
   }

@@ -62,7 +62,11 @@ def main():
         sys.exit(f"FAIL: reference steps {sorted(a)}, run steps {sorted(b)}")
     loss_diff = max(abs(a[s] - b[s]) / abs(a[s]) for s in b)
     ga, gb = per_step(ref_dir, "grad_norm"), per_step(run_dir, "grad_norm")
-    norm_diff, norm_step = max((abs(ga[s] - gb[s]) / max(abs(ga[s]), 1e-30), s) for s in gb)
+    # A step skipped for an overflow (fp16's loss scaling) has no norm (null): both runs skip it.
+    for s in gb:
+        if (ga[s] is None) != (gb[s] is None):
+            sys.exit(f"FAIL: step {s}: one run skipped it for an overflow, the other did not")
+    norm_diff, norm_step = max((abs(ga[s] - gb[s]) / max(abs(ga[s]), 1e-30), s) for s in gb if gb[s] is not None)
     va, vb = val_losses(ref_dir), val_losses(run_dir)
     if set(vb) != {s for s in va if s >= min(b)}:  # a resumed run evaluates after its first step only
         sys.exit(f"FAIL: reference evaluated after steps {sorted(va)}, run after {sorted(vb)}")

@@ -160,7 +160,7 @@ void dump(const fs::path& dir, const std::string& model_path, int T, const std::
 
   // Logits of an evaluation forward of step 1's first micro-batch: loss(.., false) leaves them.
   stage.forward(0, micro_batch(tokens, 0, 0), nullptr);
-  stage.loss(0, micro_batch(targets, 0, 0), false);
+  stage.loss(0, micro_batch(targets, 0, 0), 0.0f);
   const double eval_loss = stage.take_loss_sum() / B;
   write_raw(dir / "logits.f32", eth::kernels::copy_to_host_f32(*backend, stage.logits(), BT * Vp));
 
@@ -171,7 +171,7 @@ void dump(const fs::path& dir, const std::string& model_path, int T, const std::
     stage.zero_grads();
     for (int mb = 0; mb < kMicroBatches; mb++) {
       stage.forward(0, micro_batch(tokens, step, mb), nullptr);
-      stage.loss(0, micro_batch(targets, step, mb), true);
+      stage.loss(0, micro_batch(targets, step, mb), 1.0f);
       stage.backward(0, nullptr);
     }
     const double loss = stage.take_loss_sum() / kGlobalBatch;

@@ -174,7 +174,7 @@ def attention(qkv, NH):
 
 def gpt2_logits(p, tokens, cfg, precision="fp32"):
     """tokens (B, T) -> logits (B, T, Vp) over every padded column; the LM head is wte. In bf16 the
-    values pass the rounding points of ETH's kernels (kernels/bf16_twin_backend.hpp)."""
+    values pass the rounding points of ETH's kernels (kernels/twin_backend.hpp)."""
     L, NH = cfg["num_layers"], cfg["num_heads"]
     s, r = STORE[precision], READ[precision]
     B, T = tokens.shape

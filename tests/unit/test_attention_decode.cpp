@@ -11,7 +11,7 @@
 
 #include "kernels/backend.hpp"
 #include "kernels/emulated/cuda_emulated_backend.hpp"
-#include "kernels/bf16_twin_backend.hpp"
+#include "kernels/twin_backend.hpp"
 #include "kernels/cpu/gpt_ops.hpp"
 #include "tests/unit/gradcheck.hpp"
 
@@ -118,11 +118,11 @@ TEST(AttentionDecode, EqualsWholeSequenceAttentionInDouble) {
 // bf16 value, within bf16's half-ulp (2^-9 relative) of the fp32 result.
 TEST(AttentionDecode, Bf16TwinRoundsTheOutput) {
   const Vec qkv = random_vector(static_cast<size_t>(kShape.B) * kShape.T * 3 * kShape.C, 73, 2.0);
-  const std::unique_ptr<kernels::Backend> bf16 = kernels::make_bf16_twin_backend(kernels::make_cpu_backend());
+  const std::unique_ptr<kernels::Backend> bf16 = kernels::make_twin_backend(kernels::make_cpu_backend(), kernels::Precision::bf16);
   const Vec out = decode_in_chunks<float>(qkv, kShape, kChunks, [&](auto... a) { bf16->attention_decode(a...); });
   for (double x : out) {
     float rounded = static_cast<float>(x);
-    bf16->round_to_bf16(&rounded, &rounded, 1);
+    bf16->round_to(kernels::ElementType::bf16, &rounded, &rounded, 1);
     ASSERT_EQ(static_cast<float>(x), rounded) << "an output that is not a bf16 value";
   }
   expect_close("out", out, reference_out(qkv, kShape), 1.0 / 256);

@@ -1,7 +1,7 @@
 // bf16 rounding: the primitive (round to nearest even, ties, overflow, NaN, infinities,
-// denormals) and the bf16 twin's storage points (kernels/bf16_twin_backend.hpp):
-// each op, its outputs poisoned with NaN first, writes bf16 values equal to the fp32 op run on
-// bf16 copies of its parameters and then rounded; parameters and parameter gradients stay fp32.
+// denormals); and the twin's storage points (kernels/twin_backend.hpp), in bf16 and in fp16:
+// each op, its outputs poisoned with NaN first, writes 16-bit values equal to the fp32 op run on
+// 16-bit copies of its parameters and then rounded; parameters and parameter gradients stay fp32.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
-#include "kernels/bf16_twin_backend.hpp"
-#include "kernels/cpu/bf16.hpp"
+#include "kernels/twin_backend.hpp"
+#include "kernels/cpu/fp16.hpp"
 #include "kernels/device_buffer.hpp"
 
 namespace eth::test {
@@ -97,8 +97,8 @@ TEST(Bf16Rounding, BackendPrimitive) {
     const Vec x = random_vec(100000, 3);
     kernels::DeviceBuffer<float> a(*backend, x.size()), b(*backend, x.size());
     backend->copy_to_device(a.data(), x.data(), x.size() * sizeof(float));
-    backend->round_to_bf16(b.data(), a.data(), x.size());
-    backend->round_to_bf16(a.data(), a.data(), x.size());
+    backend->round_to(kernels::ElementType::bf16, b.data(), a.data(), x.size());
+    backend->round_to(kernels::ElementType::bf16, a.data(), a.data(), x.size());
     Vec out_of_place(x.size()), in_place(x.size());
     backend->copy_to_host(out_of_place.data(), b.data(), x.size() * sizeof(float));
     backend->copy_to_host(in_place.data(), a.data(), x.size() * sizeof(float));
@@ -107,132 +107,147 @@ TEST(Bf16Rounding, BackendPrimitive) {
   }
 }
 
-// The bf16 twin against the fp32 CPU backend fed bf16 parameters by hand. CPU buffers are
-// host memory, so plain vectors serve as device buffers here.
-class RoundingBackend : public ::testing::Test {
+// The twin (bf16 and fp16) against the fp32 CPU backend fed 16-bit parameters by hand. CPU
+// buffers are host memory, so plain vectors serve as device buffers here.
+class Twin : public ::testing::TestWithParam<kernels::Precision> {
  protected:
-  std::unique_ptr<kernels::Backend> bf16 = kernels::make_bf16_twin_backend(kernels::make_cpu_backend());
+  const kernels::Precision precision = GetParam();
+  std::unique_ptr<kernels::Backend> twin = kernels::make_twin_backend(kernels::make_cpu_backend(), precision);
   std::unique_ptr<kernels::Backend> fp32 = kernels::make_cpu_backend();
   static constexpr int B = 2, T = 5, C = 8, NH = 2, N = B * T, OC = 12, V = 10, Vp = 16;
 
-  // out was poisoned: every element written, a bf16 value, not all zero, equal to `expected`.
-  static void expect_bf16_output(const char* what, const Vec& out, const Vec& expected) {
+  float round(float x) const {
+    return precision == kernels::Precision::bf16 ? round_to_bf16(x) : kernels::cpu::round_to_fp16(x);
+  }
+  bool stored(float x) const { return to_bits(round(x)) == to_bits(x); }
+  Vec rounded(Vec v) const {
+    for (float& x : v) x = round(x);
+    return v;
+  }
+  // out was poisoned: every element written, a value of the storage type, not all zero, equal
+  // to `expected`.
+  void expect_stored_output(const char* what, const Vec& out, const Vec& expected) const {
     bool nonzero = false;
     for (size_t i = 0; i < out.size(); i++) {
-      ASSERT_TRUE(std::isfinite(out[i]) && is_bf16(out[i])) << what << "[" << i << "] = " << out[i];
+      ASSERT_TRUE(std::isfinite(out[i]) && stored(out[i])) << what << "[" << i << "] = " << out[i];
       ASSERT_EQ(out[i], expected[i]) << what << "[" << i << "]";
       nonzero |= out[i] != 0;
     }
     EXPECT_TRUE(nonzero) << what;
   }
-  // A parameter gradient stays fp32: some element is not a bf16 value.
-  static void expect_fp32(const char* what, const Vec& x, const Vec& expected) {
+  // A parameter gradient stays fp32: some element is not a value of the storage type.
+  void expect_fp32(const char* what, const Vec& x, const Vec& expected) const {
     EXPECT_EQ(x, expected) << what;
     bool any = false;
-    for (float v : x) any |= !is_bf16(v);
-    EXPECT_TRUE(any) << what << " looks rounded to bf16";
+    for (float v : x) any |= !stored(v);
+    EXPECT_TRUE(any) << what << " looks rounded to " << kernels::precision_name(precision);
   }
 };
 
-TEST_F(RoundingBackend, Names) {
-  EXPECT_EQ(bf16->precision(), kernels::Precision::bf16);
-  EXPECT_EQ(bf16->name(), "cpu-bf16");
-  EXPECT_NE(bf16->precision_path().find("CPU twin"), std::string::npos);
+TEST_P(Twin, Names) {
+  const std::string p = kernels::precision_name(precision);
+  EXPECT_EQ(twin->precision(), precision);
+  EXPECT_EQ(twin->storage(), kernels::storage_type(precision));
+  EXPECT_EQ(twin->name(), "cpu-" + p);
+  EXPECT_EQ(twin->precision_path(), p + " (CPU twin: " + p + " storage, fp32 compute)");
 }
 
-TEST_F(RoundingBackend, Encoder) {
+TEST_P(Twin, Encoder) {
   const std::vector<int32_t> tokens = {1, 9, 1, 0, 15, 4, 4, 2, 3, 7};  // (B, T), a padded row included
   const Vec wte = random_vec(Vp * C, 1), wpe = random_vec(T * C, 2);
   Vec out = nan_vec(N * C), expected(N * C);
-  bf16->encoder_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+  twin->encoder_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
   fp32->encoder_forward(expected.data(), tokens.data(), rounded(wte).data(), rounded(wpe).data(), B, T, C);
-  expect_bf16_output("encoder out", out, rounded(expected));
+  expect_stored_output("encoder out", out, rounded(expected));
 }
 
-TEST_F(RoundingBackend, MatmulForwardAndBackward) {
+TEST_P(Twin, MatmulForwardAndBackward) {
   const Vec inp = rounded(random_vec(N * C, 1)), w = random_vec(OC * C, 2), bias = random_vec(OC, 3);
   const Vec w_before = w;
   Vec out = nan_vec(N * OC), expected(N * OC);
-  bf16->matmul_forward(out.data(), inp.data(), w.data(), bias.data(), N, C, OC);
+  twin->matmul_forward(out.data(), inp.data(), w.data(), bias.data(), N, C, OC);
   fp32->matmul_forward(expected.data(), inp.data(), rounded(w).data(), rounded(bias).data(), N, C, OC);
-  expect_bf16_output("matmul out", out, rounded(expected));
+  expect_stored_output("matmul out", out, rounded(expected));
   EXPECT_EQ(w, w_before);  // the master weights are not touched
 
   const Vec dout = rounded(random_vec(N * OC, 4));
   Vec dinp = nan_vec(N * C), dw(OC * C, 0.f), db(OC, 0.f), e_dinp(N * C), e_dw(OC * C, 0.f), e_db(OC, 0.f);
-  bf16->matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), N, C, OC);
+  twin->matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), N, C, OC);
   fp32->matmul_backward(e_dinp.data(), e_dw.data(), e_db.data(), dout.data(), inp.data(), rounded(w).data(), N, C, OC);
-  expect_bf16_output("matmul dinp", dinp, rounded(e_dinp));
+  expect_stored_output("matmul dinp", dinp, rounded(e_dinp));
   expect_fp32("matmul dweight", dw, e_dw);
   expect_fp32("matmul dbias", db, e_db);
 }
 
-TEST_F(RoundingBackend, LayerNormForwardAndBackward) {
+TEST_P(Twin, LayerNormForwardAndBackward) {
   const Vec inp = rounded(random_vec(N * C, 1, 3.f)), w = random_vec(C, 2), b = random_vec(C, 3);
   Vec out = nan_vec(N * C), mean(N), rstd(N), expected(N * C), e_mean(N), e_rstd(N);
-  bf16->layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N, C);
+  twin->layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N, C);
   fp32->layernorm_forward(expected.data(), e_mean.data(), e_rstd.data(), inp.data(), rounded(w).data(),
                           rounded(b).data(), N, C);
-  expect_bf16_output("layernorm out", out, rounded(expected));
+  expect_stored_output("layernorm out", out, rounded(expected));
   expect_fp32("layernorm rstd", rstd, e_rstd);  // statistics stay fp32
 
-  // dinp accumulates onto the residual stream's bf16 gradient; the sum is stored bf16.
+  // dinp accumulates onto the residual stream's 16-bit gradient; the sum is stored 16-bit.
   const Vec dout = rounded(random_vec(N * C, 4)), dres = rounded(random_vec(N * C, 5));
   Vec dinp = dres, dw(C, 0.f), db(C, 0.f), e_dinp = dres, e_dw(C, 0.f), e_db(C, 0.f);
-  bf16->layernorm_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), mean.data(),
+  twin->layernorm_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), mean.data(),
                            rstd.data(), N, C);
   fp32->layernorm_backward(e_dinp.data(), e_dw.data(), e_db.data(), dout.data(), inp.data(), rounded(w).data(),
                            mean.data(), rstd.data(), N, C);
-  expect_bf16_output("layernorm dinp", dinp, rounded(e_dinp));
+  expect_stored_output("layernorm dinp", dinp, rounded(e_dinp));
   expect_fp32("layernorm dweight", dw, e_dw);
 }
 
-TEST_F(RoundingBackend, AttentionForwardAndBackward) {
+TEST_P(Twin, AttentionForwardAndBackward) {
   const Vec qkv = rounded(random_vec(N * 3 * C, 1));
-  const size_t saved_floats = bf16->attention_saved_floats(B, NH, T);
+  const size_t saved_floats = twin->attention_saved_floats(B, NH, T);
   Vec out = nan_vec(N * C), saved(saved_floats), expected(N * C), e_saved(saved_floats);
-  bf16->attention_forward(out.data(), saved.data(), qkv.data(), B, T, C, NH);
+  twin->attention_forward(out.data(), saved.data(), qkv.data(), B, T, C, NH);
   fp32->attention_forward(expected.data(), e_saved.data(), qkv.data(), B, T, C, NH);
-  expect_bf16_output("attention out", out, rounded(expected));
+  expect_stored_output("attention out", out, rounded(expected));
   EXPECT_EQ(saved, e_saved);  // softmax statistics stay fp32
 
   const Vec dout = rounded(random_vec(N * C, 2));
   Vec dqkv = nan_vec(N * 3 * C), e_dqkv(N * 3 * C);
-  bf16->attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), saved.data(), B, T, C, NH);
+  twin->attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), saved.data(), B, T, C, NH);
   fp32->attention_backward(e_dqkv.data(), dout.data(), qkv.data(), out.data(), saved.data(), B, T, C, NH);
-  expect_bf16_output("attention dqkv", dqkv, rounded(e_dqkv));
+  expect_stored_output("attention dqkv", dqkv, rounded(e_dqkv));
 }
 
-TEST_F(RoundingBackend, Elementwise) {
+TEST_P(Twin, Elementwise) {
   const size_t n = 64;
   const Vec x = rounded(random_vec(n, 1)), y = rounded(random_vec(n, 2)), d = rounded(random_vec(n, 3));
   Vec out = nan_vec(n), expected(n);
-  bf16->gelu_forward(out.data(), x.data(), n);
+  twin->gelu_forward(out.data(), x.data(), n);
   fp32->gelu_forward(expected.data(), x.data(), n);
-  expect_bf16_output("gelu out", out, rounded(expected));
+  expect_stored_output("gelu out", out, rounded(expected));
   out = nan_vec(n);
-  bf16->gelu_backward(out.data(), x.data(), d.data(), n);
+  twin->gelu_backward(out.data(), x.data(), d.data(), n);
   fp32->gelu_backward(expected.data(), x.data(), d.data(), n);
-  expect_bf16_output("gelu dinp", out, rounded(expected));
+  expect_stored_output("gelu dinp", out, rounded(expected));
   out = nan_vec(n);
-  bf16->residual_forward(out.data(), x.data(), y.data(), n);
+  twin->residual_forward(out.data(), x.data(), y.data(), n);
   fp32->residual_forward(expected.data(), x.data(), y.data(), n);
-  expect_bf16_output("residual out", out, rounded(expected));
+  expect_stored_output("residual out", out, rounded(expected));
 }
 
-TEST_F(RoundingBackend, CrossEntropy) {
+TEST_P(Twin, CrossEntropy) {
   const Vec logits = rounded(random_vec(N * Vp, 1, 2.f));
   std::vector<int32_t> targets(N);
   for (int i = 0; i < N; i++) targets[i] = (3 * i) % V;
   Vec l = logits, e_l = logits, loss(B), e_loss(B);
-  bf16->crossentropy_forward_backward(loss.data(), l.data(), targets.data(), B, T, V, Vp, 1.f / B);
+  twin->crossentropy_forward_backward(loss.data(), l.data(), targets.data(), B, T, V, Vp, 1.f / B);
   fp32->crossentropy_forward_backward(e_loss.data(), e_l.data(), targets.data(), B, T, V, Vp, 1.f / B);
   expect_fp32("losses", loss, e_loss);
-  expect_bf16_output("dlogits", l, rounded(e_l));
+  expect_stored_output("dlogits", l, rounded(e_l));
   l = logits;  // evaluation: the logits are left as they are
-  bf16->crossentropy_forward_backward(loss.data(), l.data(), targets.data(), B, T, V, Vp, 0.f);
+  twin->crossentropy_forward_backward(loss.data(), l.data(), targets.data(), B, T, V, Vp, 0.f);
   EXPECT_EQ(l, logits);
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, Twin, ::testing::Values(kernels::Precision::bf16, kernels::Precision::fp16),
+                         [](const auto& info) { return std::string(kernels::precision_name(info.param)); });
 
 }  // namespace
 }  // namespace eth::test

@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/bf16_twin_backend.hpp"
+#include "kernels/twin_backend.hpp"
 #include "kernels/cpu/bf16.hpp"
 #include "kernels/emulated/cuda_emulated_backend.hpp"
 
@@ -72,7 +72,7 @@ void expect_same_bits(const std::vector<X>& got, const std::vector<X>& want, con
 }
 
 struct Paths {
-  std::unique_ptr<Backend> twin = kernels::make_bf16_twin_backend(kernels::make_cpu_backend());
+  std::unique_ptr<Backend> twin = kernels::make_twin_backend(kernels::make_cpu_backend(), kernels::Precision::bf16);
   std::unique_ptr<Backend> kernels = kernels::make_cuda_emulated_backend(0, kernels::Precision::bf16);
   kernels::emulated::HostLaunch* launch = kernels::cuda_emulated_launch(*kernels);
   // Launches of `kernel` so far: an op that took the fp32-compute path launches none of the bf16

@@ -89,7 +89,7 @@ TEST(ExecutionModel, AsyncStageEqualsSyncStage) {
       std::vector<int32_t> out(targets.begin() + mb * BT, targets.begin() + (mb + 1) * BT);
       stage.forward(mb % slots, in.data(), nullptr);
       std::fill(in.begin(), in.end(), 0);
-      stage.loss(mb % slots, out.data(), true);
+      stage.loss(mb % slots, out.data(), 1.0f);
       std::fill(out.begin(), out.end(), 0);
       stage.backward(mb % slots, nullptr);
     }

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
-#include "kernels/bf16_twin_backend.hpp"
+#include "kernels/twin_backend.hpp"
 #include "kernels/host_copy.hpp"
 #include "kernels/emulated/cuda_emulated_backend.hpp"
 #include "lib/base/strprintf.hpp"
@@ -43,7 +43,7 @@ std::vector<float> stage_logits(const TinyModel& m, kernels::Backend& backend, c
   backend.copy_to_device(stage.params(), m.params.data(), m.params.size() * sizeof(float));
   stage.params_written();
   stage.forward(0, tokens.data(), nullptr);
-  stage.loss(0, std::vector<int32_t>(tokens.size(), 0).data(), false);  // leaves the logits
+  stage.loss(0, std::vector<int32_t>(tokens.size(), 0).data(), 0.0f);  // leaves the logits
   const std::vector<float> all = kernels::copy_to_host_f32(backend, stage.logits(), static_cast<size_t>(T) * Vp);
   return {all.end() - Vp, all.end()};
 }
@@ -111,7 +111,7 @@ TEST(Generation, CacheEqualsFullRecomputationOnTheInterpretedGpuKernels) {
 // point missing, is 5.5e-3 away, and the test checks that the bound tells the two apart.
 TEST(Generation, Bf16StoresTwoBytesAndFollowsTheBf16Forward) {
   const TinyModel m;
-  const std::unique_ptr<kernels::Backend> backend = kernels::make_bf16_twin_backend(kernels::make_cpu_backend());
+  const std::unique_ptr<kernels::Backend> backend = kernels::make_twin_backend(kernels::make_cpu_backend(), kernels::Precision::bf16);
   const size_t bf16_bytes = Generator::device_bytes(m.config, kernels::ElementType::bf16);
   const GptConfig gpt2 = load_model_config("inputs/models/gpt2-124m.yaml");
   EXPECT_LT(Generator::device_bytes(gpt2, kernels::ElementType::bf16),

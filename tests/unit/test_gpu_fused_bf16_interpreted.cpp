@@ -3,7 +3,7 @@
 // run through the kernel interpreter (HostLaunch: the very kernels and grids the CUDA backend
 // launches), each against
 //   (a) the bf16 twin: the CPU ops (kernels/cpu/gpt_ops.hpp) in fp32 on the same bf16 inputs,
-//       rounded at the twin's storage points (kernels/bf16_twin_backend.cpp), and
+//       rounded at the twin's storage points (kernels/twin_backend.cpp), and
 //   (b) a float64 reference: the same CPU ops in double on the same bf16 inputs, unrounded.
 // Shapes are not multiples of the kernels' blocks or tiles (N = 37 or 133 rows, C = 80 or 200,
 // V = 101 of Vp = 128, n = 1037); inputs are random, O(1) and non-zero; outputs are poisoned with
@@ -122,7 +122,7 @@ TEST(FusedBf16, AdamWStateIsTheFp32OpsBitForBitAndCopiesAreTheRoundedParameters)
   gpu_ops::adamw_update(launch, p.data(), copies.data(), g.data(), m.data(), v.data(), segments.data(), segments.size(),
                         settings);
   Vec p_fp32 = p0, m_fp32 = m0, v_fp32 = v0;
-  gpu_ops::adamw_update(launch, p_fp32.data(), nullptr, g.data(), m_fp32.data(), v_fp32.data(), segments.data(),
+  gpu_ops::adamw_update<HostLaunch, float>(launch, p_fp32.data(), nullptr, g.data(), m_fp32.data(), v_fp32.data(), segments.data(),
                         segments.size(), settings);
   EXPECT_TRUE(same_bits(p, p_fp32)) << "params differ from adamw_update's";
   EXPECT_TRUE(same_bits(m, m_fp32)) << "m differs from adamw_update's";
@@ -147,7 +147,7 @@ TEST(FusedBf16, AdamWStateIsTheFp32OpsBitForBitAndCopiesAreTheRoundedParameters)
   // lr m^/(sqrt v^ + eps) carries ~8 more roundings and the error of m and v: relative 16 e of
   // the step, plus e |p| for the final subtraction; bounds doubled for margin.
   Vec64 p64 = doubles(p0), m64 = doubles(m0), v64 = doubles(v0), step64(n);
-  cpu::adamw_update<double>(p64.data(), nullptr, doubles(g).data(), m64.data(), v64.data(), segments.data(),
+  cpu::adamw_update<double, double>(p64.data(), nullptr, doubles(g).data(), m64.data(), v64.data(), segments.data(),
                             segments.size(), lr, beta1, beta2, eps, wd, grad_scale, step);
   for (size_t i = 0; i < n; i++) step64[i] = std::fabs(p64[i] - p0[i]);
   expect_close("adamw m vs float64", doubles(m), m64,

@@ -1,6 +1,6 @@
 // The bf16 matmul ops (kernels/gpu_ops/matmul_bf16.hpp) through HostLaunch, whose gemm_bf16 is
 // cuBLASLt's contract on the host, against (a) a float64 reference on the same bf16 inputs and
-// (b) the CPU bf16 twin (the CPU backend wrapped in kernels/bf16_twin_backend.cpp: fp32 ops,
+// (b) the CPU bf16 twin (the CPU backend wrapped in kernels/twin_backend.cpp: fp32 ops,
 // bf16 rounding at the storage points). Shapes are multiples of nothing the GEMM tiles use
 // (N = 37, C = 80, OC = 200; OC is a multiple of 8 because cuBLASLt's GELU aux needs that leading
 // dimension); inputs are O(1), random, non-zero and bf16; outputs an op overwrites are NaN
@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
-#include "kernels/bf16_twin_backend.hpp"
+#include "kernels/twin_backend.hpp"
 #include "kernels/emulated/host_launch.hpp"
 #include "kernels/gpu_ops/matmul_bf16.hpp"
 #include "lib/base/random.hpp"
@@ -112,7 +112,7 @@ void expect_passed(const std::vector<Comparison>& comparisons) {
 }
 
 std::unique_ptr<Backend> bf16_twin() {
-  return eth::kernels::make_bf16_twin_backend(eth::kernels::make_cpu_backend());
+  return eth::kernels::make_twin_backend(eth::kernels::make_cpu_backend(), eth::kernels::Precision::bf16);
 }
 
 // Forward: out (and pre_gelu) against float64 and the twin (matmul_forward, then gelu_forward).

@@ -229,12 +229,18 @@ OpResult check_elementwise(HostLaunch& launch, Backend& cpu) {
   r.add(compare("residual_forward out", sum, sum_ref, kExact));
   r.keep(sum);
 
-  // Values whose low 16 bits are random: most round, some tie.
+  // Values whose low 16 bits are random: most round, some tie. The same values to fp16: most are
+  // normal fp16 numbers, the small ones subnormal.
   Vec rounded_ref(n), rounded = nans(n);
-  cpu.round_to_bf16(rounded_ref.data(), inp.data(), n);
-  gpu_ops::round_to_bf16(launch, rounded.data(), inp.data(), n);
-  r.add(compare("round_to_bf16 out", rounded, rounded_ref, kExact));
+  cpu.round_to(eth::kernels::ElementType::bf16, rounded_ref.data(), inp.data(), n);
+  gpu_ops::round_to<HostLaunch, eth::kernels::bf16>(launch, rounded.data(), inp.data(), n);
+  r.add(compare("round_to bf16 out", rounded, rounded_ref, kExact));
   r.keep(rounded);
+  Vec rounded16_ref(n), rounded16 = nans(n);
+  cpu.round_to(eth::kernels::ElementType::f16, rounded16_ref.data(), inp.data(), n);
+  gpu_ops::round_to<HostLaunch, eth::kernels::fp16>(launch, rounded16.data(), inp.data(), n);
+  r.add(compare("round_to fp16 out", rounded16, rounded16_ref, kExact));
+  r.keep(rounded16);
   return r;
 }
 
@@ -299,7 +305,7 @@ OpResult check_adamw(HostLaunch& launch, Backend& cpu) {
   // The bias corrections as the CUDA backend computes them (the CPU twin's formula).
   const float correction1 = 1.f - static_cast<float>(std::pow(static_cast<double>(hp.beta1), hp.step));
   const float correction2 = 1.f - static_cast<float>(std::pow(static_cast<double>(hp.beta2), hp.step));
-  gpu_ops::adamw_update(launch, params.data(), nullptr, grads.data(), m.data(), v.data(), segments.data(),
+  gpu_ops::adamw_update<HostLaunch, float>(launch, params.data(), nullptr, grads.data(), m.data(), v.data(), segments.data(),
                         segments.size(),
                         {hp.lr, hp.beta1, hp.beta2, hp.eps, hp.weight_decay, hp.grad_scale, correction1, correction2});
   OpResult r;

@@ -201,7 +201,7 @@ TEST(AdamW, MatchesTheUpdateFormulaInEverySegment) {
       const double m_hat = mi / (1 - std::pow(b1, step)), v_hat = vi / (1 - std::pow(b2, step));
       expected[i] = p[i] - lr * (m_hat / (std::sqrt(v_hat) + eps) + (s.decay ? wd : 0.0) * p[i]);
     }
-  ops::adamw_update(p.data(), nullptr, g.data(), m.data(), v.data(), segments.data(), segments.size(), lr, b1, b2, eps,
+  ops::adamw_update<double, double>(p.data(), nullptr, g.data(), m.data(), v.data(), segments.data(), segments.size(), lr, b1, b2, eps,
                     wd, scale, step);
   expect_close("params", p, expected, 1e-15);
 }

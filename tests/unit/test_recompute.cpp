@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
-#include "kernels/bf16_twin_backend.hpp"
+#include "kernels/twin_backend.hpp"
 #ifdef ETH_HAVE_SIMT_INTERPRETER
 #include "kernels/emulated/cuda_emulated_backend.hpp"
 #endif
@@ -79,7 +79,7 @@ Trace run(kernels::Backend& backend, LayerRange layers, int slots, Recompute mod
     if (!first) kernels::copy_to_device_f32(backend, stage.input_buffer(i % slots), input.data(), BTC);
     stage.forward(i % slots, tokens.data(), first ? nullptr : stage.input_buffer(i % slots), rows(i));
     append(trace.outputs, stage.output(i % slots), rows(i) * T * C);
-    if (last) stage.loss(i % slots, targets.data(), true);
+    if (last) stage.loss(i % slots, targets.data(), 1.0f);
   };
   auto backward = [&](int i) {
     for (float& x : doutput) x = 0.01f * normal(rng);
@@ -209,7 +209,7 @@ void check_bf16_stage_memory(const std::string& model, const std::function<std::
       // (a grown workspace would change the bytes held). On the interpreted kernels it holds the
       // GPU ops' launch workspace besides (their scratch comes from the same allocator).
       const kernels::StageShape shape{B, T, C, config.num_heads, config.padded_vocab_size, first, last, 0};
-      const size_t workspace = kernels::bf16_workspace_bytes(shape, arithmetic) +
+      const size_t workspace = kernels::twin_workspace_bytes(shape, arithmetic) +
                                kernels::gpu_ops::launch_workspace_bytes(shape, backend->ops_device());
       backend->reserve_workspace(shape);
       EXPECT_EQ(backend->allocated_bytes() - before, built + workspace) << what;
@@ -222,7 +222,7 @@ void check_bf16_stage_memory(const std::string& model, const std::function<std::
       stage.params_written();
       if (!first) kernels::copy_to_device_f32(*backend, stage.input_buffer(0), input.data(), input.size());
       stage.forward(0, tokens.data(), first ? nullptr : stage.input_buffer(0));
-      if (last) stage.loss(0, targets.data(), true);
+      if (last) stage.loss(0, targets.data(), 1.0f);
       std::vector<kernels::bf16> doutput16(doutput.size());
       for (size_t i = 0; i < doutput.size(); i++) doutput16[i] = kernels::cpu::to_bf16(doutput[i]);
       stage.backward(0, last ? kernels::ConstTensor(nullptr) : kernels::ConstTensor(doutput16.data()));
@@ -236,7 +236,7 @@ void check_bf16_stage_memory(const std::string& model, const std::function<std::
 
 TEST(Recompute, Bf16TwinStageAllocatesItsFootprintAndWorkspace) {
   check_bf16_stage_memory("inputs/models/tiny-4l.yaml",
-                          [] { return kernels::make_bf16_twin_backend(kernels::make_cpu_backend()); },
+                          [] { return kernels::make_twin_backend(kernels::make_cpu_backend(), kernels::Precision::bf16); },
                           kernels::Arithmetic::fp32);
 }
 

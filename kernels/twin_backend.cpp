@@ -1,4 +1,4 @@
-#include "kernels/bf16_twin_backend.hpp"
+#include "kernels/twin_backend.hpp"
 
 #include <algorithm>
 #include <cassert>
@@ -18,7 +18,7 @@ size_t rows(size_t n, size_t width) { return n * width; }
 size_t f32(size_t n) { return (n * sizeof(float) + 15) / 16 * 16; }
 
 // Each op's working copies, in bytes: its fp32 outputs and inputs (parameters included). One
-// formula per op, for the op itself and for bf16_workspace_bytes.
+// formula per op, for the op itself and for twin_workspace_bytes.
 namespace need {
 size_t encoder_forward(size_t N, size_t T, size_t C) { return f32(rows(N, C)) + 2 * f32(rows(T, C)); }
 size_t encoder_backward(size_t N, size_t C) { return f32(rows(N, C)); }
@@ -40,33 +40,38 @@ size_t residual_forward(size_t n) { return 3 * f32(n); }
 size_t crossentropy(size_t N, size_t Vp) { return f32(rows(N, Vp)); }
 }  // namespace need
 
-class Bf16TwinBackend final : public ForwardingBackend {
+class TwinBackend final : public ForwardingBackend {
  public:
-  Bf16TwinBackend(Backend& inner, std::unique_ptr<Backend> owned) : ForwardingBackend(inner), owned_(std::move(owned)) {}
-  ~Bf16TwinBackend() override { inner_.release(workspace_); }
-  Bf16TwinBackend(const Bf16TwinBackend&) = delete;
-  Bf16TwinBackend& operator=(const Bf16TwinBackend&) = delete;
+  TwinBackend(Backend& inner, std::unique_ptr<Backend> owned, Precision precision)
+      : ForwardingBackend(inner), owned_(std::move(owned)), precision_(precision), storage_(storage_type(precision)) {
+    assert(storage_ != ElementType::f32);
+  }
+  ~TwinBackend() override { inner_.release(workspace_); }
+  TwinBackend(const TwinBackend&) = delete;
+  TwinBackend& operator=(const TwinBackend&) = delete;
 
-  std::string name() const override { return inner_.name() + "-bf16"; }
-  Precision precision() const override { return Precision::bf16; }
+  std::string name() const override { return inner_.name() + "-" + precision_name(precision_); }
+  Precision precision() const override { return precision_; }
   Arithmetic arithmetic() const override { return Arithmetic::fp32; }
   std::string precision_path() const override {
-    if (inner_.ops_device() == OpsDevice::host) return "bf16 (CPU twin: bf16 storage, fp32 compute)";
-    return "bf16 (twin over the fp32 kernels of " + inner_.name() +
-           ": bf16 storage, fp32 compute; a device type without bf16 units, or ETH_BF16_KERNELS=0)";
+    const std::string p = precision_name(precision_);
+    if (inner_.ops_device() == OpsDevice::host) return p + " (CPU twin: " + p + " storage, fp32 compute)";
+    return p + " (twin over the fp32 kernels of " + inner_.name() + ": " + p + " storage, fp32 compute; " +
+           (precision_ == Precision::bf16 ? "a device type without bf16 units, or ETH_BF16_KERNELS=0)"
+                                          : "the fp16 kernels are not written yet)");
   }
   // Owning its inner backend, the twin computes every op: the working copies of all of them, and
   // the inner backend's own workspace. As the fallback of a native bf16 backend
-  // (make_bf16_fallback) the copies of those fallbacks only: that backend reserves its own.
+  // (make_twin_fallback) the copies of those fallbacks only: that backend reserves its own.
   void reserve_workspace(const StageShape& shape) override {
-    workspace(bf16_workspace_bytes(shape, owned_ ? Arithmetic::fp32 : inner_.arithmetic()));
+    workspace(twin_workspace_bytes(shape, owned_ ? Arithmetic::fp32 : inner_.arithmetic()));
     if (owned_) inner_.reserve_workspace(shape);
   }
 
   void encoder_forward(Tensor out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
                        int C) override {
-    // wte and wpe are the fp32 masters, read as their bf16 copies.
-    // out = bf16(wte)[token] + bf16(wpe)[t], in fp32 as the kernel adds them, then rounded. The
+    // wte and wpe are the fp32 masters, read as their 16-bit copies.
+    // out = E(wte)[token] + E(wpe)[t], in fp32 as the kernel adds them, then rounded. The
     // call does not say how many rows wte has, and which it reads is known on the device only:
     // so the word rows are gathered exactly (plus a zero position table) and rounded, which is
     // gathering rounded rows, and the rounded positions are added per sample.
@@ -96,7 +101,7 @@ class Bf16TwinBackend final : public ForwardingBackend {
   }
   void layernorm_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
                           ConstTensor weight, const float* mean, const float* rstd, int N, int C) override {
-    // The residual stream's gradient: bf16 read, fp32 added, bf16 stored.
+    // The residual stream's gradient: 16 bits read, fp32 added, 16 bits stored.
     Working w(*this, need::layernorm_backward(N, C));
     float* d = w.accumulated(dinp, rows(N, C));
     inner_.layernorm_backward(d, dweight, dbias, w.in(dout, rows(N, C)), w.in(inp, rows(N, C)), w.in(weight, C),
@@ -146,7 +151,7 @@ class Bf16TwinBackend final : public ForwardingBackend {
   }
   void attention_forward(Tensor out, float* saved, ConstTensor qkv, int B, int T, int C, int NH) override {
     // saved stays fp32: lse is a softmax statistic, and the materialised path's probabilities
-    // are what the blocked backward recomputes in fp32 from the bf16 q and k.
+    // are what the blocked backward recomputes in fp32 from the 16-bit q and k.
     const size_t N = rows(B, T);
     Working w(*this, need::attention_forward(N, C));
     float* o = w.output(out, rows(N, C));
@@ -164,7 +169,8 @@ class Bf16TwinBackend final : public ForwardingBackend {
   }
   void attention_decode(Tensor out, Tensor k_cache, Tensor v_cache, ConstTensor qkv_new, int B, int Tn, int T0,
                         int Tmax, int C, int NH) override {
-    // The caches take copies of qkv's bf16 keys and values: bf16 values, stored without rounding.
+    // The caches take copies of qkv's keys and values: values of the storage type, stored without
+    // rounding.
     Working w(*this, need::attention_decode(B, Tn, Tmax, C));
     const size_t cache = rows(rows(B, Tmax), C);
     float* o = w.output(out, rows(rows(B, Tn), C));
@@ -199,7 +205,7 @@ class Bf16TwinBackend final : public ForwardingBackend {
   }
   void crossentropy_forward_backward(float* sample_losses, Tensor logits, const int32_t* targets, int B, int T,
                                      int V, int Vp, float dlogits_scale) override {
-    // The loss is fp32 from the bf16 logits; the dlogits that overwrite them are stored bf16.
+    // The loss is fp32 from the 16-bit logits; the dlogits that overwrite them are stored 16-bit.
     const size_t n = rows(rows(B, T), Vp);
     Working w(*this, need::crossentropy(rows(B, T), Vp));
     float* l = w.accumulated(logits, n);
@@ -214,17 +220,18 @@ class Bf16TwinBackend final : public ForwardingBackend {
   // runs in order.
   class Working {
    public:
-    Working(Bf16TwinBackend& b, size_t bytes) : b_(b), next_(b.workspace(bytes)), end_(next_ + bytes) {}
+    Working(TwinBackend& b, size_t bytes) : b_(b), next_(b.workspace(bytes)), end_(next_ + bytes) {}
     float* space(size_t n) { return static_cast<float*>(take(f32(n))); }
-    // An input in fp32, or null for null: bf16 widened exactly; fp32 rounded to bf16 (a master
-    // parameter read as its bf16 copy, or fp32 storage holding bf16 values: unchanged then).
+    // An input in fp32, or null for null: 16 bits widened exactly; fp32 rounded to the storage
+    // type (a master parameter read as its 16-bit copy, or fp32 storage holding such values:
+    // unchanged then).
     const float* in(ConstTensor t, size_t n) {
       if (!t) return nullptr;
       float* p = space(n);
-      if (t.type() == ElementType::bf16)
+      if (t.type() != ElementType::f32)
         b_.inner_.convert(p, t, n);
       else
-        b_.inner_.round_to_bf16(p, t.as_f32(), n);
+        b_.inner_.round_to(b_.storage_, p, t.as_f32(), n);
       return p;
     }
     // Where the op writes `out` in fp32.
@@ -244,13 +251,13 @@ class Bf16TwinBackend final : public ForwardingBackend {
       assert(next_ <= end_);
       return p;
     }
-    Bf16TwinBackend& b_;
+    TwinBackend& b_;
     std::byte* next_;
     std::byte* end_;
   };
 
-  void round(float* x, size_t n) { inner_.round_to_bf16(x, x, n); }
-  // An op's fp32 result r (from Working::output or accumulated) stored into `out` as bf16.
+  void round(float* x, size_t n) { inner_.round_to(storage_, x, x, n); }
+  // An op's fp32 result r (from Working::output or accumulated) stored into `out` in 16 bits.
   void store(Tensor out, float* r, size_t n) {
     if (out.type() == ElementType::f32)
       round(r, n);
@@ -260,7 +267,7 @@ class Bf16TwinBackend final : public ForwardingBackend {
   // An fp32 value r stored rounded into `out`, another buffer, r left as it is.
   void narrow(Tensor out, const float* r, size_t n) {
     if (out.type() == ElementType::f32)
-      inner_.round_to_bf16(out.as_f32(), r, n);
+      inner_.round_to(storage_, out.as_f32(), r, n);
     else
       inner_.convert(out, r, n);
   }
@@ -275,21 +282,25 @@ class Bf16TwinBackend final : public ForwardingBackend {
   }
 
   std::unique_ptr<Backend> owned_;  // the inner backend where this twin owns it
+  Precision precision_;             // bf16 or fp16
+  ElementType storage_;             // its element type
   std::byte* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_bf16_twin_backend(std::unique_ptr<Backend> inner) {
-  assert(inner->precision() != Precision::bf16);
+std::unique_ptr<Backend> make_twin_backend(std::unique_ptr<Backend> inner, Precision precision) {
+  assert(inner->precision() == Precision::fp32);
   Backend& computes = *inner;
-  return std::make_unique<Bf16TwinBackend>(computes, std::move(inner));
+  return std::make_unique<TwinBackend>(computes, std::move(inner), precision);
 }
 
-std::unique_ptr<Backend> make_bf16_fallback(Backend& inner) { return std::make_unique<Bf16TwinBackend>(inner, nullptr); }
+std::unique_ptr<Backend> make_twin_fallback(Backend& inner) {
+  return std::make_unique<TwinBackend>(inner, nullptr, inner.precision());
+}
 
-size_t bf16_workspace_bytes(const StageShape& s, Arithmetic arithmetic) {
+size_t twin_workspace_bytes(const StageShape& s, Arithmetic arithmetic) {
   const size_t N = rows(s.B, s.T), C = static_cast<size_t>(s.C), Vp = static_cast<size_t>(s.Vp);
   if (arithmetic == Arithmetic::bf16) {
     // The native bf16 backend's fallbacks: the fused fc ops at widths GELU's epilogue does not
