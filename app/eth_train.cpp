@@ -49,8 +49,8 @@ bool parse_options(int argc, char** argv, eth::TrainOptions& o, bool print_help)
       ("grad-clip", po::value(&o.adamw.max_grad_norm)->default_value(o.adamw.max_grad_norm), "global gradient-norm clip, <= 0 disables")
       ("seed", po::value(&o.seed)->default_value(o.seed), "seed of parameters and data order")
       ("precision", po::value(&precision)->default_value(precision),
-       "auto (bf16 when a device of the job has bf16 units, else fp16 when one has fp16 tensor cores, else fp32), "
-       "fp32, tf32 (GPUs from A100 on), bf16 or fp16: fp32 master weights, 16-bit parameter copies and "
+       "auto (bf16 when a device of the job has bf16 units, else fp32), fp32, tf32 (GPUs from A100 on), bf16 or "
+       "fp16: fp32 master weights, 16-bit parameter copies and "
        "activations, on the format's tensor cores where a device has them and in fp32 arithmetic where it does "
        "not; fp16 with dynamic loss scaling (docs/design.md)")
       ("loss-scale", po::value(&o.loss_scale.initial)->default_value(o.loss_scale.initial, "65536"),

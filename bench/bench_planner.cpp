@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
       "out", po::value(&out)->default_value(out), "JSON output")(
       "only", po::value(&only), "run only the scenarios whose name contains this")(
       "precision", po::value(&precision)->default_value(precision),
-      "figures (TF32 where a device type has it, else fp32), or a job's --precision: auto, fp32, tf32, bf16")(
+      "figures (TF32 where a device type has it, else fp32), or a job's --precision: auto, fp32, tf32, bf16, fp16")(
       "ls-iterations", po::value(&ls.iterations)->default_value(ls.iterations), "local search: moves per scenario, all starts together")(
       "ls-seconds", po::value<double>()->default_value(0), "local search: wall-time limit per scenario (0: none; else not deterministic)")(
       "ls-seed", po::value(&ls.seed)->default_value(ls.seed), "local search: seed");

@@ -77,6 +77,7 @@ DeviceInfo describe_device(int local_rank, int local_ranks, const DeviceSettings
       d.peak_tflops_fp32 = peak->fp32;
       d.peak_tflops_tf32 = peak->tf32;
       d.peak_tflops_bf16 = peak->bf16;
+      d.peak_tflops_fp16 = peak->fp16;
       d.memory_bandwidth_gbs = peak->bandwidth_gbs;
     }  // an unknown GPU keeps zero peaks, which load_topology rejects until they are filled in
     return d;

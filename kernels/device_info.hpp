@@ -15,6 +15,7 @@ struct DeviceInfo {
   double peak_tflops_fp32 = 0;  // from a table of known GPUs, or cores x clock x FLOP/cycle
   double peak_tflops_tf32 = 0;
   double peak_tflops_bf16 = 0;
+  double peak_tflops_fp16 = 0;  // fp16 tensor cores
   double memory_bandwidth_gbs = 0;  // CPUs: a 20 GB/s placeholder split among the ranks
 };
 

@@ -59,11 +59,8 @@ std::string PrecisionPath::name() const {
 
 Precision resolve_precision(Precision requested, const std::vector<DeviceRates>& devices) {
   if (requested != Precision::automatic) return requested;
-  const auto any = [&](double DeviceRates::*rate) {
-    return std::any_of(devices.begin(), devices.end(), [&](const DeviceRates& d) { return d.*rate > 0; });
-  };
-  if (any(&DeviceRates::bf16)) return Precision::bf16;
-  return any(&DeviceRates::fp16) ? Precision::fp16 : Precision::fp32;
+  const bool bf16_units = std::any_of(devices.begin(), devices.end(), [](const DeviceRates& d) { return d.bf16 > 0; });
+  return bf16_units ? Precision::bf16 : Precision::fp32;
 }
 
 PrecisionPath precision_path(Precision job, const DeviceRates& rates) {

@@ -63,9 +63,9 @@ struct PrecisionPath {
   std::string name() const;
 };
 
-// The job's precision: `requested`, or for automatic bf16 when any of `devices` has bf16 units,
-// else fp16 when any has fp16 tensor cores (V100s, T4s), and fp32 when none has either (CPUs:
-// 16-bit storage would only add rounding there).
+// The job's precision: `requested`, or for automatic bf16 when any of `devices` has bf16 units
+// and fp32 when none has (CPUs, V100s and T4s). fp16 is asked for by name: until the fp16
+// kernels exist a GPU runs it on the twin over its fp32 kernels, slower than fp32 itself.
 Precision resolve_precision(Precision requested, const std::vector<DeviceRates>& devices);
 
 // The path of a device with `rates` in a job at `job` (resolved): fp32 and tf32 at their rates;

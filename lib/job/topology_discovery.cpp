@@ -23,7 +23,7 @@ struct Report {
   char uuid[kNameLen];  // the GPU's UUID, "" on a CPU
   int gpu;
   int local_rank;
-  double memory_gb, fp32, tf32, bf16, bandwidth_gbs;
+  double memory_gb, fp32, tf32, bf16, fp16, bandwidth_gbs;
 };
 
 void copy_name(char* dst, const std::string& src) {
@@ -60,6 +60,7 @@ Topology discover_topology(const DiscoveryOptions& options, std::vector<std::str
   mine.fp32 = dev.peak_tflops_fp32;
   mine.tf32 = dev.peak_tflops_tf32;
   mine.bf16 = dev.peak_tflops_bf16;
+  mine.fp16 = dev.peak_tflops_fp16;
   mine.bandwidth_gbs = dev.memory_bandwidth_gbs;
   std::vector<Report> all(rank == 0 ? static_cast<size_t>(size) : 0);
   MPI_CHECK(MPI_Gather(&mine, sizeof(Report), MPI_BYTE, all.data(), sizeof(Report), MPI_BYTE, 0, world_comm()));
@@ -78,7 +79,7 @@ Topology discover_topology(const DiscoveryOptions& options, std::vector<std::str
     const std::string type_name = strprintf("%s (%.0f GB)", rep.device, rep.memory_gb);
     if (!type_of.count(type_name)) {
       type_of[type_name] = static_cast<int>(topo.device_types.size());
-      topo.device_types.push_back({type_name, rep.memory_gb, rep.fp32, rep.tf32, rep.bf16, rep.bandwidth_gbs});
+      topo.device_types.push_back({type_name, rep.memory_gb, rep.fp32, rep.tf32, rep.bf16, rep.fp16, rep.bandwidth_gbs});
     }
     const std::string h = rep.host;
     if (topo.nodes.empty() || topo.nodes.back().name != h) {

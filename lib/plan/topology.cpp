@@ -25,6 +25,7 @@ DeviceType read_device_type(const yaml::Field& f) {
   t.peak_tflops_fp32 = peak.child("fp32").as_double(1e-9);
   t.peak_tflops_tf32 = peak.has("tf32") ? peak.child("tf32").as_double(0) : 0;
   t.peak_tflops_bf16 = peak.has("bf16") ? peak.child("bf16").as_double(0) : 0;
+  t.peak_tflops_fp16 = peak.has("fp16") ? peak.child("fp16").as_double(0) : 0;
   t.memory_bandwidth_gbs = f.child("memory_bandwidth_gbs").as_double(1e-9);
   return t;
 }
@@ -113,6 +114,7 @@ std::string topology_yaml(const Topology& topo) {
     n["peak_tflops"]["fp32"] = t.peak_tflops_fp32;
     if (t.peak_tflops_tf32 > 0) n["peak_tflops"]["tf32"] = t.peak_tflops_tf32;
     if (t.peak_tflops_bf16 > 0) n["peak_tflops"]["bf16"] = t.peak_tflops_bf16;
+    if (t.peak_tflops_fp16 > 0) n["peak_tflops"]["fp16"] = t.peak_tflops_fp16;
     n["peak_tflops"].SetStyle(YAML::EmitterStyle::Flow);
     n["memory_bandwidth_gbs"] = t.memory_bandwidth_gbs;
     root["device_types"].push_back(n);

@@ -16,9 +16,12 @@ struct DeviceType {
   double peak_tflops_fp32 = 0;
   double peak_tflops_tf32 = 0;     // 0 where the device has no TF32 (CPUs, pre-Ampere GPUs)
   double peak_tflops_bf16 = 0;     // 0 where the device has no bf16 units
+  double peak_tflops_fp16 = 0;     // 0 where the device has no fp16 tensor cores (CPUs, pre-Volta GPUs)
   double memory_bandwidth_gbs = 0;
 
-  kernels::DeviceRates rates() const { return {peak_tflops_fp32, peak_tflops_tf32, peak_tflops_bf16}; }
+  kernels::DeviceRates rates() const {
+    return {peak_tflops_fp32, peak_tflops_tf32, peak_tflops_bf16, peak_tflops_fp16};
+  }
 };
 
 struct Link {

@@ -75,7 +75,8 @@ Profile load_profile(const std::string& path) {
   if (root.has("precision")) {
     const yaml::Field precision = root.child("precision");
     const std::string text = precision.as_string();
-    if (text != "fp32" && text != "tf32" && text != "bf16") precision.fail("fp32, tf32 or bf16", text);
+    if (text != "fp32" && text != "tf32" && text != "bf16" && text != "fp16")
+      precision.fail("fp32, tf32, bf16 or fp16", text);
     p.precision = kernels::parse_precision(text);
   }
   p.arithmetic = p.precision == kernels::Precision::bf16 && !p.estimate ? kernels::Arithmetic::bf16
@@ -85,7 +86,8 @@ Profile load_profile(const std::string& path) {
     const yaml::Field arithmetic = root.child("arithmetic");
     const std::string text = arithmetic.as_string();
     const bool fits = text == "fp32" || (text == "tf32" && p.precision == kernels::Precision::tf32) ||
-                      (text == "bf16" && p.precision == kernels::Precision::bf16);
+                      (text == "bf16" && p.precision == kernels::Precision::bf16) ||
+                      (text == "fp16" && p.precision == kernels::Precision::fp16);
     if (!fits)
       arithmetic.fail(strprintf("fp32 or the precision's own (%s)", kernels::precision_name(p.precision)), text);
     p.arithmetic = kernels::parse_arithmetic(text);

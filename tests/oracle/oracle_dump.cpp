@@ -8,8 +8,9 @@
 // converted model), not the noisy GPT-2 init below. --tokens: step 1's first micro-batch, whose
 // logits are written, is the file's (B, T) int32 tokens (bench/gpu/hf_transformers.py's prompt),
 // not random ones. ATTENTION "" accepts either attention kernel.
-// PRECISION (default fp32, on a GPU too): fp32 or bf16, the backend's precision (--precision);
-// torch_oracle.py then emulates bf16's rounding points in float64.
+// PRECISION (default fp32, on a GPU too): fp32, bf16 or fp16 (with a fixed loss scale of 2^10),
+// the backend's precision (--precision);
+// torch_oracle.py then emulates the 16-bit rounding points in float64.
 //
 // OUT_DIR/manifest.json describes the run (model, batch, AdamW settings, per-step loss, gradient
 // norm and clip factor), the parameter layout (every tensor's name, shape, offset, size and
@@ -76,6 +77,11 @@ constexpr float kLr = 1e-2f;  // large, so that three updates move the parameter
 // keeps that noise far below eps (see torch_oracle.py).
 const eth::AdamWConfig kAdamW{.beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
                               .max_grad_norm = 0.02f};
+// fp16's loss scale (lib/model/loss_scale.hpp), fixed here: the dlogits and every activation
+// gradient are this times the true ones, the parameter gradients unscaled before the norm and
+// AdamW, as the runtime does; the reference rounds the scaled values as ETH stores them. 2^10
+// keeps the tiny model's gradients clear of fp16's range on both sides.
+constexpr float kFp16LossScale = 1024.0f;
 
 template <typename T>
 void write_raw(const fs::path& path, const std::vector<T>& data) {
@@ -115,6 +121,7 @@ void dump(const fs::path& dir, const std::string& model_path, int T, const std::
   // CPU twin: the path of a device with bf16 units.
   const eth::kernels::Arithmetic arithmetic =
       precision == eth::kernels::Precision::bf16 ? eth::kernels::Arithmetic::bf16 : eth::kernels::Arithmetic::fp32;
+  const float loss_scale = precision == eth::kernels::Precision::fp16 ? kFp16LossScale : 1.0f;
   eth::kernels::BackendChoice choice = eth::kernels::select_backend(0, 1, {precision, arithmetic, 0}, eth::read_environment().device);
   std::cout << choice.note << "; precision " << choice.backend->precision_path() << '\n';
   std::unique_ptr<eth::kernels::Backend> backend = std::move(choice.backend);
@@ -171,20 +178,26 @@ void dump(const fs::path& dir, const std::string& model_path, int T, const std::
     stage.zero_grads();
     for (int mb = 0; mb < kMicroBatches; mb++) {
       stage.forward(0, micro_batch(tokens, step, mb), nullptr);
-      stage.loss(0, micro_batch(targets, step, mb), 1.0f);
+      stage.loss(0, micro_batch(targets, step, mb), loss_scale);
       stage.backward(0, nullptr);
     }
     const double loss = stage.take_loss_sum() / kGlobalBatch;
-    // Gradients are sums over samples: the mean gradient's norm is theirs over the batch.
-    const double grad_norm = std::sqrt(backend->sum_of_squares(stage.grads(), P)) / kGlobalBatch;
+    // Gradients are sums over samples, loss_scale times the true ones: the mean gradient's norm
+    // is theirs over the batch and the scale.
+    const double grad_norm = std::sqrt(backend->sum_of_squares(stage.grads(), P)) / loss_scale / kGlobalBatch;
     const double clip = eth::clip_factor(grad_norm, kAdamW.max_grad_norm);
     if (clip >= 1.0) {
       throw std::runtime_error(eth::strprintf("step %d: gradient norm %g does not exceed max_grad_norm %g, so "
                                               "the oracle would not cover clipping; lower kAdamW.max_grad_norm",
                                               step + 1, grad_norm, kAdamW.max_grad_norm));
     }
-    if (step == 0) write_raw(dir / "grads_step1.f32", eth::kernels::copy_to_host_f32(*backend, stage.grads(), P));
-    optimizer.step(stage.params(), stage.param_copies(), stage.grads(), kLr, static_cast<float>(clip / kGlobalBatch));
+    if (step == 0) {  // unscaled, as the reference's
+      std::vector<float> grads = eth::kernels::copy_to_host_f32(*backend, stage.grads(), P);
+      for (float& g : grads) g /= loss_scale;
+      write_raw(dir / "grads_step1.f32", grads);
+    }
+    optimizer.step(stage.params(), stage.param_copies(), stage.grads(), kLr,
+                   static_cast<float>(clip / kGlobalBatch / loss_scale));
     write_raw(dir / eth::strprintf("params_step%d.f32", step + 1), eth::kernels::copy_to_host_f32(*backend, stage.params(), P));
 
     std::cout << eth::strprintf("step %d/%d | loss %.6f | grad norm %.6f | clip factor %.6f\n", step + 1, kSteps,
@@ -215,6 +228,7 @@ void dump(const fs::path& dir, const std::string& model_path, int T, const std::
                  {"max_seq_len", model.max_seq_len}, {"num_layers", model.num_layers},
                  {"num_heads", model.num_heads}, {"channels", model.channels}}},
       {"precision", eth::kernels::precision_name(backend->precision())},
+      {"loss_scale", loss_scale},
       {"micro_batch", B},
       {"seq_len", T},
       {"micro_batches", kMicroBatches},
@@ -249,8 +263,9 @@ int main(int argc, char** argv) {
   }
   try {
     const eth::kernels::Precision precision = eth::kernels::parse_precision(argc == 6 ? argv[5] : "fp32");
-    if (precision != eth::kernels::Precision::fp32 && precision != eth::kernels::Precision::bf16)
-      eth::fail_input("command line", "PRECISION", "fp32 or bf16", argv[5]);
+    if (precision != eth::kernels::Precision::fp32 && precision != eth::kernels::Precision::bf16 &&
+        precision != eth::kernels::Precision::fp16)
+      eth::fail_input("command line", "PRECISION", "fp32, bf16 or fp16", argv[5]);
     dump(argv[1], argv[2], argc >= 5 ? std::stoi(argv[3]) : kSeqLen, argc >= 5 ? argv[4] : "", precision,
          params_checkpoint, tokens_path);
   } catch (const std::exception& e) {
