@@ -79,7 +79,9 @@ Topology discover_topology(const DiscoveryOptions& options, std::vector<std::str
     const std::string type_name = strprintf("%s (%.0f GB)", rep.device, rep.memory_gb);
     if (!type_of.count(type_name)) {
       type_of[type_name] = static_cast<int>(topo.device_types.size());
-      topo.device_types.push_back({type_name, rep.memory_gb, rep.fp32, rep.tf32, rep.bf16, rep.fp16, rep.bandwidth_gbs});
+      topo.device_types.push_back({.name = type_name, .memory_gb = rep.memory_gb, .peak_tflops_fp32 = rep.fp32,
+                                   .peak_tflops_tf32 = rep.tf32, .peak_tflops_bf16 = rep.bf16,
+                                   .peak_tflops_fp16 = rep.fp16, .memory_bandwidth_gbs = rep.bandwidth_gbs});
     }
     const std::string h = rep.host;
     if (topo.nodes.empty() || topo.nodes.back().name != h) {

@@ -85,7 +85,7 @@ Profile measure_profile(kernels::Backend& backend, const kernels::PrecisionPath&
   GptConfig three = model;
   three.num_layers = 3;
   // The roofline supplies activation and parameter bytes (exact counts); times are measured.
-  Profile p = roofline_profile({device_type, 1, 1, 0, 0, 1}, model, options.seq_len, options.micro_batches, "eth_profile",
+  Profile p = roofline_profile({.name = device_type, .memory_gb = 1, .peak_tflops_fp32 = 1, .memory_bandwidth_gbs = 1}, model, options.seq_len, options.micro_batches, "eth_profile",
                                {kernels::Precision::fp32, kernels::Arithmetic::fp32, 1});
   p.precision = path.precision;
   p.arithmetic = backend.arithmetic();

@@ -150,7 +150,7 @@ check "a head size the GPU kernels do not take, cuda-emulated: one line per rank
 # --precision: an unknown value; TF32 on a device type without it (the CPU ranks eth_topo finds);
 # and TF32 that a topology declares on ranks whose backend, the CPU's, has none: one line from 2 ranks.
 expect_one_error eth_train "an unknown precision: one line from 2 ranks" \
-  "--precision: value: expected auto, fp32, tf32 or bf16, got fp16" -- "${on_two_ranks[@]}" --precision fp16
+  "--precision: value: expected auto, fp32, tf32, bf16 or fp16, got fp8" -- "${on_two_ranks[@]}" --precision fp8
 expect_one_error eth_train "TF32 on a device type without it: one line from 2 ranks" "the discovered topology (no --topology): device_types." \
   "--precision tf32: expected a device with TF32 tensor cores (a TF32 peak rate), got none" -- \
   env ETH_BACKEND=cpu "${on_two_ranks[@]}" --precision tf32

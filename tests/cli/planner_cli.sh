@@ -54,8 +54,8 @@ expect_one_error eth_plan "plan: unknown baseline" "--baseline" "layer-balanced"
   plan --topology "$topology" --model "$model" --batch 8 --seq-len 16 --baseline fastest
 expect_one_error eth_plan "plan: unknown memory savers" "--memory-savers" "'all', 'recompute' or 'none'" -- \
   plan --topology "$topology" --model "$model" --batch 8 --seq-len 16 --memory-savers most
-expect_one_error eth_plan "plan: an unknown precision" "--precision" "expected auto, fp32, tf32 or bf16, got fp16" -- \
-  plan --topology "$topology" --model "$model" --batch 8 --seq-len 16 --precision fp16
+expect_one_error eth_plan "plan: an unknown precision" "--precision" "expected auto, fp32, tf32, bf16 or fp16, got fp8" -- \
+  plan --topology "$topology" --model "$model" --batch 8 --seq-len 16 --precision fp8
 # A profile measured at fp32 (cpu-rank, the demo model's) given for a bf16 job: refused, naming both.
 expect_one_error eth_plan "plan: a profile of another precision" "cpu-rank-demo-T64.yaml" "precision" \
   "(bf16 in fp32 arithmetic for cpu-rank, --precision bf16)" "got fp32" -- \

@@ -40,7 +40,8 @@ Topology one_node(const std::vector<std::pair<double, double>>& devices, double 
   t.network = {"ethernet", bandwidth_gbs, 0};
   Node node{"n0", {"nvlink", bandwidth_gbs, 0}, {}, 0};
   for (size_t i = 0; i < devices.size(); i++) {
-    t.device_types.push_back({"dev" + std::to_string(i), devices[i].first, devices[i].second, 0, 0, 0, 100});
+    t.device_types.push_back({.name = "dev" + std::to_string(i), .memory_gb = devices[i].first,
+                              .peak_tflops_fp32 = devices[i].second, .memory_bandwidth_gbs = 100});
     node.devices.push_back(static_cast<int>(i));
     t.ranks.push_back({0, static_cast<int>(i), static_cast<int>(i)});
   }

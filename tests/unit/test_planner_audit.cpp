@@ -179,8 +179,8 @@ Topology tiny_cluster(std::mt19937& rng, int devices, bool distinct) {
   t.network = {"ethernet", 0.05 + 0.01 * (rng() % 10), 5};
   const int types = distinct ? devices : 1 + static_cast<int>(rng() % 2);
   for (int k = 0; k < types; k++)
-    t.device_types.push_back({"dev" + std::to_string(k), 0.0015 + 0.0008 * (rng() % 8), 1.0 + (rng() % 20), 0, 0, 0,
-                              50.0 + (rng() % 200)});
+    t.device_types.push_back({.name = "dev" + std::to_string(k), .memory_gb = 0.0015 + 0.0008 * (rng() % 8),
+                              .peak_tflops_fp32 = 1.0 + (rng() % 20), .memory_bandwidth_gbs = 50.0 + (rng() % 200)});
   const int split = devices > 1 && rng() % 2 ? 1 + static_cast<int>(rng() % (devices - 1)) : devices;  // first rank of node 1
   for (int r = 0; r < devices; r++) {
     const int node = r < split ? 0 : 1;
