@@ -24,11 +24,13 @@ size_t cpu_device_memory(const DeviceSettings& settings) {
   return static_cast<size_t>(std::stoull(text));
 }
 
-// Whether a bf16 path runs on a device's bf16 kernels: where its arithmetic is bf16 (a device type
+// Whether a 16-bit path runs on a device's kernels of its format: fp16 where its arithmetic is
+// fp16 (a device type with fp16 tensor cores); bf16 where its arithmetic is bf16 (a device type
 // with bf16 units) and ETH_BF16_KERNELS is 1 (the default); 0 takes the bf16 twin over the fp32
 // kernels there too (what a V100 or T4 runs): the same bf16 bytes, computed in fp32, so that the
 // two paths can be compared within one job.
-bool on_bf16_kernels(const PrecisionPath& path, const DeviceSettings& settings) {
+bool on_16bit_kernels(const PrecisionPath& path, const DeviceSettings& settings) {
+  if (path.precision == Precision::fp16) return path.arithmetic == Arithmetic::fp16;
   if (path.precision != Precision::bf16 || path.arithmetic != Arithmetic::bf16) return false;
   const std::string& s = settings.bf16_kernels;
   if (s.empty() || s == "1") return true;
@@ -54,7 +56,7 @@ BackendChoice on_interpreter(const PrecisionPath& path, const DeviceSettings& se
     throw std::invalid_argument("--precision tf32: the kernel interpreter (ETH_BACKEND=cuda-emulated) has no TF32 "
                                 "GEMMs: use fp32 or bf16");
   const size_t memory = cpu_device_memory(settings);
-  if (on_bf16_kernels(path, settings)) return {make_cuda_emulated_backend(memory, Precision::bf16), note};
+  if (on_16bit_kernels(path, settings)) return {make_cuda_emulated_backend(memory, path.precision), note};
   std::unique_ptr<Backend> emulated = make_cuda_emulated_backend(memory);
   if (path.storage() != ElementType::f32) return {make_twin_backend(std::move(emulated), path.precision), note};
   return {std::move(emulated), note};
@@ -108,12 +110,13 @@ BackendChoice select_backend(int local_rank, int local_ranks, const PrecisionPat
     throw std::invalid_argument("--precision tf32: expected a GPU with TF32 tensor cores (compute capability 8.0 or "
                                 "later), got " + props.name + " (" + std::to_string(props.compute_capability / 10) + "." +
                                 std::to_string(props.compute_capability % 10) + "): use fp32 or bf16");
-  // bf16: on the bf16 kernels from compute capability 8.0 on where the path's arithmetic is bf16,
-  // else the twin over the fp32 kernels.
+  // 16-bit: on its kernels (bf16 from compute capability 8.0 on, fp16 from 7.0) where the path's
+  // arithmetic is of its format, else the twin over the fp32 kernels.
   std::unique_ptr<Backend> cuda;
-  if (on_bf16_kernels(path, settings) && props.compute_capability >= 80)
-    cuda = make_cuda_backend(gpu.device, {.precision = Precision::bf16});
-  else if (path.storage() != ElementType::f32)  // bf16 without its kernels; fp16 (its kernels are to come)
+  const int needs = path.precision == Precision::fp16 ? 70 : 80;
+  if (on_16bit_kernels(path, settings) && props.compute_capability >= needs)
+    cuda = make_cuda_backend(gpu.device, {.precision = path.precision});
+  else if (path.storage() != ElementType::f32)  // a 16-bit path without its kernels
     cuda = make_twin_backend(make_cuda_backend(gpu.device), path.precision);
   else
     cuda = make_cuda_backend(gpu.device, {.precision = path.precision});

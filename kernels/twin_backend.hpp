@@ -56,7 +56,7 @@ std::unique_ptr<Backend> make_twin_backend(std::unique_ptr<Backend> inner, Preci
 std::unique_ptr<Backend> make_twin_fallback(Backend& inner);
 
 // The working copies a training step of such a stage's GPT-2 ops takes (kernels/workspace.hpp):
-// arithmetic fp32, the twin computing every op; bf16, a native bf16 backend's fallbacks.
+// arithmetic fp32, the twin computing every op; bf16 or fp16, a native backend's fallbacks.
 size_t twin_workspace_bytes(const StageShape& shape, Arithmetic arithmetic);
 
 }  // namespace eth::kernels

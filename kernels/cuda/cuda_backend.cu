@@ -22,9 +22,11 @@ class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunc
         options_(options) {
     // The bf16 kernels' mma.sync, cp.async and cuBLASLt's bf16 GEMMs (backend selection runs the
     // twin over fp32 on older GPUs instead).
-    if (options_.precision == Precision::bf16 && compute_capability_ < 80)
-      throw std::invalid_argument("the CUDA backend's bf16 kernels: expected compute capability 8.0 or later, got " +
-                                  std::to_string(compute_capability_ / 10) + "." +
+    const int needs = options_.precision == Precision::bf16 ? 80 : options_.precision == Precision::fp16 ? 70 : 0;
+    if (compute_capability_ < needs)
+      throw std::invalid_argument(std::string("the CUDA backend's ") + precision_name(options_.precision) +
+                                  " kernels: expected compute capability " + std::to_string(needs / 10) +
+                                  ".0 or later, got " + std::to_string(compute_capability_ / 10) + "." +
                                   std::to_string(compute_capability_ % 10));
     CUDA_CHECK(cudaSetDevice(device_));
     // Non-blocking: no implicit synchronisation with the legacy default stream, so every copy
@@ -157,6 +159,9 @@ class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunc
       case Precision::bf16:
         return "bf16 (bf16 kernels: cuBLASLt GEMMs, flash attention at head sizes 64 and 128 (fp32 compute at "
                "others), layernorm, GELU, residual, embedding, classifier)";
+      case Precision::fp16:
+        return "fp16 (fp16 kernels: cuBLASLt GEMMs, layernorm forward, GELU, residual, embedding; attention, "
+               "layernorm backward and classifier in fp32 compute)";
       default: return "fp32 (cuBLAS TF32 math off)";
     }
   }

@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "kernels/cuda/cuda_launch.cuh"
 #include "kernels/workspace.hpp"
@@ -35,7 +36,7 @@ cublasLtEpilogue_t lt_epilogue(gpu_ops::GemmEpilogue e) {
     case GemmEpilogue::dgelu: return CUBLASLT_EPILOGUE_DGELU;
     case GemmEpilogue::bgradb: return CUBLASLT_EPILOGUE_BGRADB;
   }
-  throw std::logic_error("gemm_bf16: unknown epilogue");
+  throw std::logic_error("gemm16: unknown epilogue");
 }
 
 // One attribute of a matmul descriptor, its size from its type; the caller checks the status, so
@@ -87,18 +88,20 @@ CudaLaunch::~CudaLaunch() {
   cublasLtDestroy(cublaslt_);
 }
 
-// The contract's column-major view maps one to one onto cuBLASLt's: A and B bf16 as stored, C = D
-// (beta 1 accumulates in place), fp32 compute and scale.
-void CudaLaunch::gemm_bf16(const gpu_ops::GemmBf16& g) {
-  gpu_ops::check_gemm_bf16(g);
+// The contract's column-major view maps one to one onto cuBLASLt's: A and B bf16 or fp16 as stored,
+// C = D (beta 1 accumulates in place), fp32 compute and scale.
+template <class E>
+void CudaLaunch::gemm16(const gpu_ops::Gemm16<E>& g) {
+  gpu_ops::check_gemm16(g);
+  const cudaDataType_t half = std::is_same_v<E, bf16> ? CUDA_R_16BF : CUDA_R_16F;
   LtCall call;
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&call.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_TRANSA, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N));
   CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_TRANSB, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N));
   CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_EPILOGUE, lt_epilogue(g.epilogue)));
-  if (gpu_ops::adds_bias(g.epilogue)) {  // the bias in D's type, bf16: cuBLASLt's default, said explicitly
+  if (gpu_ops::adds_bias(g.epilogue)) {  // the bias in D's type, E: cuBLASLt's default, said explicitly
     CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(g.bias)));
-    CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(CUDA_R_16BF)));
+    CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(half)));
   }
   if (g.epilogue == gpu_ops::GemmEpilogue::bgradb) {  // the bias gradient in C's type, fp32
     CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<void*>(g.bias_grad)));
@@ -107,11 +110,11 @@ void CudaLaunch::gemm_bf16(const gpu_ops::GemmBf16& g) {
   if (gpu_ops::uses_aux(g.epilogue)) {
     CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, static_cast<void*>(g.aux)));
     CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, static_cast<int64_t>(g.ldaux)));
-    CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, static_cast<int32_t>(CUDA_R_16BF)));
+    CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, static_cast<int32_t>(half)));
   }
-  const cudaDataType_t d_type = g.D_bf16 ? CUDA_R_16BF : CUDA_R_32F;
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.a, CUDA_R_16BF, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.b, CUDA_R_16BF, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb));
+  const cudaDataType_t d_type = g.D_16 ? half : CUDA_R_32F;
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.a, half, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.b, half, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.d, d_type, g.m, g.n, g.ldd));
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&call.preference));
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(call.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -122,13 +125,16 @@ void CudaLaunch::gemm_bf16(const gpu_ops::GemmBf16& g) {
                                               &heuristic, &found));
   if (found == 0)
     throw std::runtime_error(std::string("cuBLASLt error at ") + __FILE__ + ":" + std::to_string(__LINE__) +
-                             ": no algorithm for gemm_bf16 m " + std::to_string(g.m) + " n " + std::to_string(g.n) +
+                             ": no algorithm for gemm16 m " + std::to_string(g.m) + " n " + std::to_string(g.n) +
                              " k " + std::to_string(g.k) + " epilogue " + std::to_string(static_cast<int>(g.epilogue)));
   const float alpha = 1.f, beta = g.accumulate ? 1.f : 0.f;
-  void* d = g.D_bf16 ? static_cast<void*>(g.D_bf16) : static_cast<void*>(g.D_fp32);
+  void* d = g.D_16 ? static_cast<void*>(g.D_16) : static_cast<void*>(g.D_fp32);
   CUBLAS_CHECK(cublasLtMatmul(cublaslt_, call.op, &alpha, g.A, call.a, g.B, call.b, &beta, d, call.d, d, call.d,
                               &heuristic.algo, lt_workspace_, kCublasWorkspaceBytes, stream_));
 }
+
+template void CudaLaunch::gemm16<bf16>(const gpu_ops::Gemm16<bf16>& g);
+template void CudaLaunch::gemm16<fp16>(const gpu_ops::Gemm16<fp16>& g);
 
 void CudaLaunch::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* A, int lda,
                       const float* B, int ldb, float beta, float* C, int ldc) {

@@ -25,7 +25,7 @@ __global__ void simt_entry(Kernel kernel) {
 
 class CudaLaunch {
  public:
-  // Creates the cuBLASLt handle and its workspace: the only device allocation gemm_bf16 uses.
+  // Creates the cuBLASLt handle and its workspace: the only device allocation gemm16 uses.
   CudaLaunch(cudaStream_t stream, cublasHandle_t cublas);
   ~CudaLaunch();
   CudaLaunch(const CudaLaunch&) = delete;
@@ -50,7 +50,8 @@ class CudaLaunch {
   void* scratch(size_t bytes) { return scratch_.get(within_reserve("scratch bytes", bytes, scratch_.bytes())); }
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* A, int lda, const float* B,
             int ldb, float beta, float* C, int ldc);
-  void gemm_bf16(const gpu_ops::GemmBf16& g);
+  template <class E>  // E = bf16 or fp16
+  void gemm16(const gpu_ops::Gemm16<E>& g);
   // Stable: values of one key keep their order (cuda_launch.cu).
   void sort_pairs(const int32_t* keys_in, int32_t* keys_out, const int32_t* values_in, int32_t* values_out, int n);
   void read_back(void* host, const void* src, size_t bytes);

@@ -14,6 +14,10 @@ template void gpu_ops::residual_forward<cuda::CudaLaunch, float>(cuda::CudaLaunc
                                                                  size_t);
 template void gpu_ops::residual_forward<cuda::CudaLaunch, bf16>(cuda::CudaLaunch&, bf16*, const bf16*, const bf16*,
                                                                 size_t);
+template void gpu_ops::gelu_forward<cuda::CudaLaunch, fp16>(cuda::CudaLaunch&, fp16*, const fp16*, size_t);
+template void gpu_ops::gelu_backward<cuda::CudaLaunch, fp16>(cuda::CudaLaunch&, fp16*, const fp16*, const fp16*, size_t);
+template void gpu_ops::residual_forward<cuda::CudaLaunch, fp16>(cuda::CudaLaunch&, fp16*, const fp16*, const fp16*,
+                                                                size_t);
 template void gpu_ops::round_to<cuda::CudaLaunch, bf16>(cuda::CudaLaunch&, float*, const float*, size_t);
 template void gpu_ops::round_to<cuda::CudaLaunch, fp16>(cuda::CudaLaunch&, float*, const float*, size_t);
 template void gpu_ops::convert<cuda::CudaLaunch, bf16, float>(cuda::CudaLaunch&, bf16*, const float*, size_t);

@@ -11,4 +11,8 @@ template void gpu_ops::encoder_backward<cuda::CudaLaunch, float>(cuda::CudaLaunc
                                                                  const int32_t*, int, int, int);
 template void gpu_ops::encoder_backward<cuda::CudaLaunch, bf16>(cuda::CudaLaunch&, float*, float*, const bf16*,
                                                                 const int32_t*, int, int, int);
+template void gpu_ops::encoder_forward<cuda::CudaLaunch, fp16>(cuda::CudaLaunch&, fp16*, const int32_t*, const float*,
+                                                               const float*, int, int, int);
+template void gpu_ops::encoder_backward<cuda::CudaLaunch, fp16>(cuda::CudaLaunch&, float*, float*, const fp16*,
+                                                                const int32_t*, int, int, int);
 }  // namespace eth::kernels

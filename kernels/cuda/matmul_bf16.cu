@@ -4,9 +4,12 @@
 #include "kernels/gpu_ops/matmul_bf16.hpp"
 
 namespace eth::kernels {
-template void gpu_ops::matmul_forward_bf16<cuda::CudaLaunch>(cuda::CudaLaunch&, bf16*, bf16*, const bf16*,
-                                                             const bf16*, const bf16*, int, int, int);
-template void gpu_ops::matmul_backward_bf16<cuda::CudaLaunch>(cuda::CudaLaunch&, bf16*, float*, float*,
-                                                              const bf16*, const bf16*, const bf16*,
-                                                              const bf16*, int, int, int);
+#define ETH_INSTANTIATE_MATMUL16(E)                                                                                     \
+  template void gpu_ops::matmul_forward16<cuda::CudaLaunch, E>(cuda::CudaLaunch&, E*, E*, const E*, const E*, const E*, \
+                                                               int, int, int);                                       \
+  template void gpu_ops::matmul_backward16<cuda::CudaLaunch, E>(cuda::CudaLaunch&, E*, float*, float*, const E*,       \
+                                                                const E*, const E*, const E*, int, int, int);
+ETH_INSTANTIATE_MATMUL16(bf16)
+ETH_INSTANTIATE_MATMUL16(fp16)
+#undef ETH_INSTANTIATE_MATMUL16
 }  // namespace eth::kernels

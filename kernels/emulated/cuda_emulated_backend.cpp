@@ -29,17 +29,22 @@ class CudaEmulatedBackend final : public gpu_ops::GpuOpsBackend<ForwardingDevice
   // counts them as a GPU's would.
   CudaEmulatedBackend(std::unique_ptr<Backend> host, Precision precision)
       : GpuOpsBackend(*host), host_(std::move(host)), launch_(host_.get()), precision_(precision) {
-    assert(precision == Precision::fp32 || precision == Precision::bf16);
+    assert(precision == Precision::fp32 || precision == Precision::bf16 || precision == Precision::fp16);
   }
   ~CudaEmulatedBackend() override { release_fallback(); }
 
-  std::string name() const override { return precision_ == Precision::bf16 ? "cuda-emulated-bf16" : "cuda-emulated"; }
+  std::string name() const override {
+    return precision_ == Precision::fp32 ? "cuda-emulated" : std::string("cuda-emulated-") + precision_name(precision_);
+  }
   OpsDevice ops_device() const override { return OpsDevice::interpreter; }
   Precision precision() const override { return precision_; }
   std::string precision_path() const override {
     if (precision_ == Precision::bf16)
       return "bf16 (bf16 kernels, in the kernel interpreter: flash attention at head sizes 64 and 128 (fp32 compute "
              "at others), layernorm, GELU, residual, embedding, classifier; GEMMs on the CPU at cuBLASLt's contract)";
+    if (precision_ == Precision::fp16)
+      return "fp16 (fp16 kernels, in the kernel interpreter: GEMMs on the CPU at cuBLASLt's contract, layernorm "
+             "forward, GELU, residual, embedding; attention, layernorm backward and classifier in fp32 compute)";
     return "fp32 (the CUDA backend's kernels in the kernel interpreter; GEMMs on the CPU at cuBLAS's contract)";
   }
   // Poisoned, as the interpreter's shared memory: an output a kernel fails to write stays NaN.

@@ -13,8 +13,8 @@
 namespace eth::kernels {
 
 // device_memory_bytes: as make_cpu_backend's, for the host memory it computes in. precision:
-// fp32, or bf16 on the bf16 kernels (as the CUDA backend's options; no TF32: the interpreter's
-// GEMMs are OpenBLAS's fp32).
+// fp32, or bf16 or fp16 on their kernels (as the CUDA backend's options; no TF32: the
+// interpreter's GEMMs are OpenBLAS's fp32).
 std::unique_ptr<Backend> make_cuda_emulated_backend(size_t device_memory_bytes = 0,
                                                     Precision precision = Precision::fp32);
 // The launcher of a backend made by make_cuda_emulated_backend, with its counts (what it

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/gpu_ops/elementwise.hpp"
@@ -65,9 +66,10 @@ void HostLaunch::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alp
 
 namespace {
 
-// A stored column-major (rows, cols) bf16 matrix with leading dimension ld, widened to fp32 with
-// the same ld (exact: every bf16 is an fp32). Rows past `rows` are not read.
-std::vector<float> widen(const bf16* p, int rows, int cols, int ld) {
+// A stored column-major (rows, cols) 16-bit matrix with leading dimension ld, widened to fp32 with
+// the same ld (exact: every bf16 and fp16 is an fp32). Rows past `rows` are not read.
+template <class E>
+std::vector<float> widen(const E* p, int rows, int cols, int ld) {
   std::vector<float> out(static_cast<size_t>(ld) * cols, 0.f);
   for (int j = 0; j < cols; j++)
     for (int i = 0; i < rows; i++) out[size_t(j) * ld + i] = simt::to_float(p[size_t(j) * ld + i]);
@@ -77,10 +79,11 @@ std::vector<float> widen(const bf16* p, int rows, int cols, int ld) {
 }  // namespace
 
 // The fp32 result of op(A) op(B) (+ D) in an (m, n) buffer, then the epilogue element by element
-// as cuBLASLt defines it (kernels/gpu_ops/gemm_bf16.hpp), then the store: one rounding to bf16.
-void HostLaunch::gemm_bf16(const gpu_ops::GemmBf16& g) {
+// as cuBLASLt defines it (kernels/gpu_ops/gemm_bf16.hpp), then the store: one rounding to E.
+template <class E>
+void HostLaunch::gemm16(const gpu_ops::Gemm16<E>& g) {
   using gpu_ops::GemmEpilogue;
-  gpu_ops::check_gemm_bf16(g);
+  gpu_ops::check_gemm16(g);
   const int m = g.m, n = g.n, k = g.k;
   const std::vector<float> A = widen(g.A, g.trans_a ? k : m, g.trans_a ? m : k, g.lda);
   const std::vector<float> B = widen(g.B, g.trans_b ? n : k, g.trans_b ? k : n, g.ldb);
@@ -97,12 +100,12 @@ void HostLaunch::gemm_bf16(const gpu_ops::GemmBf16& g) {
       const size_t at_aux = size_t(j) * g.ldaux + i;
       if (gpu_ops::adds_bias(g.epilogue)) x += simt::to_float(g.bias[i]);
       if (gelu_aux) {
-        g.aux[at_aux] = simt::to_bf16(x);
+        g.aux[at_aux] = simt::from_float<E>(x);
         x = gpu_ops::gelu(x);
       }
       if (g.epilogue == GemmEpilogue::dgelu) x *= gpu_ops::gelu_grad(simt::to_float(g.aux[at_aux]));
       const size_t at = size_t(j) * g.ldd + i;
-      if (g.D_bf16 != nullptr) g.D_bf16[at] = simt::to_bf16(x);
+      if (g.D_16 != nullptr) g.D_16[at] = simt::from_float<E>(x);
       else g.D_fp32[at] = x;
     }
   }
@@ -114,16 +117,18 @@ void HostLaunch::gemm_bf16(const gpu_ops::GemmBf16& g) {
     }
   }
 
-  LibraryCounts& c = library_["cublaslt_matmul_bf16"];
+  LibraryCounts& c = library_[std::is_same_v<E, bf16> ? "cublaslt_matmul_bf16" : "cublaslt_matmul_fp16"];
   const uint64_t mn = uint64_t(m) * n;
   c.calls += 1;
   c.bytes_read += 2 * (uint64_t(m) * k + uint64_t(k) * n) + (g.accumulate ? 4 * mn : 0) +
                   (gpu_ops::adds_bias(g.epilogue) ? 2 * uint64_t(m) : 0) +
                   (g.epilogue == GemmEpilogue::dgelu ? 2 * mn : 0);
-  c.bytes_written += (g.D_bf16 ? 2 : 4) * mn + (gelu_aux ? 2 * mn : 0) +
+  c.bytes_written += (g.D_16 ? 2 : 4) * mn + (gelu_aux ? 2 * mn : 0) +
                      (g.epilogue == GemmEpilogue::bgradb ? 4 * uint64_t(n) : 0);
   c.flops += 2 * mn * uint64_t(k);
 }
+template void HostLaunch::gemm16<bf16>(const gpu_ops::Gemm16<bf16>& g);
+template void HostLaunch::gemm16<fp16>(const gpu_ops::Gemm16<fp16>& g);
 
 void HostLaunch::sort_pairs(const int32_t* keys_in, int32_t* keys_out, const int32_t* values_in, int32_t* values_out,
                             int n) {

@@ -45,7 +45,8 @@ class HostLaunch {
   void* scratch(size_t bytes);
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* A, int lda, const float* B,
             int ldb, float beta, float* C, int ldc);
-  void gemm_bf16(const gpu_ops::GemmBf16& g);
+  template <class E>  // E = bf16 or fp16
+  void gemm16(const gpu_ops::Gemm16<E>& g);
   void sort_pairs(const int32_t* keys_in, int32_t* keys_out, const int32_t* values_in, int32_t* values_out, int n);
   void read_back(void* host, const void* src, size_t bytes);
   // Zero on return; throws std::logic_error when the previous op left one of them non-zero.

@@ -1,5 +1,6 @@
-// One bf16 GEMM with a fused epilogue: the plain data of launch.gemm_bf16 (kernels/gpu_ops/ops.hpp),
-// cuBLASLt's view of it. Column-major, as cuBLAS: op(A) is (m, k), op(B) is (k, n), D is (m, n),
+// One 16-bit GEMM with a fused epilogue: the plain data of launch.gemm16 (kernels/gpu_ops/ops.hpp),
+// cuBLASLt's view of it, for E = bf16 or fp16 (the operands' format; "bf16" below stands for E).
+// Column-major, as cuBLAS: op(A) is (m, k), op(B) is (k, n), D is (m, n),
 //
 //   D = epilogue(op(A) op(B) [+ D])     accumulated in fp32 whatever D's type
 //
@@ -16,7 +17,7 @@
 //   bgradb         CUBLASLT_EPILOGUE_BGRADB         bias_grad[j] = sum over k of op(B)[k, j]
 //
 // where gelu is GPT-2's tanh approximation (kernels/gpu_ops/elementwise.hpp's expressions).
-// What cuBLASLt requires, and check_gemm_bf16 checks so that the host twin refuses what the GPU
+// What cuBLASLt requires, and check_gemm16 checks so that the host twin refuses what the GPU
 // would (cublasLt.h, CUBLASLT_MATMUL_DESC_* comments):
 //   - the bias has D's row count m, packed, and by default D's type: bf16, as our bias copies are.
 //   - the GELU aux matrix (pre-activation) has D's type, bf16, and a leading dimension divisible
@@ -32,33 +33,36 @@
 #include <string>
 
 #include "kernels/bf16.hpp"
+#include "kernels/fp16.hpp"
 
 namespace eth::kernels::gpu_ops {
 
 enum class GemmEpilogue { none, bias, gelu_aux, gelu_aux_bias, dgelu, bgradb };
 
-struct GemmBf16 {
+template <class E>
+struct Gemm16 {
   bool trans_a = false, trans_b = false;
   int m = 0, n = 0, k = 0;
-  const bf16* A = nullptr;    // (m, k) after op, stored (trans_a ? k : m, trans_a ? m : k), ld lda
+  const E* A = nullptr;       // (m, k) after op, stored (trans_a ? k : m, trans_a ? m : k), ld lda
   int lda = 0;
-  const bf16* B = nullptr;    // (k, n) after op, stored (trans_b ? n : k, trans_b ? k : n), ld ldb
+  const E* B = nullptr;       // (k, n) after op, stored (trans_b ? n : k, trans_b ? k : n), ld ldb
   int ldb = 0;
-  bf16* D_bf16 = nullptr;     // (m, n), ld ldd: exactly one of D_bf16, D_fp32
+  E* D_16 = nullptr;          // (m, n), ld ldd: exactly one of D_16, D_fp32
   float* D_fp32 = nullptr;
   int ldd = 0;
   bool accumulate = false;    // D_fp32 += op(A) op(B) (beta 1), else overwritten (beta 0)
   GemmEpilogue epilogue = GemmEpilogue::none;
-  const bf16* bias = nullptr; // (m): bias, gelu_aux_bias
-  bf16* aux = nullptr;        // (m, n), ld ldaux: written by gelu_aux(_bias), read by dgelu
+  const E* bias = nullptr;    // (m): bias, gelu_aux_bias
+  E* aux = nullptr;           // (m, n), ld ldaux: written by gelu_aux(_bias), read by dgelu
   int ldaux = 0;
   float* bias_grad = nullptr; // (n), overwritten: bgradb
 };
+using GemmBf16 = Gemm16<bf16>;
 
 // A GEMM's operands in cublasLtMatmul's argument order; D and the epilogue are set after.
-inline GemmBf16 gemm_operands(bool trans_a, bool trans_b, int m, int n, int k, const bf16* A, int lda, const bf16* B,
-                              int ldb) {
-  GemmBf16 g;
+template <class E>
+Gemm16<E> gemm_operands(bool trans_a, bool trans_b, int m, int n, int k, const E* A, int lda, const E* B, int ldb) {
+  Gemm16<E> g;
   g.trans_a = trans_a, g.trans_b = trans_b;
   g.m = m, g.n = n, g.k = k;
   g.A = A, g.lda = lda;
@@ -72,15 +76,16 @@ inline bool uses_aux(GemmEpilogue e) {
 }
 
 // Throws std::invalid_argument where g breaks the contract above (both Launches call it first).
-inline void check_gemm_bf16(const GemmBf16& g) {
-  const auto fail = [](const std::string& what) { throw std::invalid_argument("gemm_bf16: " + what); };
+template <class E>
+void check_gemm16(const Gemm16<E>& g) {
+  const auto fail = [](const std::string& what) { throw std::invalid_argument("gemm16: " + what); };
   if (g.m <= 0 || g.n <= 0 || g.k <= 0) fail("m, n and k must be positive");
-  if ((g.D_bf16 == nullptr) == (g.D_fp32 == nullptr)) fail("exactly one of D_bf16 and D_fp32");
+  if ((g.D_16 == nullptr) == (g.D_fp32 == nullptr)) fail("exactly one of D_16 and D_fp32");
   if (g.lda < (g.trans_a ? g.k : g.m) || g.ldb < (g.trans_b ? g.n : g.k) || g.ldd < g.m)
     fail("a leading dimension is less than its matrix's rows");
   if (g.accumulate && g.D_fp32 == nullptr) fail("accumulate needs an fp32 D");
-  if ((adds_bias(g.epilogue) || uses_aux(g.epilogue)) && (g.D_bf16 == nullptr || g.accumulate))
-    fail("bias and GELU epilogues take a bf16 D, overwritten");
+  if ((adds_bias(g.epilogue) || uses_aux(g.epilogue)) && (g.D_16 == nullptr || g.accumulate))
+    fail("bias and GELU epilogues take a 16-bit D, overwritten");
   if (adds_bias(g.epilogue) != (g.bias != nullptr)) fail("bias given without a bias epilogue, or missing");
   if (uses_aux(g.epilogue) != (g.aux != nullptr)) fail("aux given without a GELU epilogue, or missing");
   if (uses_aux(g.epilogue) && (g.ldaux < g.m || g.ldaux % 8 != 0))

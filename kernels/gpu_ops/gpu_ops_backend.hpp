@@ -8,9 +8,11 @@
 // Each op runs on the element type of its tensors, which is the backend's storage: fp32 tensors
 // on the fp32 kernels (cuBLAS sgemm, TF32 where the CUDA backend is made so), bf16 tensors on the
 // bf16 kernels (cuBLASLt GEMMs with fused epilogues, flash attention on mma.sync, the one-launch
-// layernorm backward, the chunked classifier; the families marked E at E = bf16). The few shapes
-// the bf16 kernels do not take (attention at head sizes other than 64 and 128, the fused GELU at
-// widths its epilogue does not take, and decoding's attention) run on a bf16 twin over this
+// layernorm backward, the chunked classifier; the families marked E at E = bf16), fp16 tensors on
+// the fp16 GEMMs (the same cuBLASLt calls in fp16) and the E families at E = fp16. What has no
+// kernel of its type (bf16: attention at head sizes other than 64 and 128, the fused GELU at
+// widths its epilogue does not take, decoding's attention; fp16: attention, the layernorm
+// backward and the classifier too, their kernels still to write) runs on a twin over this
 // backend's fp32 kernels (kernels/twin_backend.hpp): the same numbers, fp32 compute.
 #pragma once
 
@@ -36,6 +38,7 @@ class GpuOpsBackend : public Base {
   Arithmetic arithmetic() const override {
     switch (this->precision()) {
       case Precision::bf16: return Arithmetic::bf16;
+      case Precision::fp16: return Arithmetic::fp16;
       case Precision::tf32: return Arithmetic::tf32;
       default: return Arithmetic::fp32;
     }
@@ -58,17 +61,19 @@ class GpuOpsBackend : public Base {
   }
   void encoder_forward(Tensor out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
                        int C) override {
-    on_element(out, [&](auto e) { gpu_ops::encoder_forward(launch(), out.as<decltype(e)>(), tokens, wte, wpe, B, T, C); });
+    on_any_element(out, [&](auto e) {
+      gpu_ops::encoder_forward(launch(), out.as<decltype(e)>(), tokens, wte, wpe, B, T, C);
+    });
   }
   void encoder_backward(float* dwte, float* dwpe, ConstTensor dout, const int32_t* tokens, int B, int T,
                         int C) override {
-    on_element(dout, [&](auto e) {
+    on_any_element(dout, [&](auto e) {
       gpu_ops::encoder_backward(launch(), dwte, dwpe, dout.as<decltype(e)>(), tokens, B, T, C);
     });
   }
   void layernorm_forward(Tensor out, float* mean, float* rstd, ConstTensor inp, ConstTensor weight,
                          ConstTensor bias, int N, int C) override {
-    on_element(out, [&](auto e) {
+    on_any_element(out, [&](auto e) {
       using E = decltype(e);
       gpu_ops::layernorm_forward(launch(), out.as<E>(), mean, rstd, inp.as<E>(), weight.as<E>(), bias.as<E>(), N, C);
     });
@@ -78,45 +83,60 @@ class GpuOpsBackend : public Base {
     if (dinp.type() == ElementType::bf16)
       return layernorm_backward_bf16(launch(), dinp.as_bf16(), dweight, dbias, dout.as_bf16(), inp.as_bf16(),
                                      weight.as_bf16(), mean, rstd, N, C);
+    if (dinp.type() == ElementType::f16)
+      return fallback().layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
     gpu_ops::layernorm_backward(launch(), dinp.as_f32(), dweight, dbias, dout.as_f32(), inp.as_f32(), weight.as_f32(),
                                 mean, rstd, N, C);
   }
   void matmul_forward(Tensor out, ConstTensor inp, ConstTensor weight, ConstTensor bias, int N, int C,
                       int OC) override {
-    if (out.type() == ElementType::bf16)
-      return matmul_forward_bf16(launch(), out.as_bf16(), nullptr, inp.as_bf16(), weight.as_bf16(), bias.as_bf16(), N,
-                                 C, OC);
+    if (out.type() != ElementType::f32)
+      return on_16bit_element(out, [&](auto e) {
+        using E = decltype(e);
+        matmul_forward16<Launch, E>(launch(), out.as<E>(), nullptr, inp.as<E>(), weight.as<E>(), bias.as<E>(), N, C,
+                                    OC);
+      });
     gpu_ops::matmul_forward(launch(), out.as_f32(), inp.as_f32(), weight.as_f32(), bias.as_f32(), N, C, OC);
   }
   void matmul_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
                        ConstTensor weight, int N, int C, int OC) override {
-    if (dinp.type() == ElementType::bf16)
-      return matmul_backward_bf16(launch(), dinp.as_bf16(), dweight, dbias, dout.as_bf16(), inp.as_bf16(),
-                                  weight.as_bf16(), nullptr, N, C, OC);
+    if (dinp.type() != ElementType::f32)
+      return on_16bit_element(dinp, [&](auto e) {
+        using E = decltype(e);
+        matmul_backward16<Launch, E>(launch(), dinp.as<E>(), dweight, dbias, dout.as<E>(), inp.as<E>(),
+                                     weight.as<E>(), nullptr, N, C, OC);
+      });
     gpu_ops::matmul_backward(launch(), dinp.as_f32(), dweight, dbias, dout.as_f32(), inp.as_f32(), weight.as_f32(), N,
                              C, OC);
   }
-  // The fused ops: on bf16 tensors the GEMMs' epilogues and the fused layernorm kernel; the fp32
-  // GPU ops have no fused kernel, so fp32 tensors take the two ops they fuse (Backend's).
+  // The fused ops: on 16-bit tensors the GEMMs' epilogues (and on bf16 the fused layernorm
+  // kernel); the fp32 GPU ops have no fused kernel, so fp32 tensors take the two ops they fuse
+  // (Backend's).
   void matmul_gelu_forward(Tensor out, Tensor pre_gelu, ConstTensor inp, ConstTensor weight, ConstTensor bias, int N,
                            int C, int OC) override {
-    if (out.type() != ElementType::bf16) return Backend::matmul_gelu_forward(out, pre_gelu, inp, weight, bias, N, C, OC);
+    if (out.type() == ElementType::f32) return Backend::matmul_gelu_forward(out, pre_gelu, inp, weight, bias, N, C, OC);
     if (!gelu_epilogue_width(OC)) return fallback().matmul_gelu_forward(out, pre_gelu, inp, weight, bias, N, C, OC);
-    matmul_forward_bf16(launch(), out.as_bf16(), pre_gelu.as_bf16(), inp.as_bf16(), weight.as_bf16(), bias.as_bf16(),
-                        N, C, OC);
+    on_16bit_element(out, [&](auto e) {
+      using E = decltype(e);
+      matmul_forward16<Launch, E>(launch(), out.as<E>(), pre_gelu.as<E>(), inp.as<E>(), weight.as<E>(), bias.as<E>(),
+                                  N, C, OC);
+    });
   }
   void matmul_dgelu_backward(Tensor dpre_gelu, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
                              ConstTensor weight, ConstTensor pre_gelu, int N, int C, int OC) override {
-    if (dpre_gelu.type() != ElementType::bf16)
+    if (dpre_gelu.type() == ElementType::f32)
       return Backend::matmul_dgelu_backward(dpre_gelu, dweight, dbias, dout, inp, weight, pre_gelu, N, C, OC);
     if (!gelu_epilogue_width(C))
       return fallback().matmul_dgelu_backward(dpre_gelu, dweight, dbias, dout, inp, weight, pre_gelu, N, C, OC);
-    matmul_backward_bf16(launch(), dpre_gelu.as_bf16(), dweight, dbias, dout.as_bf16(), inp.as_bf16(),
-                         weight.as_bf16(), pre_gelu.as_bf16(), N, C, OC);
+    on_16bit_element(dpre_gelu, [&](auto e) {
+      using E = decltype(e);
+      matmul_backward16<Launch, E>(launch(), dpre_gelu.as<E>(), dweight, dbias, dout.as<E>(), inp.as<E>(),
+                                   weight.as<E>(), pre_gelu.as<E>(), N, C, OC);
+    });
   }
   void residual_layernorm_forward(Tensor residual, Tensor out, float* mean, float* rstd, ConstTensor a, ConstTensor b,
                                   ConstTensor weight, ConstTensor bias, int N, int C) override {
-    if (out.type() != ElementType::bf16)
+    if (out.type() != ElementType::bf16)  // fp32 and fp16: the two ops (fp16 on its elementwise kernels)
       return Backend::residual_layernorm_forward(residual, out, mean, rstd, a, b, weight, bias, N, C);
     fused_residual_layernorm_forward_bf16(launch(), residual.as_bf16(), out.as_bf16(), mean, rstd, a.as_bf16(),
                                           b.as_bf16(), weight.as_bf16(), bias.as_bf16(), N, C);
@@ -126,7 +146,8 @@ class GpuOpsBackend : public Base {
   void attention_forward(Tensor out, float* lse, ConstTensor qkv, int B, int T, int C, int NH) override {
     if (out.type() == ElementType::f32)
       return gpu_ops::attention_forward(launch(), out.as_f32(), lse, qkv.as_f32(), B, T, C, NH);
-    if (!bf16_attention_head_size(C / NH)) return fallback().attention_forward(out, lse, qkv, B, T, C, NH);
+    if (out.type() == ElementType::f16 || !bf16_attention_head_size(C / NH))
+      return fallback().attention_forward(out, lse, qkv, B, T, C, NH);
     attention_forward_bf16(launch(), out.as_bf16(), lse, qkv.as_bf16(), B, T, C, NH);
   }
   void attention_backward(Tensor dqkv, ConstTensor dout, ConstTensor qkv, ConstTensor out, const float* lse,
@@ -134,34 +155,39 @@ class GpuOpsBackend : public Base {
     if (dqkv.type() == ElementType::f32)
       return gpu_ops::attention_backward(launch(), dqkv.as_f32(), dout.as_f32(), qkv.as_f32(), out.as_f32(), lse, B, T,
                                          C, NH);
-    if (!bf16_attention_head_size(C / NH)) return fallback().attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
+    if (dqkv.type() == ElementType::f16 || !bf16_attention_head_size(C / NH))
+      return fallback().attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
     attention_backward_bf16(launch(), dqkv.as_bf16(), dout.as_bf16(), qkv.as_bf16(), out.as_bf16(), lse, B, T, C, NH);
   }
   // Decoding has an fp32 kernel only (generation is not where the step's time goes).
   void attention_decode(Tensor out, Tensor k_cache, Tensor v_cache, ConstTensor qkv_new, int B, int Tn, int T0,
                         int Tmax, int C, int NH) override {
-    if (out.type() == ElementType::bf16)
+    if (out.type() != ElementType::f32)
       return fallback().attention_decode(out, k_cache, v_cache, qkv_new, B, Tn, T0, Tmax, C, NH);
     gpu_ops::attention_decode(launch(), out.as_f32(), k_cache.as_f32(), v_cache.as_f32(), qkv_new.as_f32(), B, Tn, T0,
                               Tmax, C, NH);
   }
   void gelu_forward(Tensor out, ConstTensor inp, size_t n) override {
-    on_element(out, [&](auto e) { gpu_ops::gelu_forward(launch(), out.as<decltype(e)>(), inp.as<decltype(e)>(), n); });
+    on_any_element(out, [&](auto e) {
+      gpu_ops::gelu_forward(launch(), out.as<decltype(e)>(), inp.as<decltype(e)>(), n);
+    });
   }
   void gelu_backward(Tensor dinp, ConstTensor inp, ConstTensor dout, size_t n) override {
-    on_element(dinp, [&](auto e) {
+    on_any_element(dinp, [&](auto e) {
       using E = decltype(e);
       gpu_ops::gelu_backward(launch(), dinp.as<E>(), inp.as<E>(), dout.as<E>(), n);
     });
   }
   void residual_forward(Tensor out, ConstTensor a, ConstTensor b, size_t n) override {
-    on_element(out, [&](auto e) {
+    on_any_element(out, [&](auto e) {
       using E = decltype(e);
       gpu_ops::residual_forward(launch(), out.as<E>(), a.as<E>(), b.as<E>(), n);
     });
   }
   void crossentropy_forward_backward(float* sample_losses, Tensor logits, const int32_t* targets, int B, int T,
                                      int V, int Vp, float dlogits_scale) override {
+    if (logits.type() == ElementType::f16)
+      return fallback().crossentropy_forward_backward(sample_losses, logits, targets, B, T, V, Vp, dlogits_scale);
     on_element(logits, [&](auto e) {
       gpu_ops::crossentropy_forward_backward(launch(), sample_losses, logits.as<decltype(e)>(), targets, B, T, V, Vp,
                                              dlogits_scale);
@@ -190,7 +216,7 @@ class GpuOpsBackend : public Base {
   // refuses to grow them inside a step.
   void reserve_workspace(const StageShape& shape) override {
     launch().reserve(launch_scratch_bytes(shape), sorted_rows(shape));
-    if (this->precision() == Precision::bf16) fallback().reserve_workspace(shape);
+    if (storage_type(this->precision()) != ElementType::f32) fallback().reserve_workspace(shape);
   }
 
  protected:
@@ -200,8 +226,7 @@ class GpuOpsBackend : public Base {
   void release_fallback() { fallback_.reset(); }
 
  private:
-  // Runs f(E{}) with E the element type of t: float or bf16, the types the GPT ops take (the
-  // fp16 path computes on its twin: the ops see its fp32 working copies).
+  // Runs f(E{}) with E the element type of t: float or bf16, where fp16 has no kernel of its own.
   template <class T, class F>
   static void on_element(const T& t, F&& f) {
     assert(t.type() != ElementType::f16);
@@ -209,6 +234,13 @@ class GpuOpsBackend : public Base {
       f(bf16{});
     else
       f(float{});
+  }
+  // f(E{}) with E = bf16 or fp16, the type of a 16-bit t.
+  template <class T, class F>
+  static void on_16bit_element(const T& t, F&& f) {
+    assert(t.type() != ElementType::f32);
+    if (t.type() == ElementType::f16) return f(fp16{});
+    f(bf16{});
   }
   // The same over every stored type: float, bf16 or fp16.
   template <class T, class F>

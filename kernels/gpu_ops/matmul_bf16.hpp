@@ -1,5 +1,5 @@
-// The bf16 matmuls through launch.gemm_bf16 (kernels/gpu_ops/gemm_bf16.hpp): activations, weights
-// and input gradients stored bf16, products accumulated in fp32, weight and bias gradients
+// The 16-bit matmuls through launch.gemm16 (kernels/gpu_ops/gemm_bf16.hpp), E = bf16 or fp16:
+// activations, weights and input gradients stored in E, products accumulated in fp32, weight and bias gradients
 // accumulated in fp32. Row-major buffers as column-major transposes, as in matmul.hpp:
 //
 //   out  (N, OC) = inp (N, C) W^T        ->  out^T  (OC, N) = W   . inp^T   gemm(T, N, OC, N, C)
@@ -34,12 +34,12 @@ struct AddBiasGradKernel {
   }
 };
 
-template <class Launch>
-void matmul_forward_bf16(Launch& launch, bf16* out, bf16* pre_gelu, const bf16* inp, const bf16* weight,
-                         const bf16* bias, int N, int C, int OC) {
+template <class Launch, class E>
+void matmul_forward16(Launch& launch, E* out, E* pre_gelu, const E* inp, const E* weight, const E* bias, int N,
+                         int C, int OC) {
   if (N == 0 || OC == 0) return;
-  GemmBf16 g = gemm_operands(true, false, OC, N, C, weight, C, inp, C);
-  g.D_bf16 = out, g.ldd = OC;
+  Gemm16<E> g = gemm_operands(true, false, OC, N, C, weight, C, inp, C);
+  g.D_16 = out, g.ldd = OC;
   g.bias = bias;
   if (pre_gelu != nullptr) {
     g.epilogue = bias ? GemmEpilogue::gelu_aux_bias : GemmEpilogue::gelu_aux;
@@ -47,29 +47,29 @@ void matmul_forward_bf16(Launch& launch, bf16* out, bf16* pre_gelu, const bf16* 
   } else {
     g.epilogue = bias ? GemmEpilogue::bias : GemmEpilogue::none;
   }
-  launch.gemm_bf16(g);
+  launch.gemm16(g);
 }
 
-template <class Launch>
-void matmul_backward_bf16(Launch& launch, bf16* dinp, float* dweight, float* dbias, const bf16* dout,
-                          const bf16* inp, const bf16* weight, const bf16* pre_gelu, int N, int C, int OC) {
+template <class Launch, class E>
+void matmul_backward16(Launch& launch, E* dinp, float* dweight, float* dbias, const E* dout, const E* inp,
+                          const E* weight, const E* pre_gelu, int N, int C, int OC) {
   if (N == 0 || C == 0 || OC == 0) return;
-  GemmBf16 di = gemm_operands(false, false, C, N, OC, weight, C, dout, OC);
-  di.D_bf16 = dinp, di.ldd = C;
+  Gemm16<E> di = gemm_operands(false, false, C, N, OC, weight, C, dout, OC);
+  di.D_16 = dinp, di.ldd = C;
   if (pre_gelu != nullptr) {
     di.epilogue = GemmEpilogue::dgelu;
-    di.aux = const_cast<bf16*>(pre_gelu), di.ldaux = C;  // dgelu reads aux, never writes it
+    di.aux = const_cast<E*>(pre_gelu), di.ldaux = C;  // dgelu reads aux, never writes it
   }
-  launch.gemm_bf16(di);
+  launch.gemm16(di);
 
-  GemmBf16 dw = gemm_operands(false, true, C, OC, N, inp, C, dout, OC);
+  Gemm16<E> dw = gemm_operands(false, true, C, OC, N, inp, C, dout, OC);
   dw.D_fp32 = dweight, dw.ldd = C;
   dw.accumulate = true;
-  if (dbias == nullptr) return launch.gemm_bf16(dw);
+  if (dbias == nullptr) return launch.gemm16(dw);
   const size_t partial_bytes = matmul_backward_bf16_scratch_bytes(static_cast<size_t>(OC), true);
   auto* partial = static_cast<float*>(launch.scratch(partial_bytes));
   dw.epilogue = GemmEpilogue::bgradb, dw.bias_grad = partial;
-  launch.gemm_bf16(dw);
+  launch.gemm16(dw);
   launch.kernel(AddBiasGradKernel{dbias, partial, OC}, elementwise_shape(static_cast<size_t>(OC)));
 }
 

@@ -13,9 +13,9 @@
 //   launch.gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
 //                                       cuBLAS sgemm's contract: column-major, fp32 in and out,
 //                                       fp32 accumulation
-//   launch.gemm_bf16(g)                 one cuBLASLt matmul (kernels/gpu_ops/gemm_bf16.hpp): bf16
-//                                       A and B, bf16 or fp32 D (fp32 may accumulate), fp32
-//                                       accumulation, a fused epilogue (bias, GELU keeping the
+//   launch.gemm16(g)                    one cuBLASLt matmul (kernels/gpu_ops/gemm_bf16.hpp): bf16
+//                                       or fp16 A and B, D of their type or fp32 (fp32 may
+//                                       accumulate), fp32 accumulation, a fused epilogue (bias, GELU keeping the
 //                                       pre-activation, dGELU, the bias gradient of B)
 //   launch.sort_pairs(keys_in, keys_out, values_in, values_out, n)
 //                                       a stable sort of int32 (key, value) pairs by key (CUB's
@@ -66,14 +66,14 @@ template <class Launch>
 void matmul_backward(Launch& launch, float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int N, int C, int OC);
 
-// matmul_bf16.hpp: forward with pre_gelu keeps the GELU's input and outputs GELU of it; backward
-// with pre_gelu (inp = GELU(pre_gelu)) outputs the gradient of pre_gelu in dinp
-template <class Launch>
-void matmul_forward_bf16(Launch& launch, bf16* out, bf16* pre_gelu, const bf16* inp, const bf16* weight,
-                         const bf16* bias, int N, int C, int OC);
-template <class Launch>
-void matmul_backward_bf16(Launch& launch, bf16* dinp, float* dweight, float* dbias, const bf16* dout,
-                          const bf16* inp, const bf16* weight, const bf16* pre_gelu, int N, int C, int OC);
+// matmul_bf16.hpp (E = bf16 or fp16): forward with pre_gelu keeps the GELU's input and outputs
+// GELU of it; backward with pre_gelu (inp = GELU(pre_gelu)) outputs the gradient of pre_gelu in dinp
+template <class Launch, class E>
+void matmul_forward16(Launch& launch, E* out, E* pre_gelu, const E* inp, const E* weight, const E* bias, int N,
+                         int C, int OC);
+template <class Launch, class E>
+void matmul_backward16(Launch& launch, E* dinp, float* dweight, float* dbias, const E* dout, const E* inp,
+                          const E* weight, const E* pre_gelu, int N, int C, int OC);
 
 // attention.hpp
 template <class Launch>

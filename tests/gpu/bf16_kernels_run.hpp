@@ -84,8 +84,8 @@ std::vector<Output> run_cases(Launch& launch, Memory& mem) {
     bf16* dpre_gelu = mem.filled(size_t(N) * H, bf16_nan);
     float* dweight = mem.put(uniforms(size_t(C) * H, 8, 1.f));
     float* dbias = mem.put(uniforms(size_t(C), 40, 1.f));
-    kernels::gpu_ops::matmul_forward_bf16(launch, out, pre_gelu, inp, fc_w, fc_b, N, C, H);
-    kernels::gpu_ops::matmul_backward_bf16(launch, dpre_gelu, dweight, dbias, dout, out, proj_w, pre_gelu, N, H, C);
+    kernels::gpu_ops::matmul_forward16(launch, out, pre_gelu, inp, fc_w, fc_b, N, C, H);
+    kernels::gpu_ops::matmul_backward16(launch, dpre_gelu, dweight, dbias, dout, out, proj_w, pre_gelu, N, H, C);
     keep("matmul + GELU: out", out, size_t(N) * H);
     keep("matmul + GELU: pre_gelu", pre_gelu, size_t(N) * H);
     keep("matmul + dGELU: dpre_gelu", dpre_gelu, size_t(N) * H);

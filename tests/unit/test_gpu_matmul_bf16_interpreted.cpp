@@ -1,4 +1,4 @@
-// The bf16 matmul ops (kernels/gpu_ops/matmul_bf16.hpp) through HostLaunch, whose gemm_bf16 is
+// The bf16 matmul ops (kernels/gpu_ops/matmul_bf16.hpp) through HostLaunch, whose gemm16 is
 // cuBLASLt's contract on the host, against (a) a float64 reference on the same bf16 inputs and
 // (b) the CPU bf16 twin (the CPU backend wrapped in kernels/twin_backend.cpp: fp32 ops,
 // bf16 rounding at the storage points). Shapes are multiples of nothing the GEMM tiles use
@@ -122,7 +122,7 @@ void check_forward(bool with_bias, bool with_gelu) {
   const Bf16s bias = random_bf16(OC, 3);
   Bf16s out = nan_bf16(size_t(N) * OC), pre = nan_bf16(size_t(N) * OC);
   HostLaunch launch;
-  gpu_ops::matmul_forward_bf16(launch, out.data(), with_gelu ? pre.data() : nullptr, inp.data(), weight.data(),
+  gpu_ops::matmul_forward16(launch, out.data(), with_gelu ? pre.data() : nullptr, inp.data(), weight.data(),
                                with_bias ? bias.data() : nullptr, N, C, OC);
   EXPECT_EQ(gemm_calls(launch), 1u);
   EXPECT_EQ(total_launches(launch), 0u) << "bias and GELU must be fused into the GEMM";
@@ -166,7 +166,7 @@ void check_backward(bool with_dbias, bool with_gelu) {
   Bf16s dinp = nan_bf16(size_t(N) * C);
   Vec dweight = dweight0, dbias = dbias0;
   HostLaunch launch;
-  gpu_ops::matmul_backward_bf16(launch, dinp.data(), dweight.data(), with_dbias ? dbias.data() : nullptr, dout.data(),
+  gpu_ops::matmul_backward16(launch, dinp.data(), dweight.data(), with_dbias ? dbias.data() : nullptr, dout.data(),
                                 inp.data(), weight.data(), with_gelu ? pre.data() : nullptr, N, C, OC);
   EXPECT_EQ(gemm_calls(launch), 2u);
   EXPECT_EQ(launches(launch, "matmul_bf16_dbias_add"), with_dbias ? 1u : 0u);
@@ -229,11 +229,11 @@ TEST(GpuMatmulBf16Interpreted, GemmDgeluEpilogue) {
   g.m = m, g.n = n, g.k = k;
   g.A = A.data(), g.lda = lda;
   g.B = B.data(), g.ldb = ldb;
-  g.D_bf16 = D.data(), g.ldd = ldd;
+  g.D_16 = D.data(), g.ldd = ldd;
   g.epilogue = gpu_ops::GemmEpilogue::dgelu;
   g.aux = aux.data(), g.ldaux = ldaux;
   HostLaunch launch;
-  launch.gemm_bf16(g);
+  launch.gemm16(g);
   EXPECT_EQ(gemm_calls(launch), 1u);
   Doubles ours, ref;
   for (int j = 0; j < n; j++)
@@ -247,7 +247,7 @@ TEST(GpuMatmulBf16Interpreted, GemmDgeluEpilogue) {
   expect_passed({compare("gemm_bf16 dgelu D vs float64", ours, ref, kBf16Out)});
   // cuBLASLt's rule: the aux leading dimension is a multiple of 8.
   g.ldaux = m + 1;
-  EXPECT_THROW(launch.gemm_bf16(g), std::invalid_argument);
+  EXPECT_THROW(launch.gemm16(g), std::invalid_argument);
 }
 
 }  // namespace
