@@ -3,8 +3,10 @@
 
 failures=0
 passes=0
-# A failing job ends when its ranks do (tests/mpi/mpi_test_env.sh says why).
+# A failing job ends when its ranks do, and keeps its session directory in $work
+# (tests/mpi/mpi_test_env.sh says why for both).
 export OMPI_MCA_odls_base_sigkill_timeout=0
+export OMPI_MCA_orte_tmpdir_base="$work"
 
 check() {  # check NAME STATUS WHY: STATUS 0 passes
   if [ "$2" -eq 0 ]; then passes=$((passes + 1)); echo "ok: $1"; else failures=$((failures + 1)); echo "FAIL: $1: $3"; fi

@@ -13,6 +13,12 @@ export OMP_NUM_THREADS=1
 export ETH_BACKEND=${ETH_BACKEND:-cpu}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# Each test's jobs keep Open MPI's session directory in $work, not in the /tmp/ompi.HOST.UID that
+# every job of the user shares: the tests run side by side (ctest -j), and Open MPI 4.1 fails a
+# job at start ("A call to mkdir was unable to create the desired directory ... File exists",
+# orte_session_dir failed) when another job's cleanup removes that directory as it creates it
+# (seen in CI: random_plans, equivalence_data_parallel_4_nccl).
+export OMPI_MCA_orte_tmpdir_base="$work"
 py=${PYTHON:-/usr/bin/python3}  # Debian's, with numpy and yaml; a GPU machine names its own
 
 # write_tiny_shard PATH SEED: an llm.c shard of 20000 random tokens below 97, the tiny models'
