@@ -30,8 +30,13 @@
      infinite (fp16: from 65520 on), fp16's subnormals are kept. */                                         \
   OP(void, round_to, (ElementType type, float* out, const float* inp, size_t n), (type, out, inp, n))       \
   /* out = inp in out's element type (n elements): to bf16 or fp16 rounds as round_to does, to fp32 is      \
-     exact, a type to itself copies. out and inp do not overlap. */                                         \
+     exact, a type to itself copies. out may be inp where both types are 16 bits wide. */                                         \
   OP(void, convert, (Tensor out, ConstTensor inp, size_t n), (out, inp, n))                                 \
+  /* convert where a value past out's largest finite one is clamped to it (sign kept) instead of becoming    \
+     infinite; NaN and infinities stay. *saturated (one count in this device's memory) += how many were     \
+     clamped. out may be inp where both types are 16 bits wide (element i is read before it is written). */ \
+  OP(void, convert_saturating, (Tensor out, ConstTensor inp, size_t n, unsigned* saturated),                \
+     (out, inp, n, saturated))                                                                              \
                                                                                                             \
   /* ---- GPT-2 forward and backward ---- */                                                                \
   /* The embedding, from the fp32 masters (on the bf16 path read as their bf16 copies: rounded as            \

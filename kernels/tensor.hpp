@@ -26,6 +26,12 @@ namespace eth::kernels {
 enum class ElementType : uint8_t { f32, bf16, f16 };
 
 constexpr size_t element_bytes(ElementType type) { return type == ElementType::f32 ? 4 : 2; }
+// The largest finite value of a stored form (float, bf16 or fp16): a conversion to it of anything
+// larger in magnitude overflows (or, where it saturates, is clamped to it).
+template <class T>
+inline constexpr float kLargestFinite = std::is_same_v<T, fp16> ? 65504.0f
+                                        : std::is_same_v<T, bf16> ? 3.38953139e38f  // (2 - 2^-7) * 2^127
+                                                                  : 3.40282347e38f;
 constexpr const char* element_type_name(ElementType type) {
   return type == ElementType::bf16 ? "bf16" : type == ElementType::f16 ? "fp16" : "fp32";
 }

@@ -305,15 +305,14 @@ size_t twin_workspace_bytes(const StageShape& s, Arithmetic arithmetic) {
   if (arithmetic == Arithmetic::bf16 || arithmetic == Arithmetic::fp16) {
     // A native 16-bit backend's fallbacks (kernels/gpu_ops/gpu_ops_backend.hpp): the fused fc ops
     // at widths GELU's epilogue does not take; attention at head sizes the flash kernels do not
-    // take, and in fp16 at every one, with the layernorm backward and the head's loss.
+    // take, and in fp16 at every one, since an fp16 backend on compute capability 7.x (no
+    // mma.m16n8k16) runs it on the twin and the arithmetic does not say which device this is.
     const bool fp16 = arithmetic == Arithmetic::fp16;
     size_t bytes = 0;
     if (!gelu_epilogue_width(4 * s.C)) bytes = std::max(bytes, need::matmul_forward(N, C, 4 * C, true));
     if (!gelu_epilogue_width(s.C)) bytes = std::max(bytes, need::matmul_dgelu_backward(N, 4 * C, C));
     if (fp16 || !bf16_attention_head_size(s.C / s.NH))
       bytes = std::max({bytes, need::attention_forward(N, C), need::attention_backward(N, C)});
-    if (fp16) bytes = std::max(bytes, need::layernorm_backward(N, C));
-    if (fp16 && s.head) bytes = std::max(bytes, need::crossentropy(N, Vp));
     return bytes;
   }
   // A layer's ops, shapes as lib/model/stage.cpp calls them: the widest is fc_proj's matmul

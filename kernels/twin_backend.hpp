@@ -9,7 +9,7 @@
 // and that the GPU's 16-bit kernels are checked against. Over the CUDA fp32 backend it is the
 // path of GPUs without the format's units (bf16 on a V100 or a T4): fp32 compute on the same
 // storage and the same numbers as the CPU's, so devices of old and new generations can share one
-// job. A GPU backend with bf16 kernels takes bf16 tensors itself
+// job. A GPU backend with 16-bit kernels takes bf16 or fp16 tensors itself
 // (kernels/gpu_ops/gpu_ops_backend.hpp) and keeps a twin over itself (make_twin_fallback) for the
 // few shapes its kernels do not take.
 //
@@ -38,8 +38,8 @@
 
 namespace eth::kernels {
 
-// The head sizes (C / NH) the bf16 flash attention kernels are compiled for; at any other a
-// native bf16 backend computes attention on its twin.
+// The head sizes (C / NH) the 16-bit flash attention kernels (bf16 and fp16) are compiled for; at
+// any other a native 16-bit backend computes attention on its twin.
 constexpr bool bf16_attention_head_size(int head_size) { return head_size == 64 || head_size == 128; }
 
 // The widths (pre_gelu's columns) at which GELU and its gradient fuse into a bf16 GEMM's

@@ -99,12 +99,22 @@ class CpuBackend final : public Backend {
     if (out != inp) std::memcpy(out, inp, n * sizeof(float));
   }
   void convert(Tensor out, ConstTensor inp, size_t n) override {
-    if (out.type() == inp.type()) return (void)std::memcpy(out.data(), inp.data(), n * element_bytes(out.type()));
+    if (out.type() == inp.type()) {
+      if (out.data() != inp.data()) std::memcpy(out.data(), inp.data(), n * element_bytes(out.type()));
+      return;
+    }
     on_element(out, [&](auto o) {
       on_element(inp, [&](auto i) { cpu::convert(out.as<decltype(o)>(), inp.as<decltype(i)>(), n); });
     });
   }
 
+  void convert_saturating(Tensor out, ConstTensor inp, size_t n, unsigned* saturated) override {
+    on_element(out, [&](auto o) {
+      on_element(inp, [&](auto i) {
+        *saturated += static_cast<unsigned>(cpu::convert_saturating(out.as<decltype(o)>(), inp.as<decltype(i)>(), n));
+      });
+    });
+  }
   void encoder_forward(Tensor out, const int32_t* tokens, const float* wte, const float* wpe,
                        int B, int T, int C) override {
     cpu::encoder_forward(out.as_f32(), tokens, wte, wpe, B, T, C);

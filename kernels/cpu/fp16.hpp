@@ -3,11 +3,13 @@
 // code written once for bf16 and fp16.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <type_traits>
 
 #include "kernels/cpu/bf16.hpp"
 #include "kernels/fp16.hpp"
+#include "kernels/tensor.hpp"
 
 namespace eth::kernels::cpu {
 
@@ -39,6 +41,25 @@ template <class O, class I>
 void convert(O* out, const I* inp, size_t n) {
 #pragma omp parallel for schedule(static) if (n > 65536)
   for (size_t i = 0; i < n; i++) out[i] = stored<O>(to_float(inp[i]));
+}
+
+// convert, a finite value that would overflow O clamped to O's largest finite value (its sign
+// kept); returns how many were. out may be inp where O and I are of one width.
+template <class O, class I>
+size_t convert_saturating(O* out, const I* inp, size_t n) {
+  constexpr float largest = kLargestFinite<O>;
+  size_t clamped = 0;
+#pragma omp parallel for schedule(static) reduction(+ : clamped) if (n > 65536)
+  for (size_t i = 0; i < n; i++) {
+    const float x = to_float(inp[i]);
+    O y = stored<O>(x);
+    if (std::isfinite(x) && std::isinf(to_float(y))) {
+      y = stored<O>(x > 0 ? largest : -largest);
+      clamped++;
+    }
+    out[i] = y;
+  }
+  return clamped;
 }
 
 }  // namespace eth::kernels::cpu

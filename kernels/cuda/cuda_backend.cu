@@ -20,8 +20,9 @@ class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunc
         uuid_(cuda_device_props(device).uuid),
         compute_capability_(cuda_device_props(device).compute_capability),
         options_(options) {
-    // The bf16 kernels' mma.sync, cp.async and cuBLASLt's bf16 GEMMs (backend selection runs the
-    // twin over fp32 on older GPUs instead).
+    // bf16: cuBLASLt's bf16 GEMMs and the flash kernels' mma.sync and cp.async need 8.0; fp16:
+    // its GEMMs need 7.0, and on 7.x its attention takes the twin (runs_mma_16816). Backend
+    // selection runs the twin over fp32 on older GPUs instead.
     const int needs = options_.precision == Precision::bf16 ? 80 : options_.precision == Precision::fp16 ? 70 : 0;
     if (compute_capability_ < needs)
       throw std::invalid_argument(std::string("the CUDA backend's ") + precision_name(options_.precision) +
@@ -157,11 +158,14 @@ class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunc
     switch (options_.precision) {
       case Precision::tf32: return "tf32 (cuBLAS GEMMs on TF32 tensor cores, fp32 elsewhere)";
       case Precision::bf16:
-        return "bf16 (bf16 kernels: cuBLASLt GEMMs, flash attention at head sizes 64 and 128 (fp32 compute at "
-               "others), layernorm, GELU, residual, embedding, classifier)";
-      case Precision::fp16:
-        return "fp16 (fp16 kernels: cuBLASLt GEMMs, layernorm forward, GELU, residual, embedding; attention, "
-               "layernorm backward and classifier in fp32 compute)";
+      case Precision::fp16: {
+        const std::string p = precision_name(options_.precision);
+        const char* attention = runs_mma_16816()
+                                    ? "flash attention at head sizes 64 and 128 (fp32 compute at others)"
+                                    : "attention in fp32 compute (no mma.m16n8k16 before compute capability 8.0)";
+        return p + " (" + p + " kernels: cuBLASLt GEMMs, " + attention +
+               ", layernorm, GELU, residual, embedding, classifier)";
+      }
       default: return "fp32 (cuBLAS TF32 math off)";
     }
   }
@@ -170,6 +174,8 @@ class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunc
 
  protected:
   cuda::CudaLaunch& launch() override { return *launch_; }
+  // The flash kernels' mma.sync m16n8k16 and cp.async: compute capability 8.0 and later.
+  bool runs_mma_16816() const override { return compute_capability_ >= 80; }
 
  private:
   bool tf32() const { return options_.precision == Precision::tf32; }

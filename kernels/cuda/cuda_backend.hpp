@@ -17,8 +17,8 @@ struct CudaBackendOptions {
   //   tf32  cuBLAS rounds the GEMMs' inputs to TF32 (unit roundoff 2^-11): relative errors ~1e-3;
   //   bf16  bf16 tensors on the bf16 kernels (kernels/gpu_ops/gpu_ops_backend.hpp): compute
   //         capability 8.0 and later; a GPU without bf16 units runs bf16 as the twin over fp32;
-  //   fp16  fp16 tensors on the fp16 GEMMs and elementwise kernels, the rest on the twin:
-  //         compute capability 7.0 and later (V100, T4).
+  //   fp16  fp16 tensors on the fp16 kernels (bf16's, at fp16): compute capability 7.0 and
+  //         later (V100, T4), where 7.x runs attention on the twin (no mma.m16n8k16).
   Precision precision = Precision::fp32;
 };
 // A backend computing on CUDA device `device`, on its own stream. Every call is made from one

@@ -26,6 +26,18 @@ template void gpu_ops::convert<cuda::CudaLaunch, fp16, float>(cuda::CudaLaunch&,
 template void gpu_ops::convert<cuda::CudaLaunch, float, fp16>(cuda::CudaLaunch&, float*, const fp16*, size_t);
 template void gpu_ops::convert<cuda::CudaLaunch, bf16, fp16>(cuda::CudaLaunch&, bf16*, const fp16*, size_t);
 template void gpu_ops::convert<cuda::CudaLaunch, fp16, bf16>(cuda::CudaLaunch&, fp16*, const bf16*, size_t);
+template void gpu_ops::convert_saturating<cuda::CudaLaunch, bf16, float>(cuda::CudaLaunch&, bf16*, const float*, size_t,
+                                                                         unsigned*);
+template void gpu_ops::convert_saturating<cuda::CudaLaunch, float, bf16>(cuda::CudaLaunch&, float*, const bf16*, size_t,
+                                                                         unsigned*);
+template void gpu_ops::convert_saturating<cuda::CudaLaunch, fp16, float>(cuda::CudaLaunch&, fp16*, const float*, size_t,
+                                                                         unsigned*);
+template void gpu_ops::convert_saturating<cuda::CudaLaunch, float, fp16>(cuda::CudaLaunch&, float*, const fp16*, size_t,
+                                                                         unsigned*);
+template void gpu_ops::convert_saturating<cuda::CudaLaunch, bf16, fp16>(cuda::CudaLaunch&, bf16*, const fp16*, size_t,
+                                                                        unsigned*);
+template void gpu_ops::convert_saturating<cuda::CudaLaunch, fp16, bf16>(cuda::CudaLaunch&, fp16*, const bf16*, size_t,
+                                                                        unsigned*);
 
 namespace cuda {
 namespace {

@@ -1,13 +1,15 @@
-// The bf16 flash attention ops of kernels/gpu_ops/flash_attention_bf16.hpp (the kernels and their
-// launches) compiled for the CUDA backend.
+// The 16-bit flash attention ops of kernels/gpu_ops/flash_attention_bf16.hpp (the kernels and
+// their launches) compiled for the CUDA backend, at E = bf16 and fp16.
 #include "kernels/cuda/cuda_launch.cuh"
 #include "kernels/gpu_ops/flash_attention_bf16.hpp"
 
 namespace eth::kernels {
-
-template void gpu_ops::attention_forward_bf16<cuda::CudaLaunch>(cuda::CudaLaunch&, bf16*, float*, const bf16*, int, int,
-                                                                int, int);
-template void gpu_ops::attention_backward_bf16<cuda::CudaLaunch>(cuda::CudaLaunch&, bf16*, const bf16*, const bf16*,
-                                                                 const bf16*, const float*, int, int, int, int);
-
+#define ETH_INSTANTIATE_FLASH16(E)                                                                                    \
+  template void gpu_ops::attention_forward16<cuda::CudaLaunch, E>(cuda::CudaLaunch&, E*, float*, const E*, int, int, \
+                                                                  int, int);                                        \
+  template void gpu_ops::attention_backward16<cuda::CudaLaunch, E>(cuda::CudaLaunch&, E*, const E*, const E*,        \
+                                                                   const E*, const float*, int, int, int, int);
+ETH_INSTANTIATE_FLASH16(bf16)
+ETH_INSTANTIATE_FLASH16(fp16)
+#undef ETH_INSTANTIATE_FLASH16
 }  // namespace eth::kernels

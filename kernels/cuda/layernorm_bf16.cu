@@ -1,12 +1,16 @@
-// The bf16 layernorm ops (kernels/gpu_ops/layernorm_bf16.hpp) for the CUDA backend.
+// The 16-bit layernorm ops (kernels/gpu_ops/layernorm_bf16.hpp) for the CUDA backend, at E = bf16
+// and fp16.
 #include "kernels/cuda/cuda_launch.cuh"
 #include "kernels/gpu_ops/layernorm_bf16.hpp"
 
 namespace eth::kernels {
-template void gpu_ops::fused_residual_layernorm_forward_bf16<cuda::CudaLaunch>(cuda::CudaLaunch&, bf16*, bf16*, float*,
-                                                                               float*, const bf16*, const bf16*,
-                                                                               const bf16*, const bf16*, int, int);
-template void gpu_ops::layernorm_backward_bf16<cuda::CudaLaunch>(cuda::CudaLaunch&, bf16*, float*, float*, const bf16*,
-                                                                 const bf16*, const bf16*, const float*, const float*,
-                                                                 int, int);
+#define ETH_INSTANTIATE_LAYERNORM16(E)                                                                              \
+  template void gpu_ops::fused_residual_layernorm_forward16<cuda::CudaLaunch, E>(                                   \
+      cuda::CudaLaunch&, E*, E*, float*, float*, const E*, const E*, const E*, const E*, int, int);                 \
+  template void gpu_ops::layernorm_backward16<cuda::CudaLaunch, E>(cuda::CudaLaunch&, E*, float*, float*, const E*, \
+                                                                   const E*, const E*, const float*, const float*,  \
+                                                                   int, int);
+ETH_INSTANTIATE_LAYERNORM16(bf16)
+ETH_INSTANTIATE_LAYERNORM16(fp16)
+#undef ETH_INSTANTIATE_LAYERNORM16
 }  // namespace eth::kernels

@@ -39,12 +39,12 @@ class CudaEmulatedBackend final : public gpu_ops::GpuOpsBackend<ForwardingDevice
   OpsDevice ops_device() const override { return OpsDevice::interpreter; }
   Precision precision() const override { return precision_; }
   std::string precision_path() const override {
-    if (precision_ == Precision::bf16)
-      return "bf16 (bf16 kernels, in the kernel interpreter: flash attention at head sizes 64 and 128 (fp32 compute "
-             "at others), layernorm, GELU, residual, embedding, classifier; GEMMs on the CPU at cuBLASLt's contract)";
-    if (precision_ == Precision::fp16)
-      return "fp16 (fp16 kernels, in the kernel interpreter: GEMMs on the CPU at cuBLASLt's contract, layernorm "
-             "forward, GELU, residual, embedding; attention, layernorm backward and classifier in fp32 compute)";
+    if (precision_ != Precision::fp32) {
+      const std::string p = precision_name(precision_);
+      return p + " (" + p +
+             " kernels, in the kernel interpreter: flash attention at head sizes 64 and 128 (fp32 compute at "
+             "others), layernorm, GELU, residual, embedding, classifier; GEMMs on the CPU at cuBLASLt's contract)";
+    }
     return "fp32 (the CUDA backend's kernels in the kernel interpreter; GEMMs on the CPU at cuBLAS's contract)";
   }
   // Poisoned, as the interpreter's shared memory: an output a kernel fails to write stays NaN.
@@ -58,6 +58,7 @@ class CudaEmulatedBackend final : public gpu_ops::GpuOpsBackend<ForwardingDevice
 
  protected:
   emulated::HostLaunch& launch() override { return launch_; }
+  bool runs_mma_16816() const override { return true; }  // the interpreter runs it at any precision
 
  private:
   std::unique_ptr<Backend> host_;

@@ -1,15 +1,16 @@
-// The LM head's loss on the bf16 path, callable on any chunk of rows so that the head can run
-// chunk by chunk and never hold B T Vp fp32 values: one block per row of bf16 logits reads the
-// row once for the softmax statistics (an online max and sum in fp32, 8 bf16 per load), writes
-// the token's loss, and (training) reads it again to overwrite it with bf16 dlogits =
-// dlogits_scale / T * (softmax - onehot(target)), zero in the padded columns: the numbers of
-// crossentropy_forward_backward (crossentropy.hpp) with the logits read and dlogits stored bf16,
-// as the bf16 twin stores them. A second op averages each sample's token losses in order.
+// The LM head's loss on the 16-bit paths (E = bf16 or fp16), callable on any chunk of rows so
+// that the head can run chunk by chunk and never hold B T Vp fp32 values: one block per row of
+// logits in E reads the row once for the softmax statistics (an online max and sum in fp32, 8
+// values per load), writes the token's loss, and (training) reads it again to overwrite it with
+// dlogits = dlogits_scale / T * (softmax - onehot(target)) in E, zero in the padded columns: the
+// numbers of crossentropy_forward_backward (crossentropy.hpp) with the logits read and dlogits
+// stored in E, as the twin stores them. A second op averages each sample's token losses in order.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 
 #include "kernels/gpu_ops/common.hpp"
 #include "kernels/gpu_ops/ops.hpp"
@@ -18,11 +19,12 @@
 namespace eth::kernels::gpu_ops {
 
 constexpr int kClassifierThreads = 512;
-constexpr int kBf16PerVector = 8;  // one 16-byte load or store
+constexpr int kPerVector = 8;  // 16-bit values per 16-byte load or store
 constexpr int kSampleMeanLossesThreads = 128;
 
-struct alignas(16) Bf16x8 {
-  bf16 h[kBf16PerVector];
+template <class E>
+struct alignas(16) Vector8 {
+  E h[kPerVector];
 };
 
 // A running softmax statistic: the max of the values seen and the sum of exp(value - max).
@@ -41,10 +43,11 @@ SIMT_DEVICE SoftmaxStat combine(SoftmaxStat a, SoftmaxStat b) {
 // Block r owns row r of the chunk (Vp columns, Vp a multiple of 8); thread i its 8-column
 // vectors i, i + 512, ... The statistics combine by butterfly within each warp, then every
 // thread combines the 16 warps' in warp order: the same result in every thread, every run.
-struct ClassifierRowsBf16Kernel {
-  static constexpr const char* kName = "classifier_rows_bf16";
+template <class E>
+struct ClassifierRows16Kernel {
+  static constexpr const char* kName = simt::named<E>("", "classifier_rows_bf16", "classifier_rows_fp16");
   Global<float> token_losses;      // (rows)
-  Global<bf16> logits;             // (rows, Vp) overwritten with dlogits when dlogits_scale_over_T != 0
+  Global<E> logits;                // (rows, Vp) overwritten with dlogits when dlogits_scale_over_T != 0
   Global<const int32_t> targets;   // (rows)
   int V, Vp;
   float dlogits_scale_over_T;
@@ -56,21 +59,21 @@ struct ClassifierRowsBf16Kernel {
   SIMT_DEVICE void operator()(Thread& t) const {
     Smem& s = t.shared<Smem>();
     const size_t r = t.block_idx().x;
-    const Global<Bf16x8> row(reinterpret_cast<Bf16x8*>(logits.get() + r * Vp));
+    const Global<Vector8<E>> row(reinterpret_cast<Vector8<E>*>(logits.get() + r * Vp));
     const int first = static_cast<int>(t.thread_idx().x), stride = static_cast<int>(t.block_dim().x);
-    const int vectors = Vp / kBf16PerVector, real_vectors = (V + kBf16PerVector - 1) / kBf16PerVector;
+    const int vectors = Vp / kPerVector, real_vectors = (V + kPerVector - 1) / kPerVector;
 
     SoftmaxStat stat{-INFINITY, 0.f};
     for (int j = first; j < real_vectors; j += stride) {
-      const Bf16x8 x = row[j];
-      const int valid = V - j * kBf16PerVector;  // columns past V (the padding) are left out
+      const Vector8<E> x = row[j];
+      const int valid = V - j * kPerVector;  // columns past V (the padding) are left out
       float m = stat.max;
       SIMT_UNROLL
-      for (int k = 0; k < kBf16PerVector; k++)
+      for (int k = 0; k < kPerVector; k++)
         if (k < valid) m = simt::fmaxf_(m, simt::to_float(x.h[k]));
       float sum = stat.sum * simt::expf_(stat.max - m);  // 0 while stat is empty: exp(-inf)
       SIMT_UNROLL
-      for (int k = 0; k < kBf16PerVector; k++)
+      for (int k = 0; k < kPerVector; k++)
         if (k < valid) sum += simt::expf_(simt::to_float(x.h[k]) - m);
       stat = {m, sum};
     }
@@ -92,17 +95,17 @@ struct ClassifierRowsBf16Kernel {
     const float g = dlogits_scale_over_T;
     const float inv_sum = 1.f / stat.sum;
     for (int j = first; j < vectors; j += stride) {
-      const Bf16x8 x = j < real_vectors ? row[j] : Bf16x8{};
-      Bf16x8 d;
+      const Vector8<E> x = j < real_vectors ? row[j] : Vector8<E>{};
+      Vector8<E> d;
       SIMT_UNROLL
-      for (int k = 0; k < kBf16PerVector; k++) {
-        const int v = j * kBf16PerVector + k;
+      for (int k = 0; k < kPerVector; k++) {
+        const int v = j * kPerVector + k;
         float dv = 0.f;
         if (v < V) {
           dv = g * simt::expf_(simt::to_float(x.h[k]) - stat.max) * inv_sum;
           if (v == target) dv -= g;
         }
-        d.h[k] = simt::to_bf16(dv);
+        d.h[k] = simt::from_float<E>(dv);
       }
       row[j] = d;
     }
@@ -126,15 +129,17 @@ struct SampleMeanLossesKernel {
   }
 };
 
-template <class Launch>
-void classifier_rows_bf16(Launch& launch, float* token_losses, bf16* logits, const int32_t* targets, int rows, int V,
-                          int Vp, float dlogits_scale_over_T) {
+template <class Launch, class E>
+void classifier_rows16(Launch& launch, float* token_losses, E* logits, const int32_t* targets, int rows, int V, int Vp,
+                       float dlogits_scale_over_T) {
+  using Kernel = ClassifierRows16Kernel<E>;
   if (rows == 0) return;
-  if (Vp % kBf16PerVector != 0 || reinterpret_cast<uintptr_t>(logits) % sizeof(Bf16x8) != 0)
-    throw std::invalid_argument("classifier_rows_bf16: Vp must be a multiple of 8 and the logits 16-byte aligned");
-  launch.kernel(ClassifierRowsBf16Kernel{token_losses, logits, targets, V, Vp, dlogits_scale_over_T},
+  if (Vp % kPerVector != 0 || reinterpret_cast<uintptr_t>(logits) % sizeof(Vector8<E>) != 0)
+    throw std::invalid_argument(std::string(Kernel::kName) +
+                                ": Vp must be a multiple of 8 and the logits 16-byte aligned");
+  launch.kernel(Kernel{token_losses, logits, targets, V, Vp, dlogits_scale_over_T},
                 LaunchShape{Dim3(static_cast<unsigned>(rows)), Dim3(kClassifierThreads),
-                            sizeof(ClassifierRowsBf16Kernel::Smem)});
+                            sizeof(typename Kernel::Smem)});
 }
 
 template <class Launch>
@@ -147,14 +152,14 @@ void sample_mean_losses(Launch& launch, float* sample_losses, const float* token
 
 // The token losses in the launch's scratch (the fp32 op's, crossentropy_scratch_bytes, holds them),
 // then each sample's mean.
-template <class Launch>
-void crossentropy_forward_backward(Launch& launch, float* sample_losses, bf16* logits, const int32_t* targets, int B,
-                                   int T, int V, int Vp, float dlogits_scale) {
+template <class Launch, class E>
+void crossentropy_forward_backward16(Launch& launch, float* sample_losses, E* logits, const int32_t* targets, int B,
+                                     int T, int V, int Vp, float dlogits_scale) {
   const size_t N = static_cast<size_t>(B) * T;
   if (N == 0) return;
   auto* token_losses = static_cast<float*>(launch.scratch(crossentropy_scratch_bytes(N)));  // (B, T)
-  classifier_rows_bf16(launch, token_losses, logits, targets, static_cast<int>(N), V, Vp,
-                       dlogits_scale / static_cast<float>(T));
+  classifier_rows16(launch, token_losses, logits, targets, static_cast<int>(N), V, Vp,
+                    dlogits_scale / static_cast<float>(T));
   sample_mean_losses(launch, sample_losses, token_losses, B, T);
 }
 

@@ -6,6 +6,7 @@
 
 #include "kernels/gpu_ops/common.hpp"
 #include "kernels/gpu_ops/ops.hpp"
+#include "kernels/tensor.hpp"
 
 namespace eth::kernels::gpu_ops {
 
@@ -90,6 +91,36 @@ struct ConvertKernel {
   }
 };
 
+// Neither infinite nor NaN (a NaN fails both comparisons), without the math library.
+SIMT_DEVICE bool is_finite(float x) { return x >= -kLargestFinite<float> && x <= kLargestFinite<float>; }
+
+// ConvertKernel where a finite value that would overflow O is clamped to O's largest (its sign
+// kept) and counted: each thread adds its count once, an integer sum in any order. May run in
+// place where O and I are of one width (each element is read before it is written, by one thread).
+template <class O, class I>
+struct ConvertSaturatingKernel {
+  static constexpr const char* kName =
+      simt::named<O>("convert_saturating_to_fp32", "convert_saturating_to_bf16", "convert_saturating_to_fp16");
+  Global<O> out;        // (n)
+  Global<const I> inp;  // (n)
+  size_t n;
+  Global<unsigned> saturated;  // (1) += the values clamped
+  SIMT_DEVICE void operator()(Thread& t) const {
+    const float largest = kLargestFinite<O>;
+    unsigned clamped = 0;
+    for (size_t i = global_index(t); i < n; i += grid_stride(t)) {
+      const float x = simt::to_float(inp[i]);
+      O y = simt::from_float<O>(x);
+      if (is_finite(x) && !is_finite(simt::to_float(y))) {
+        y = simt::from_float<O>(x > 0 ? largest : -largest);
+        clamped++;
+      }
+      out[i] = y;
+    }
+    if (clamped > 0) t.atomic_add(saturated, clamped);
+  }
+};
+
 inline LaunchShape elementwise_shape(size_t n) {
   return {Dim3(grid_for(n, kElementwiseThreads)), Dim3(kElementwiseThreads), 0};
 }
@@ -117,6 +148,11 @@ void round_to(Launch& launch, float* out, const float* inp, size_t n) {
 template <class Launch, class O, class I>
 void convert(Launch& launch, O* out, const I* inp, size_t n) {
   if (n > 0) launch.kernel(ConvertKernel<O, I>{out, inp, n}, elementwise_shape(n));
+}
+
+template <class Launch, class O, class I>
+void convert_saturating(Launch& launch, O* out, const I* inp, size_t n, unsigned* saturated) {
+  if (n > 0) launch.kernel(ConvertSaturatingKernel<O, I>{out, inp, n, saturated}, elementwise_shape(n));
 }
 
 }  // namespace eth::kernels::gpu_ops

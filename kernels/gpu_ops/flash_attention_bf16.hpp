@@ -1,9 +1,11 @@
-// Causal self-attention in bf16 on the tensor cores: FlashAttention-2's scheme in the kernel
-// dialect, the ops of kernels/gpu_ops/attention.hpp with bf16 storage (qkv, out, dout, dqkv) and
-// the same fp32 lse (B, NH, T). The only bf16 arithmetic is the operands of mma.sync m16n8k16
-// (fp32 accumulation): Q, K, V and dO as stored, and the probabilities P and their gradients dS,
-// rounded to bf16 from the fp32 accumulators they are computed in. Softmax statistics, D and every
-// accumulator stay fp32; each output is rounded to bf16 once, when it is stored.
+// Causal self-attention in 16 bits on the tensor cores: FlashAttention-2's scheme in the kernel
+// dialect, the ops of kernels/gpu_ops/attention.hpp with storage in E = bf16 or fp16 (qkv, out,
+// dout, dqkv) and the same fp32 lse (B, NH, T). The only 16-bit arithmetic is the operands of
+// mma.sync m16n8k16 in E (fp32 accumulation; compute capability 8.0 and later): Q, K, V and dO as
+// stored, and the probabilities P and their gradients dS, rounded to E from the fp32 accumulators
+// they are computed in. Softmax statistics, D and every accumulator stay fp32; each output is
+// rounded to E once, when it is stored. The two types differ in these roundings alone: fp16
+// keeps 11 significant bits to bf16's 8, over a range whose values below 2^-24 round to zero.
 //
 // Work split (Tile<H>): a block of 4 warps owns 64 rows of one (sample, head), each warp 16 of
 // them, which is the M of its mma tiles; the other side's rows are staged through shared memory
@@ -48,20 +50,20 @@ struct Tile {
   // Backward: rows of the other side per staged tile. 32 at H = 128, where dK and dV (or dQ and
   // the Q and dO fragments) already take 128 registers a thread, so that S and dP add 32, not 64.
   static constexpr int kStep = H == 64 ? 64 : 32;
-  // bf16 per shared row: 16 bytes of padding put the 8 rows an ldmatrix reads in 8 distinct
-  // 16-byte bank groups ((H + 8) * 2 bytes is 16 mod 128), so it runs conflict-free.
+  // 16-bit values per shared row: 16 bytes of padding put the 8 rows an ldmatrix reads in 8
+  // distinct 16-byte bank groups ((H + 8) * 2 bytes is 16 mod 128), so it runs conflict-free.
   // Shared memory: forward 45 KiB (H = 64) and 85 KiB (H = 128), backward at most 69 KiB, within
   // sm_80's 163 KiB.
   static constexpr int kPitch = H + 8;
 };
 
-template <int Rows, int H>
-using SmemTile = simt::SharedArray2D<bf16, Rows, Tile<H>::kPitch>;
+template <class E, int Rows, int H>
+using SmemTile = simt::SharedArray2D<E, Rows, Tile<H>::kPitch>;
 
 // dst(r, d) = src[(row0 + r) stride + d], rows r < Rows, d < H, by cp.async in 16-byte pieces;
 // rows at or past T are zero, stored at once. Lands when the caller's commit group is waited for.
-template <int Rows, int H>
-SIMT_DEVICE void load_tile(Thread& t, SmemTile<Rows, H>& dst, const bf16* src, size_t stride, int row0, int T) {
+template <int Rows, int H, class E>
+SIMT_DEVICE void load_tile(Thread& t, SmemTile<E, Rows, H>& dst, const E* src, size_t stride, int row0, int T) {
   constexpr int kPieces = H / 8;  // 16 bytes each
   for (int e = static_cast<int>(t.thread_idx().x); e < Rows * kPieces; e += Tile<H>::kThreads) {
     const int r = e / kPieces, d = (e % kPieces) * 8;
@@ -69,7 +71,7 @@ SIMT_DEVICE void load_tile(Thread& t, SmemTile<Rows, H>& dst, const bf16* src, s
       t.cp_async<16>(&dst(r, d), src + static_cast<size_t>(row0 + r) * stride + d);
     } else {
       SIMT_UNROLL
-      for (int i = 0; i < 8; i++) dst(r, d + i) = bf16{0};
+      for (int i = 0; i < 8; i++) dst(r, d + i) = E{0};
     }
   }
 }
@@ -110,8 +112,9 @@ SIMT_DEVICE void load_a(Thread& t, uint32_t (&a)[K / 16][4], Tile2D& s, int r0) 
 // Q K^T, K Q^T, dO V^T) or B (k rows of n: V, dO, Q or K on the right of P V, P^T dO, dS^T Q, dS K).
 enum class Holds { bt, b };
 
-// acc (16, N) += A (16, K) B, B (K, N) or B^T (N, K) being rows [0, K) or [0, N) of the tile bs.
-template <int K, int N, Holds kHolds, class Tile2D>
+// acc (16, N) += A (16, K) B, B (K, N) or B^T (N, K) being rows [0, K) or [0, N) of the tile bs,
+// A and B of type E.
+template <class E, int K, int N, Holds kHolds, class Tile2D>
 SIMT_DEVICE void mma(Thread& t, float (&acc)[N / 8][4], const uint32_t (&a)[K / 16][4], Tile2D& bs) {
   SIMT_UNROLL
   for (int kk = 0; kk < K / 16; kk++) {
@@ -121,29 +124,29 @@ SIMT_DEVICE void mma(Thread& t, float (&acc)[N / 8][4], const uint32_t (&a)[K / 
       if constexpr (kHolds == Holds::bt) ldmatrix_bt(t, b, bs, 16 * nn, 16 * kk);
       else ldmatrix_b(t, b, bs, 16 * kk, 16 * nn);
       const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
-      t.mma_bf16_16816(acc[2 * nn], a[kk], b0, acc[2 * nn]);
-      t.mma_bf16_16816(acc[2 * nn + 1], a[kk], b1, acc[2 * nn + 1]);
+      t.mma_16816<E>(acc[2 * nn], a[kk], b0, acc[2 * nn]);
+      t.mma_16816<E>(acc[2 * nn + 1], a[kk], b1, acc[2 * nn + 1]);
     }
   }
 }
 
-// Accumulators (16, N) as the A operands (16, N) of the next product, rounded to bf16: k-step kk
+// Accumulators (16, N) as the A operands (16, N) of the next product, rounded to E: k-step kk
 // is n-tiles 2 kk (a0..a3) and 2 kk + 1 (a4..a7), rows g (c0, c1) and g + 8 (c2, c3) of each.
-template <int N>
+template <class E, int N>
 SIMT_DEVICE void to_a(uint32_t (&a)[N / 16][4], const float (&acc)[N / 8][4]) {
   SIMT_UNROLL
   for (int kk = 0; kk < N / 16; kk++) {
-    a[kk][0] = simt::pack_bf16x2(acc[2 * kk][0], acc[2 * kk][1]);
-    a[kk][1] = simt::pack_bf16x2(acc[2 * kk][2], acc[2 * kk][3]);
-    a[kk][2] = simt::pack_bf16x2(acc[2 * kk + 1][0], acc[2 * kk + 1][1]);
-    a[kk][3] = simt::pack_bf16x2(acc[2 * kk + 1][2], acc[2 * kk + 1][3]);
+    a[kk][0] = simt::pack2<E>(acc[2 * kk][0], acc[2 * kk][1]);
+    a[kk][1] = simt::pack2<E>(acc[2 * kk][2], acc[2 * kk][3]);
+    a[kk][2] = simt::pack2<E>(acc[2 * kk + 1][0], acc[2 * kk + 1][1]);
+    a[kk][3] = simt::pack2<E>(acc[2 * kk + 1][2], acc[2 * kk + 1][3]);
   }
 }
 
-// Accumulators (16, N) stored as bf16 times `scale`: row r0 + row of dst (row stride `stride`),
-// for rows before T only.
-template <int N>
-SIMT_DEVICE void store_rows(Thread& t, Global<bf16> dst, size_t stride, int r0, int T, const float (&acc)[N / 8][4],
+// Accumulators (16, N) stored in E times `scale`: row r0 + row of dst (row stride `stride`), for
+// rows before T only.
+template <int N, class E>
+SIMT_DEVICE void store_rows(Thread& t, Global<E> dst, size_t stride, int r0, int T, const float (&acc)[N / 8][4],
                             float scale) {
   SIMT_UNROLL
   for (int n = 0; n < N / 8; n++) {
@@ -151,7 +154,7 @@ SIMT_DEVICE void store_rows(Thread& t, Global<bf16> dst, size_t stride, int r0, 
     for (int i = 0; i < 4; i++) {
       const simt::MatrixCoord c = simt::mma_c_coord(t.lane(), i);
       const int row = r0 + c.row;
-      if (row < T) dst[static_cast<size_t>(row) * stride + 8 * n + c.col] = simt::to_bf16(acc[n][i] * scale);
+      if (row < T) dst[static_cast<size_t>(row) * stride + 8 * n + c.col] = simt::from_float<E>(acc[n][i] * scale);
     }
   }
 }
@@ -166,26 +169,28 @@ SIMT_DEVICE float quad_sum(Thread& t, float v) {
   return v + t.shfl_xor(simt::kFullMask, v, 2);
 }
 
-template <int H>
-constexpr const char* by_head_size(const char* h64, const char* h128) {
-  return H == 64 ? h64 : h128;
+// A kernel's name by its element type and head size, for the counts and the profiles.
+template <class E, int H>
+constexpr const char* named(const char* bf16_64, const char* bf16_128, const char* fp16_64, const char* fp16_128) {
+  return H == 64 ? simt::named<E>("", bf16_64, fp16_64) : simt::named<E>("", bf16_128, fp16_128);
 }
 
 // Grid (ceil(T / 64), B NH), block 128: block (x, bh) owns queries [i0, i0 + 64), i0 = 64 x, of
 // head bh, warp w the 16 of them from i0 + 16 w: its Q fragments (registers), O (16, H) and,
 // for its two rows g and g + 8 per thread, the running max m and this thread's part of the sum l.
-template <int H>
+template <class E, int H>
 struct ForwardKernel {
   using Tl = Tile<H>;
   static constexpr int kRows = Tl::kRows, kCols = Tl::kCols;
-  static constexpr const char* kName = by_head_size<H>("attention_forward_bf16<64>", "attention_forward_bf16<128>");
+  static constexpr const char* kName = named<E, H>("attention_forward_bf16<64>", "attention_forward_bf16<128>",
+                                                   "attention_forward_fp16<64>", "attention_forward_fp16<128>");
   struct Smem {
-    alignas(16) SmemTile<kRows, H> q;           // queries [i0, i0 + 64), read once into registers
-    alignas(16) SmemTile<kCols, H> k[2], v[2];  // keys [j0, j0 + 64), double-buffered
+    alignas(16) SmemTile<E, kRows, H> q;           // queries [i0, i0 + 64), read once into registers
+    alignas(16) SmemTile<E, kCols, H> k[2], v[2];  // keys [j0, j0 + 64), double-buffered
   };
-  Global<bf16> out;        // (B, T, C)
-  Global<float> lse;       // (B, NH, T)
-  Global<const bf16> qkv;  // (B, T, 3C)
+  Global<E> out;        // (B, T, C)
+  Global<float> lse;    // (B, NH, T)
+  Global<const E> qkv;  // (B, T, 3C)
   int T, C, NH;
   float scale;             // 1 / sqrt(H)
 
@@ -193,8 +198,8 @@ struct ForwardKernel {
     Smem& s = t.shared<Smem>();
     const attn::HeadView at(static_cast<int>(t.block_idx().y), T, C, NH, H);
     const size_t C3 = 3 * static_cast<size_t>(C);
-    const bf16* q_src = qkv.get() + at.qkv;
-    const bf16 *k_src = q_src + C, *v_src = q_src + 2 * static_cast<size_t>(C);
+    const E* q_src = qkv.get() + at.qkv;
+    const E *k_src = q_src + C, *v_src = q_src + 2 * static_cast<size_t>(C);
     const int i0 = static_cast<int>(t.block_idx().x) * kRows, w0 = i0 + simt::kMmaM * t.warp();
     const int tiles = (simt::imin(i0 + kRows, T) + kCols - 1) / kCols;  // keys up to the block's last query
 
@@ -216,7 +221,7 @@ struct ForwardKernel {
       }
       if (j == 0) load_a<H>(t, q, s.q, w0 - i0);
       float sc[kCols / 8][4] = {};
-      mma<H, kCols, Holds::bt>(t, sc, q, s.k[buffer]);  // S (16, 64)
+      mma<E, H, kCols, Holds::bt>(t, sc, q, s.k[buffer]);  // S (16, 64)
       SIMT_UNROLL
       for (int h = 0; h < 2; h++) {  // the thread's rows: c0, c1 of row g, c2, c3 of row g + 8
         const int query = w0 + simt::mma_c_coord(t.lane(), 2 * h).row;
@@ -250,8 +255,8 @@ struct ForwardKernel {
         }
       }
       uint32_t p[kCols / 16][4];
-      to_a<kCols>(p, sc);
-      mma<kCols, H, Holds::b>(t, o, p, s.v[buffer]);  // O += P V, P in bf16
+      to_a<E, kCols>(p, sc);
+      mma<E, kCols, H, Holds::b>(t, o, p, s.v[buffer]);  // O += P V, P in E
     }
     float inv[2];
     SIMT_UNROLL
@@ -270,13 +275,15 @@ struct ForwardKernel {
   }
 };
 
-// D (B, NH, T) = rowsum(dO * O) over each head's hs dims, fp32 from the bf16 values; thread per
+// D (B, NH, T) = rowsum(dO * O) over each head's hs dims, fp32 from the values in E; thread per
 // (b, t, h), consecutive threads on consecutive heads of a row (adjacent hs-long pieces).
+template <class E>
 struct DeltaKernel {
-  static constexpr const char* kName = "attention_backward_bf16_delta";
-  Global<float> D;          // (B, NH, T)
-  Global<const bf16> dout;  // (B, T, C)
-  Global<const bf16> out;   // (B, T, C)
+  static constexpr const char* kName =
+      simt::named<E>("", "attention_backward_bf16_delta", "attention_backward_fp16_delta");
+  Global<float> D;       // (B, NH, T)
+  Global<const E> dout;  // (B, T, C)
+  Global<const E> out;   // (B, T, C)
   int B, T, C, NH;
 
   SIMT_DEVICE void operator()(Thread& t) const {
@@ -291,11 +298,13 @@ struct DeltaKernel {
   }
 };
 
-// What both backward kernels read, and dqkv (B, T, 3C), of which each writes its thirds.
+// What both backward kernels read, and dqkv (B, T, 3C), of which each writes its thirds. A
+// kernel deriving from it names the members it uses (the base depends on E).
+template <class E>
 struct BackwardArgs {
-  Global<bf16> dqkv;        // (B, T, 3C)
-  Global<const bf16> dout;  // (B, T, C)
-  Global<const bf16> qkv;   // (B, T, 3C)
+  Global<E> dqkv;           // (B, T, 3C)
+  Global<const E> dout;     // (B, T, C)
+  Global<const E> qkv;      // (B, T, 3C)
   Global<const float> lse;  // (B, NH, T)
   Global<const float> D;    // (B, NH, T)
   int T, C, NH;
@@ -307,15 +316,18 @@ struct BackwardArgs {
 // queries [j0, T) in staged tiles of kStep (with their lse and D). K and V sit in shared memory
 // for the whole loop and are read as A operands at each step: held in registers beside dK and dV
 // they would take 64 more a thread at H = 128.
-template <int H>
-struct BackwardDkdvKernel : BackwardArgs {
+template <class E, int H>
+struct BackwardDkdvKernel : BackwardArgs<E> {
+  using Args = BackwardArgs<E>;
+  using Args::dqkv, Args::dout, Args::qkv, Args::lse, Args::D, Args::T, Args::C, Args::NH, Args::scale;
   using Tl = Tile<H>;
   static constexpr int kRows = Tl::kRows, kStep = Tl::kStep;
-  static constexpr const char* kName = by_head_size<H>("attention_backward_bf16_dkdv<64>",
-                                                       "attention_backward_bf16_dkdv<128>");
+  static constexpr const char* kName =
+      named<E, H>("attention_backward_bf16_dkdv<64>", "attention_backward_bf16_dkdv<128>",
+                  "attention_backward_fp16_dkdv<64>", "attention_backward_fp16_dkdv<128>");
   struct Smem {
-    alignas(16) SmemTile<kRows, H> k, v;           // keys [j0, j0 + 64)
-    alignas(16) SmemTile<kStep, H> q[2], dout[2];  // queries [r0, r0 + kStep), double-buffered
+    alignas(16) SmemTile<E, kRows, H> k, v;           // keys [j0, j0 + 64)
+    alignas(16) SmemTile<E, kStep, H> q[2], dout[2];  // queries [r0, r0 + kStep), double-buffered
     simt::SharedArray<float, kStep> lse[2], D[2];
   };
 
@@ -350,9 +362,9 @@ struct BackwardDkdvKernel : BackwardArgs {
       {
         uint32_t a[H / 16][4];
         load_a<H>(t, a, s.k, w0 - j0);
-        mma<H, kStep, Holds::bt>(t, st, a, s.q[buffer]);  // S^T = K Q^T (16, kStep)
+        mma<E, H, kStep, Holds::bt>(t, st, a, s.q[buffer]);  // S^T = K Q^T (16, kStep)
         load_a<H>(t, a, s.v, w0 - j0);
-        mma<H, kStep, Holds::bt>(t, dpt, a, s.dout[buffer]);  // dP^T = V dO^T
+        mma<E, H, kStep, Holds::bt>(t, dpt, a, s.dout[buffer]);  // dP^T = V dO^T
       }
       SIMT_UNROLL
       for (int n = 0; n < kStep / 8; n++) {
@@ -366,10 +378,10 @@ struct BackwardDkdvKernel : BackwardArgs {
         }
       }
       uint32_t a[kStep / 16][4];
-      to_a<kStep>(a, st);
-      mma<kStep, H, Holds::b>(t, dv, a, s.dout[buffer]);  // dV += P^T dO
-      to_a<kStep>(a, dpt);
-      mma<kStep, H, Holds::b>(t, dk, a, s.q[buffer]);  // dK += dS^T Q, scaled when stored
+      to_a<E, kStep>(a, st);
+      mma<E, kStep, H, Holds::b>(t, dv, a, s.dout[buffer]);  // dV += P^T dO
+      to_a<E, kStep>(a, dpt);
+      mma<E, kStep, H, Holds::b>(t, dk, a, s.q[buffer]);  // dK += dS^T Q, scaled when stored
     }
     store_rows<H>(t, dqkv + (at.qkv + C), C3, w0, T, dk, scale);
     store_rows<H>(t, dqkv + (at.qkv + 2 * static_cast<size_t>(C)), C3, w0, T, dv, 1.f);
@@ -380,23 +392,25 @@ struct BackwardDkdvKernel : BackwardArgs {
 // head bh, warp w the 16 of them from i0 + 16 w: their Q and dO fragments (registers), lse and D
 // of its rows g and g + 8, and dQ (16, H), summed over the keys up to the block's last query in
 // staged tiles of kStep.
-template <int H>
-struct BackwardDqKernel : BackwardArgs {
+template <class E, int H>
+struct BackwardDqKernel : BackwardArgs<E> {
+  using Args = BackwardArgs<E>;
+  using Args::dqkv, Args::dout, Args::qkv, Args::lse, Args::D, Args::T, Args::C, Args::NH, Args::scale;
   using Tl = Tile<H>;
   static constexpr int kRows = Tl::kRows, kStep = Tl::kStep;
-  static constexpr const char* kName = by_head_size<H>("attention_backward_bf16_dq<64>",
-                                                       "attention_backward_bf16_dq<128>");
+  static constexpr const char* kName = named<E, H>("attention_backward_bf16_dq<64>", "attention_backward_bf16_dq<128>",
+                                                   "attention_backward_fp16_dq<64>", "attention_backward_fp16_dq<128>");
   struct Smem {
-    alignas(16) SmemTile<kRows, H> q, dout;     // queries [i0, i0 + 64), read once into registers
-    alignas(16) SmemTile<kStep, H> k[2], v[2];  // keys [c0, c0 + kStep), double-buffered
+    alignas(16) SmemTile<E, kRows, H> q, dout;     // queries [i0, i0 + 64), read once into registers
+    alignas(16) SmemTile<E, kStep, H> k[2], v[2];  // keys [c0, c0 + kStep), double-buffered
   };
 
   SIMT_DEVICE void operator()(Thread& t) const {
     Smem& s = t.shared<Smem>();
     const attn::HeadView at(static_cast<int>(t.block_idx().y), T, C, NH, H);
     const size_t C3 = 3 * static_cast<size_t>(C);
-    const bf16* k_src = qkv.get() + at.qkv + C;
-    const bf16* v_src = k_src + C;
+    const E* k_src = qkv.get() + at.qkv + C;
+    const E* v_src = k_src + C;
     const int i0 = static_cast<int>(t.block_idx().x) * kRows, w0 = i0 + simt::kMmaM * t.warp();
     const int steps = (simt::imin(i0 + kRows, T) + kStep - 1) / kStep;
 
@@ -428,8 +442,8 @@ struct BackwardDqKernel : BackwardArgs {
         load_a<H>(t, d_o, s.dout, w0 - i0);
       }
       float sc[kStep / 8][4] = {}, dp[kStep / 8][4] = {};  // S, then dS; dP
-      mma<H, kStep, Holds::bt>(t, sc, q, s.k[buffer]);    // S = Q K^T (16, kStep)
-      mma<H, kStep, Holds::bt>(t, dp, d_o, s.v[buffer]);  // dP = dO V^T
+      mma<E, H, kStep, Holds::bt>(t, sc, q, s.k[buffer]);    // S = Q K^T (16, kStep)
+      mma<E, H, kStep, Holds::bt>(t, dp, d_o, s.v[buffer]);  // dP = dO V^T
       SIMT_UNROLL
       for (int n = 0; n < kStep / 8; n++) {
         SIMT_UNROLL
@@ -441,8 +455,8 @@ struct BackwardDqKernel : BackwardArgs {
         }
       }
       uint32_t a[kStep / 16][4];
-      to_a<kStep>(a, sc);
-      mma<kStep, H, Holds::b>(t, dq, a, s.k[buffer]);  // dQ += dS K, scaled when stored
+      to_a<E, kStep>(a, sc);
+      mma<E, kStep, H, Holds::b>(t, dq, a, s.k[buffer]);  // dQ += dS K, scaled when stored
     }
     store_rows<H>(t, dqkv + at.qkv, C3, w0, T, dq, scale);
   }
@@ -459,34 +473,34 @@ LaunchShape shape_of(int B, int T, int NH) {
 inline int head_size(int C, int NH) {
   const int hs = C / NH;
   if (hs != 64 && hs != 128)
-    throw std::invalid_argument("GPU bf16 attention: head size " + std::to_string(hs) +
+    throw std::invalid_argument("GPU flash attention (bf16, fp16): head size " + std::to_string(hs) +
                                 " (channels / heads) is not one of the 64 and 128 its kernels are compiled for");
   return hs;
 }
 
-template <int H, class Launch>
-void forward(Launch& launch, bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH) {
+template <int H, class Launch, class E>
+void forward(Launch& launch, E* out, float* lse, const E* qkv, int B, int T, int C, int NH) {
   const float scale = 1.f / std::sqrt(static_cast<float>(H));
-  launch.kernel(ForwardKernel<H>{out, lse, qkv, T, C, NH, scale}, shape_of<H, ForwardKernel<H>>(B, T, NH));
+  launch.kernel(ForwardKernel<E, H>{out, lse, qkv, T, C, NH, scale}, shape_of<H, ForwardKernel<E, H>>(B, T, NH));
 }
 
-template <int H, class Launch>
-void backward(Launch& launch, bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out, const float* lse,
-              int B, int T, int C, int NH) {
+template <int H, class Launch, class E>
+void backward(Launch& launch, E* dqkv, const E* dout, const E* qkv, const E* out, const float* lse, int B, int T,
+              int C, int NH) {
   const size_t rows = static_cast<size_t>(B) * NH * T;
   float* D = static_cast<float*>(launch.scratch(attention_backward_bf16_scratch_bytes(B, T, NH)));  // (B, NH, T)
-  launch.kernel(DeltaKernel{D, dout, out, B, T, C, NH}, LaunchShape{Dim3(grid_for(rows, 256)), Dim3(256), 0});
-  const BackwardArgs args{dqkv, dout, qkv, lse, D, T, C, NH, 1.f / std::sqrt(static_cast<float>(H))};
-  launch.kernel(BackwardDkdvKernel<H>{args}, shape_of<H, BackwardDkdvKernel<H>>(B, T, NH));
-  launch.kernel(BackwardDqKernel<H>{args}, shape_of<H, BackwardDqKernel<H>>(B, T, NH));
+  launch.kernel(DeltaKernel<E>{D, dout, out, B, T, C, NH}, LaunchShape{Dim3(grid_for(rows, 256)), Dim3(256), 0});
+  const BackwardArgs<E> args{dqkv, dout, qkv, lse, D, T, C, NH, 1.f / std::sqrt(static_cast<float>(H))};
+  launch.kernel(BackwardDkdvKernel<E, H>{args}, shape_of<H, BackwardDkdvKernel<E, H>>(B, T, NH));
+  launch.kernel(BackwardDqKernel<E, H>{args}, shape_of<H, BackwardDqKernel<E, H>>(B, T, NH));
 }
 
 }  // namespace flash
 
-// out (B, T, C), lse (B, NH, T) from qkv (B, T, 3C), all but lse bf16. qkv must be 16-byte
-// aligned (cp.async reads it in 16-byte pieces).
-template <class Launch>
-void attention_forward_bf16(Launch& launch, bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH) {
+// out (B, T, C), lse (B, NH, T) from qkv (B, T, 3C), all but lse in E = bf16 or fp16. qkv must be
+// 16-byte aligned (cp.async reads it in 16-byte pieces).
+template <class Launch, class E>
+void attention_forward16(Launch& launch, E* out, float* lse, const E* qkv, int B, int T, int C, int NH) {
   const int hs = flash::head_size(C, NH);
   if (B == 0 || T == 0) return;
   if (hs == 64) return flash::forward<64>(launch, out, lse, qkv, B, T, C, NH);
@@ -494,9 +508,9 @@ void attention_forward_bf16(Launch& launch, bf16* out, float* lse, const bf16* q
 }
 
 // dqkv (B, T, 3C), overwritten, from dout (B, T, C) and forward's qkv, out and lse.
-template <class Launch>
-void attention_backward_bf16(Launch& launch, bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
-                             const float* lse, int B, int T, int C, int NH) {
+template <class Launch, class E>
+void attention_backward16(Launch& launch, E* dqkv, const E* dout, const E* qkv, const E* out, const float* lse, int B,
+                          int T, int C, int NH) {
   const int hs = flash::head_size(C, NH);
   if (B == 0 || T == 0) return;
   if (hs == 64) return flash::backward<64>(launch, dqkv, dout, qkv, out, lse, B, T, C, NH);

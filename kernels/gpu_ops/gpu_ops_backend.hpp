@@ -1,19 +1,21 @@
 // The GPT operations of the Backend interface on the GPU ops (ops.hpp), once for every backend
 // that runs them: the CUDA backend (Base = Backend, Launch = CudaLaunch) and the emulated one
 // (Base = ForwardingDevice<Backend>, the host memory and stream of a CPU backend, Launch =
-// HostLaunch). A backend derived from it supplies memory, ordering, its precision and launch();
-// which kernels each operation runs is decided here and in ops.hpp's families alone. Neither base
-// has an operation of its own: one missing here leaves the backend abstract, a compile error.
+// HostLaunch). A backend derived from it supplies memory, ordering, its precision, launch() and
+// runs_mma_16816(); which kernels each operation runs is decided here and in ops.hpp's families
+// alone. Neither base has an operation of its own: one missing here leaves the backend abstract,
+// a compile error.
 //
 // Each op runs on the element type of its tensors, which is the backend's storage: fp32 tensors
-// on the fp32 kernels (cuBLAS sgemm, TF32 where the CUDA backend is made so), bf16 tensors on the
-// bf16 kernels (cuBLASLt GEMMs with fused epilogues, flash attention on mma.sync, the one-launch
-// layernorm backward, the chunked classifier; the families marked E at E = bf16), fp16 tensors on
-// the fp16 GEMMs (the same cuBLASLt calls in fp16) and the E families at E = fp16. What has no
-// kernel of its type (bf16: attention at head sizes other than 64 and 128, the fused GELU at
-// widths its epilogue does not take, decoding's attention; fp16: attention, the layernorm
-// backward and the classifier too, their kernels still to write) runs on a twin over this
-// backend's fp32 kernels (kernels/twin_backend.hpp): the same numbers, fp32 compute.
+// on the fp32 kernels (cuBLAS sgemm, TF32 where the CUDA backend is made so), bf16 and fp16
+// tensors on the 16-bit kernels, one source for both types (E = bf16 or fp16): cuBLASLt GEMMs
+// with fused epilogues, flash attention on mma.sync, the fused residual + layernorm forward, the
+// one-launch layernorm backward, the chunked classifier, and the families marked E. What has no
+// kernel of its type runs on a twin over this backend's fp32 kernels (kernels/twin_backend.hpp):
+// the same numbers, fp32 compute. That is attention at head sizes other than 64 and 128, and at
+// every one on a device without mma.m16n8k16 (runs_mma_16816: compute capability 7.x, where
+// only fp16 backends are made); the fused GELU at widths its epilogue does not take; decoding's
+// attention.
 #pragma once
 
 #include <cassert>
@@ -50,14 +52,11 @@ class GpuOpsBackend : public Base {
     gpu_ops::round_to<Launch, fp16>(launch(), out, inp, n);
   }
   void convert(Tensor out, ConstTensor inp, size_t n) override {
-    if (out.type() == inp.type()) return this->copy(out.data(), inp.data(), n * element_bytes(out.type()));
-    on_any_element(out, [&](auto o) {
-      on_any_element(inp, [&](auto i) {
-        using O = decltype(o);
-        using I = decltype(i);
-        if constexpr (!std::is_same_v<O, I>) gpu_ops::convert(launch(), out.as<O>(), inp.as<I>(), n);
-      });
-    });
+    between_types(out, inp, n, [&](auto* o, const auto* i) { gpu_ops::convert(launch(), o, i, n); });
+  }
+  void convert_saturating(Tensor out, ConstTensor inp, size_t n, unsigned* saturated) override {
+    // A type to itself has nothing to clamp.
+    between_types(out, inp, n, [&](auto* o, const auto* i) { gpu_ops::convert_saturating(launch(), o, i, n, saturated); });
   }
   void encoder_forward(Tensor out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
                        int C) override {
@@ -80,13 +79,14 @@ class GpuOpsBackend : public Base {
   }
   void layernorm_backward(Tensor dinp, float* dweight, float* dbias, ConstTensor dout, ConstTensor inp,
                           ConstTensor weight, const float* mean, const float* rstd, int N, int C) override {
-    if (dinp.type() == ElementType::bf16)
-      return layernorm_backward_bf16(launch(), dinp.as_bf16(), dweight, dbias, dout.as_bf16(), inp.as_bf16(),
-                                     weight.as_bf16(), mean, rstd, N, C);
-    if (dinp.type() == ElementType::f16)
-      return fallback().layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
-    gpu_ops::layernorm_backward(launch(), dinp.as_f32(), dweight, dbias, dout.as_f32(), inp.as_f32(), weight.as_f32(),
-                                mean, rstd, N, C);
+    if (dinp.type() == ElementType::f32)
+      return gpu_ops::layernorm_backward(launch(), dinp.as_f32(), dweight, dbias, dout.as_f32(), inp.as_f32(),
+                                         weight.as_f32(), mean, rstd, N, C);
+    on_16bit_element(dinp, [&](auto e) {
+      using E = decltype(e);
+      layernorm_backward16<Launch, E>(launch(), dinp.as<E>(), dweight, dbias, dout.as<E>(), inp.as<E>(),
+                                      weight.as<E>(), mean, rstd, N, C);
+    });
   }
   void matmul_forward(Tensor out, ConstTensor inp, ConstTensor weight, ConstTensor bias, int N, int C,
                       int OC) override {
@@ -109,9 +109,8 @@ class GpuOpsBackend : public Base {
     gpu_ops::matmul_backward(launch(), dinp.as_f32(), dweight, dbias, dout.as_f32(), inp.as_f32(), weight.as_f32(), N,
                              C, OC);
   }
-  // The fused ops: on 16-bit tensors the GEMMs' epilogues (and on bf16 the fused layernorm
-  // kernel); the fp32 GPU ops have no fused kernel, so fp32 tensors take the two ops they fuse
-  // (Backend's).
+  // The fused ops: on 16-bit tensors the GEMMs' epilogues and the fused layernorm kernel; the
+  // fp32 GPU ops have no fused kernel, so fp32 tensors take the two ops they fuse (Backend's).
   void matmul_gelu_forward(Tensor out, Tensor pre_gelu, ConstTensor inp, ConstTensor weight, ConstTensor bias, int N,
                            int C, int OC) override {
     if (out.type() == ElementType::f32) return Backend::matmul_gelu_forward(out, pre_gelu, inp, weight, bias, N, C, OC);
@@ -136,28 +135,36 @@ class GpuOpsBackend : public Base {
   }
   void residual_layernorm_forward(Tensor residual, Tensor out, float* mean, float* rstd, ConstTensor a, ConstTensor b,
                                   ConstTensor weight, ConstTensor bias, int N, int C) override {
-    if (out.type() != ElementType::bf16)  // fp32 and fp16: the two ops (fp16 on its elementwise kernels)
+    if (out.type() == ElementType::f32)
       return Backend::residual_layernorm_forward(residual, out, mean, rstd, a, b, weight, bias, N, C);
-    fused_residual_layernorm_forward_bf16(launch(), residual.as_bf16(), out.as_bf16(), mean, rstd, a.as_bf16(),
-                                          b.as_bf16(), weight.as_bf16(), bias.as_bf16(), N, C);
+    on_16bit_element(out, [&](auto e) {
+      using E = decltype(e);
+      fused_residual_layernorm_forward16<Launch, E>(launch(), residual.as<E>(), out.as<E>(), mean, rstd, a.as<E>(),
+                                                    b.as<E>(), weight.as<E>(), bias.as<E>(), N, C);
+    });
   }
   // The blocked kernel at every T: on a GPU the materialised one would only cost memory.
   AttentionPath attention_path(int) const override { return AttentionPath::blocked; }
   void attention_forward(Tensor out, float* lse, ConstTensor qkv, int B, int T, int C, int NH) override {
     if (out.type() == ElementType::f32)
       return gpu_ops::attention_forward(launch(), out.as_f32(), lse, qkv.as_f32(), B, T, C, NH);
-    if (out.type() == ElementType::f16 || !bf16_attention_head_size(C / NH))
-      return fallback().attention_forward(out, lse, qkv, B, T, C, NH);
-    attention_forward_bf16(launch(), out.as_bf16(), lse, qkv.as_bf16(), B, T, C, NH);
+    if (!flash_attention(C / NH)) return fallback().attention_forward(out, lse, qkv, B, T, C, NH);
+    on_16bit_element(out, [&](auto e) {
+      using E = decltype(e);
+      attention_forward16<Launch, E>(launch(), out.as<E>(), lse, qkv.as<E>(), B, T, C, NH);
+    });
   }
   void attention_backward(Tensor dqkv, ConstTensor dout, ConstTensor qkv, ConstTensor out, const float* lse,
                           int B, int T, int C, int NH) override {
     if (dqkv.type() == ElementType::f32)
       return gpu_ops::attention_backward(launch(), dqkv.as_f32(), dout.as_f32(), qkv.as_f32(), out.as_f32(), lse, B, T,
                                          C, NH);
-    if (dqkv.type() == ElementType::f16 || !bf16_attention_head_size(C / NH))
-      return fallback().attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
-    attention_backward_bf16(launch(), dqkv.as_bf16(), dout.as_bf16(), qkv.as_bf16(), out.as_bf16(), lse, B, T, C, NH);
+    if (!flash_attention(C / NH)) return fallback().attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
+    on_16bit_element(dqkv, [&](auto e) {
+      using E = decltype(e);
+      attention_backward16<Launch, E>(launch(), dqkv.as<E>(), dout.as<E>(), qkv.as<E>(), out.as<E>(), lse, B, T, C,
+                                      NH);
+    });
   }
   // Decoding has an fp32 kernel only (generation is not where the step's time goes).
   void attention_decode(Tensor out, Tensor k_cache, Tensor v_cache, ConstTensor qkv_new, int B, int Tn, int T0,
@@ -186,11 +193,13 @@ class GpuOpsBackend : public Base {
   }
   void crossentropy_forward_backward(float* sample_losses, Tensor logits, const int32_t* targets, int B, int T,
                                      int V, int Vp, float dlogits_scale) override {
-    if (logits.type() == ElementType::f16)
-      return fallback().crossentropy_forward_backward(sample_losses, logits, targets, B, T, V, Vp, dlogits_scale);
-    on_element(logits, [&](auto e) {
-      gpu_ops::crossentropy_forward_backward(launch(), sample_losses, logits.as<decltype(e)>(), targets, B, T, V, Vp,
-                                             dlogits_scale);
+    if (logits.type() == ElementType::f32)
+      return gpu_ops::crossentropy_forward_backward(launch(), sample_losses, logits.as_f32(), targets, B, T, V, Vp,
+                                                    dlogits_scale);
+    on_16bit_element(logits, [&](auto e) {
+      using E = decltype(e);
+      crossentropy_forward_backward16<Launch, E>(launch(), sample_losses, logits.as<E>(), targets, B, T, V, Vp,
+                                                 dlogits_scale);
     });
   }
   void accumulate_sum(double* total, const float* x, size_t n) override {
@@ -212,7 +221,7 @@ class GpuOpsBackend : public Base {
   }
 
   // The largest op's scratch, the grid counters and (on a GPU) the sort's storage, now
-  // (kernels/workspace.hpp), and on bf16 tensors the fallbacks' working copies; the launch then
+  // (kernels/workspace.hpp), and on 16-bit tensors the fallbacks' working copies; the launch then
   // refuses to grow them inside a step.
   void reserve_workspace(const StageShape& shape) override {
     launch().reserve(launch_scratch_bytes(shape), sorted_rows(shape));
@@ -221,34 +230,47 @@ class GpuOpsBackend : public Base {
 
  protected:
   virtual Launch& launch() = 0;
+  // Whether the device runs mma.sync m16n8k16 and cp.async, which the flash attention kernels
+  // need: compute capability 8.0 and later.
+  virtual bool runs_mma_16816() const = 0;
   // The derived backend's destructor calls this first: the fallback's working copies are released
   // through the derived backend's memory, which must still be there.
   void release_fallback() { fallback_.reset(); }
 
  private:
-  // Runs f(E{}) with E the element type of t: float or bf16, where fp16 has no kernel of its own.
-  template <class T, class F>
-  static void on_element(const T& t, F&& f) {
-    assert(t.type() != ElementType::f16);
-    if (t.type() == ElementType::bf16)
-      f(bf16{});
-    else
-      f(float{});
-  }
-  // f(E{}) with E = bf16 or fp16, the type of a 16-bit t.
+  // Runs f(E{}) with E = bf16 or fp16, the type of a 16-bit t.
   template <class T, class F>
   static void on_16bit_element(const T& t, F&& f) {
     assert(t.type() != ElementType::f32);
     if (t.type() == ElementType::f16) return f(fp16{});
     f(bf16{});
   }
+  // A conversion of n elements: f(out, inp) as pointers of two different stored types, or a copy
+  // where the types are one (none where out is inp).
+  template <class F>
+  void between_types(Tensor out, ConstTensor inp, size_t n, F&& f) {
+    if (out.type() == inp.type()) {
+      if (out.data() != inp.data()) this->copy(out.data(), inp.data(), n * element_bytes(out.type()));
+      return;
+    }
+    on_any_element(out, [&](auto o) {
+      on_any_element(inp, [&](auto i) {
+        using O = decltype(o);
+        using I = decltype(i);
+        if constexpr (!std::is_same_v<O, I>) f(out.as<O>(), inp.as<I>());
+      });
+    });
+  }
   // The same over every stored type: float, bf16 or fp16.
   template <class T, class F>
   static void on_any_element(const T& t, F&& f) {
-    if (t.type() == ElementType::f16) return f(fp16{});
-    on_element(t, std::forward<F>(f));
+    if (t.type() == ElementType::f32) return f(float{});
+    on_16bit_element(t, std::forward<F>(f));
   }
-  // The bf16 twin over this backend, for the shapes the bf16 kernels do not take.
+  // Whether the flash kernels take 16-bit attention at head size hs: the sizes they are compiled
+  // for, on a device with their matrix instructions.
+  bool flash_attention(int hs) const { return bf16_attention_head_size(hs) && runs_mma_16816(); }
+  // The twin (bf16 or fp16) over this backend, for what the 16-bit kernels do not take.
   Backend& fallback() {
     if (!fallback_) fallback_ = make_twin_fallback(*this);
     return *fallback_;

@@ -40,8 +40,8 @@
 
 namespace eth::kernels::gpu_ops {
 
-// The families below marked "E" run on either stored element type, E = float or bf16 (one
-// kernel source each; fp32 parameters are masters, read as the bf16 path's copies when E = bf16).
+// The families below marked "E" run on every stored element type, E = float, bf16 or fp16 (one
+// kernel source each; fp32 parameters are masters, read as the 16-bit path's copies when E is).
 // encoder.hpp (E)
 template <class Launch, class E>
 void encoder_forward(Launch& launch, E* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
@@ -87,12 +87,12 @@ template <class Launch>
 void attention_decode(Launch& launch, float* out, float* k_cache, float* v_cache, const float* qkv_new, int B, int Tn,
                       int T0, int Tmax, int C, int NH);
 
-// flash_attention_bf16.hpp
-template <class Launch>
-void attention_forward_bf16(Launch& launch, bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH);
-template <class Launch>
-void attention_backward_bf16(Launch& launch, bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
-                             const float* lse, int B, int T, int C, int NH);
+// flash_attention_bf16.hpp (E = bf16 or fp16; mma.sync: compute capability 8.0 and later)
+template <class Launch, class E>
+void attention_forward16(Launch& launch, E* out, float* lse, const E* qkv, int B, int T, int C, int NH);
+template <class Launch, class E>
+void attention_backward16(Launch& launch, E* dqkv, const E* dout, const E* qkv, const E* out, const float* lse, int B,
+                          int T, int C, int NH);
 
 // elementwise.hpp
 template <class Launch, class E>  // E
@@ -105,6 +105,8 @@ template <class Launch, class E>  // E = bf16 or fp16: out = inp rounded to E, h
 void round_to(Launch& launch, float* out, const float* inp, size_t n);
 template <class Launch, class O, class I>  // to bf16 or fp16 rounded to nearest even, to fp32 exact
 void convert(Launch& launch, O* out, const I* inp, size_t n);
+template <class Launch, class O, class I>  // convert, values past O's range clamped and counted into *saturated
+void convert_saturating(Launch& launch, O* out, const I* inp, size_t n, unsigned* saturated);
 
 // crossentropy.hpp
 template <class Launch>
@@ -125,25 +127,24 @@ template <class Launch, class E>
 void adamw_update(Launch& launch, float* params, E* param_copies, const float* grads, float* m, float* v,
                   const AdamWSegment* segments, size_t count, const AdamWSettings& h);
 
-// The fused bf16 kernels of the stage step: bf16 activations and parameter copies, fp32
-// statistics, gradients and optimizer state; each rounds exactly where the bf16 twin
+// The fused 16-bit kernels of the stage step, E = bf16 or fp16: activations and parameter copies
+// in E, fp32 statistics, gradients and optimizer state; each rounds exactly where the twin
 // (kernels/twin_backend.cpp) stores.
 // layernorm_bf16.hpp
-template <class Launch>  // residual = a + b stored bf16, then the layernorm of the stored residual
-void fused_residual_layernorm_forward_bf16(Launch& launch, bf16* residual, bf16* out, float* mean, float* rstd,
-                                           const bf16* a, const bf16* b, const bf16* weight, const bf16* bias, int N,
-                                           int C);
-template <class Launch>  // one launch; dinp accumulated in bf16, dweight and dbias in fp32, deterministic
-void layernorm_backward_bf16(Launch& launch, bf16* dinp, float* dweight, float* dbias, const bf16* dout,
-                             const bf16* inp, const bf16* weight, const float* mean, const float* rstd, int N, int C);
+template <class Launch, class E>  // residual = a + b stored in E, then the layernorm of the stored residual
+void fused_residual_layernorm_forward16(Launch& launch, E* residual, E* out, float* mean, float* rstd, const E* a,
+                                        const E* b, const E* weight, const E* bias, int N, int C);
+template <class Launch, class E>  // one launch; dinp accumulated in E, dweight and dbias in fp32, deterministic
+void layernorm_backward16(Launch& launch, E* dinp, float* dweight, float* dbias, const E* dout, const E* inp,
+                          const E* weight, const float* mean, const float* rstd, int N, int C);
 // classifier_bf16.hpp
-template <class Launch>  // a chunk of rows of the LM head's logits: per-token loss, dlogits in place
-void classifier_rows_bf16(Launch& launch, float* token_losses, bf16* logits, const int32_t* targets, int rows, int V,
-                          int Vp, float dlogits_scale_over_T);
+template <class Launch, class E>  // a chunk of rows of the LM head's logits: per-token loss, dlogits in place
+void classifier_rows16(Launch& launch, float* token_losses, E* logits, const int32_t* targets, int rows, int V, int Vp,
+                       float dlogits_scale_over_T);
 template <class Launch>  // sample_losses (B) = the mean of each sample's T token losses
 void sample_mean_losses(Launch& launch, float* sample_losses, const float* token_losses, int B, int T);
-template <class Launch>  // crossentropy_forward_backward's contract on bf16 logits: the two above
-void crossentropy_forward_backward(Launch& launch, float* sample_losses, bf16* logits, const int32_t* targets, int B,
-                                   int T, int V, int Vp, float dlogits_scale);
+template <class Launch, class E>  // crossentropy_forward_backward's contract on logits in E: the two above
+void crossentropy_forward_backward16(Launch& launch, float* sample_losses, E* logits, const int32_t* targets, int B,
+                                     int T, int V, int Vp, float dlogits_scale);
 
 }  // namespace eth::kernels::gpu_ops

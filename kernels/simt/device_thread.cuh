@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/simt/memory.hpp"
 #include "kernels/simt/types.hpp"
@@ -45,14 +46,22 @@ class DeviceThread {
   SIMT_DEVICE bool any(unsigned mask, bool p) { return __any_sync(mask, p) != 0; }
   SIMT_DEVICE bool all(unsigned mask, bool p) { return __all_sync(mask, p) != 0; }
 
-  SIMT_DEVICE void mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
-                                  const float (&c)[4]) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%10, %11, %12, %13};\n"
-        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]),
-          "f"(c[3]));
+  // mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: E = bf16 or fp16, the same fragments
+  // (kernels/simt/fragments.hpp); compute capability 8.0 and later.
+  template <class E>
+  SIMT_DEVICE void mma_16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4]) {
+#define SIMT_MMA_16816(TYPE)                                                                                        \
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TYPE "." TYPE                                               \
+               ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\n"                         \
+               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])                                                     \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), \
+                 "f"(c[3]))
+    static_assert(std::is_same_v<E, bf16> || std::is_same_v<E, fp16>);
+    if constexpr (std::is_same_v<E, bf16>)
+      SIMT_MMA_16816("bf16");
+    else
+      SIMT_MMA_16816("f16");
+#undef SIMT_MMA_16816
   }
 
   template <int Count, bool Trans = false>

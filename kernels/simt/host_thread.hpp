@@ -41,7 +41,8 @@ struct WarpRequest {
   int arg;          // shuffles: lane mask, delta or source lane; ldmatrix: matrices (1, 2, 4)
   bool trans;       // ldmatrix .trans
   const void* address;  // ldmatrix: this lane's row address in shared memory
-  uint32_t a[4], b[2];  // mma: A and B fragments (bf16 pairs)
+  uint32_t a[4], b[2];  // mma: A and B fragments (pairs of 16-bit values)
+  bool fp16_operands;   // mma: A and B are fp16 (else bf16)
   float c[4];           // mma: C fragment
   uint64_t result;      // shuffles and votes
   uint32_t regs[4];     // ldmatrix
@@ -95,10 +96,15 @@ class HostThread {
   bool any(unsigned mask, bool p, Where where = Where::current()) { return vote(host::WarpOp::any, mask, p, where); }
   bool all(unsigned mask, bool p, Where where = Where::current()) { return vote(host::WarpOp::all, mask, p, where); }
 
-  // mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32: d = a b + c for the warp's 16 x 8 tile
-  // (fragments as kernels/simt/fragments.hpp lays them out). Every lane of the warp takes part.
-  void mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4],
-                      Where where = Where::current());
+  // mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: d = a b + c for the warp's 16 x 8 tile,
+  // a and b of E = bf16 or fp16 (fragments as kernels/simt/fragments.hpp lays them out). Every
+  // lane of the warp takes part.
+  template <class E>
+  void mma_16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4],
+                 Where where = Where::current()) {
+    static_assert(std::is_same_v<E, bf16> || std::is_same_v<E, fp16>);
+    multiply(d, a, b, c, std::is_same_v<E, fp16>, where);
+  }
 
   // ldmatrix.sync.aligned.m8n8.x{Count}[.trans].shared.b16: `row` is this lane's row address
   // (lanes 0..8 Count - 1 give rows; the others' are ignored), 16-byte aligned in shared memory.
@@ -144,6 +150,8 @@ class HostThread {
     return out;
   }
   uint64_t vote(host::WarpOp op, unsigned mask, bool p, Where where);
+  void multiply(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4], bool fp16_operands,
+                Where where);
   void load_matrices(uint32_t* r, int count, bool trans, const void* row, Where where);
   void async_copy(void* dst, const void* src, int bytes, Where where);
   void async_wait(int pending);

@@ -462,23 +462,31 @@ class Block {
            " has " + std::to_string(warp_lanes(w)) + " threads; the instruction needs all 32");
   }
 
-  // D = A B + C over the warp's fragments. Each product of two bf16 is exact in double, and so is
-  // the sum of a row's 16 of them with C's element as long as the exponents stay within double's
-  // 53 bits (true for any operands of training's magnitudes); the result is rounded to fp32 once.
+  // D = A B + C over the warp's fragments. Each product of two bf16 or of two fp16 is exact in
+  // double (in fp32 even: 16 and 22 significant bits), and so is the sum of a row's 16 of them with
+  // C's element as long as the exponents stay within double's 53 bits (true for any operands of
+  // training's magnitudes); the result is rounded to fp32 once.
   // The hardware's internal order is not specified by the ISA: on exactly representable sums (the
   // GPU check's inputs) every order gives this result.
   void execute_mma(int w) {
     require_whole_warp(w, lane_slot(w, 0).request);
+    const bool fp16_operands = lane_slot(w, 0).request.fp16_operands;  // one instruction: every lane's alike
+    // Element i of a fragment: the low or the high half of its 32-bit register i / 2.
+    const auto operand = [fp16_operands](const uint32_t* regs, int i) {
+      const uint32_t r = regs[i / 2];
+      if (fp16_operands) return (i & 1) ? unpack_hi<fp16>(r) : unpack_lo<fp16>(r);
+      return (i & 1) ? unpack_hi<bf16>(r) : unpack_lo<bf16>(r);
+    };
     float A[kMmaM][kMmaK], Bm[kMmaK][kMmaN], Cm[kMmaM][kMmaN];
     for (int l = 0; l < kWarp; l++) {
       const WarpRequest& r = lane_slot(w, l).request;
       for (int i = 0; i < kMmaARegs; i++) {
         const MatrixCoord at = mma_a_coord(l, i);
-        A[at.row][at.col] = (i & 1) ? unpack_bf16_hi(r.a[i / 2]) : unpack_bf16_lo(r.a[i / 2]);
+        A[at.row][at.col] = operand(r.a, i);
       }
       for (int i = 0; i < kMmaBRegs; i++) {
         const MatrixCoord at = mma_b_coord(l, i);
-        Bm[at.row][at.col] = (i & 1) ? unpack_bf16_hi(r.b[i / 2]) : unpack_bf16_lo(r.b[i / 2]);
+        Bm[at.row][at.col] = operand(r.b, i);
       }
       for (int i = 0; i < kMmaCRegs; i++) {
         const MatrixCoord at = mma_c_coord(l, i);
@@ -567,9 +575,10 @@ uint64_t HostThread::vote(host::WarpOp op, unsigned mask, bool p, Where where) {
   return r.result;
 }
 
-void HostThread::mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4],
-                                Where where) {
+void HostThread::multiply(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4],
+                          bool fp16_operands, Where where) {
   host::WarpRequest& r = begin_warp_op(host::WarpOp::mma, 0xffffffffu, where);
+  r.fp16_operands = fp16_operands;
   std::memcpy(r.a, a, sizeof r.a);
   std::memcpy(r.b, b, sizeof r.b);
   std::memcpy(r.c, c, sizeof r.c);

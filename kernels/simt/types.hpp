@@ -1,5 +1,5 @@
-// Plain values of the dialect, the same on both sides: launch shapes, a pair of floats, bf16
-// packing, and the math functions kernels call (CUDA's on the device, <cmath>'s on the host).
+// Plain values of the dialect, the same on both sides: launch shapes, a pair of floats, bf16 and
+// fp16 packing, and the math functions kernels call (CUDA's on the device, <cmath>'s on the host).
 #pragma once
 
 #include <cstddef>
@@ -118,11 +118,16 @@ template <class T>
 constexpr const char* named(const char* fp32_name, const char* bf16_name, const char* fp16_name) {
   return std::is_same_v<T, bf16> ? bf16_name : std::is_same_v<T, fp16> ? fp16_name : fp32_name;
 }
-// Two bf16 in one 32-bit register, `lo` in the low half: the operand form of mma and ldmatrix.
-SIMT_HOST_DEVICE uint32_t pack_bf16x2(float lo, float hi) {
-  return uint32_t{bf16_bits(lo)} | (uint32_t{bf16_bits(hi)} << 16);
+// Two 16-bit values of type E (bf16 or fp16) in one 32-bit register, `lo` rounded into the low
+// half: the operand form of mma and ldmatrix.
+template <class E>
+SIMT_HOST_DEVICE uint32_t pack2(float lo, float hi) {
+  static_assert(sizeof(E) == 2);
+  return uint32_t{from_float<E>(lo).bits} | (uint32_t{from_float<E>(hi).bits} << 16);
 }
-SIMT_HOST_DEVICE float unpack_bf16_lo(uint32_t r) { return bf16_to_float(static_cast<uint16_t>(r & 0xffffu)); }
-SIMT_HOST_DEVICE float unpack_bf16_hi(uint32_t r) { return bf16_to_float(static_cast<uint16_t>(r >> 16)); }
+template <class E>
+SIMT_HOST_DEVICE float unpack_lo(uint32_t r) { return to_float(E{static_cast<uint16_t>(r & 0xffffu)}); }
+template <class E>
+SIMT_HOST_DEVICE float unpack_hi(uint32_t r) { return to_float(E{static_cast<uint16_t>(r >> 16)}); }
 
 }  // namespace eth::kernels::simt

@@ -2,17 +2,19 @@
 // buffers live in (Memory: put(host vector) -> device copy, filled(n, value) -> device buffer,
 // get(device, n) -> values widened to double). Shapes are GPT-2's widths at short T (the
 // interpreter runs every thread as a fiber), none a multiple of the kernels' tiles in rows.
-// Inputs are O(1) random values, rounded to bf16 where stored so; outputs start as NaN, and
-// accumulated outputs as random non-zero values.
+// Every case runs at E = bf16, then at E = fp16. Inputs are O(1) random values, rounded to E where
+// stored so; outputs start as NaN, and accumulated outputs as random non-zero values.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/bf16.hpp"
+#include "kernels/fp16.hpp"
 #include "kernels/gpu_ops/ops.hpp"
 #include "kernels/simt/types.hpp"
 #include "lib/base/random.hpp"
@@ -21,21 +23,25 @@
 namespace eth::test::bf16_kernels {
 
 using kernels::bf16;
+using kernels::fp16;
 
 inline std::vector<float> uniforms(size_t n, uint64_t stream, float scale, float offset = 0.f) {
   std::vector<float> v(n);
   for (size_t i = 0; i < n; i++) v[i] = offset + scale * static_cast<float>(2 * uniform_at(stream, i) - 1);
   return v;
 }
-inline std::vector<bf16> bf16s(size_t n, uint64_t stream, float scale, float offset = 0.f) {
+template <class E>
+std::vector<E> randoms(size_t n, uint64_t stream, float scale, float offset = 0.f) {
   const std::vector<float> f = uniforms(n, stream, scale, offset);
-  std::vector<bf16> v(n);
-  for (size_t i = 0; i < n; i++) v[i] = kernels::simt::to_bf16(f[i]);
+  std::vector<E> v(n);
+  for (size_t i = 0; i < n; i++) v[i] = kernels::simt::from_float<E>(f[i]);
   return v;
 }
 
-inline double widen(bf16 x) { return kernels::simt::to_float(x); }
-inline double widen(float x) { return x; }
+template <typename T>
+double widen(T x) {
+  return kernels::simt::to_float(x);
+}
 // n values in host memory, widened to double.
 template <typename T>
 std::vector<double> widened(const T* host, size_t n) {
@@ -44,13 +50,15 @@ std::vector<double> widened(const T* host, size_t n) {
   return v;
 }
 
-template <class Launch, class Memory>
-std::vector<Output> run_cases(Launch& launch, Memory& mem) {
+// The cases at E, each output named with E first.
+template <class E, class Launch, class Memory>
+void run_cases(Launch& launch, Memory& mem, std::vector<Output>& outputs) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  const bf16 bf16_nan = kernels::simt::to_bf16(nan);
-  std::vector<Output> outputs;
+  const E e_nan = kernels::simt::from_float<E>(nan);
   auto keep = [&](const std::string& name, auto* device, size_t n) {
-    outputs.push_back({name, sizeof(*device) == 2, mem.get(device, n)});
+    using T = std::remove_cv_t<std::remove_pointer_t<decltype(device)>>;
+    outputs.push_back({std::string(kernels::simt::named<E>("", "bf16 ", "fp16 ")) + name,
+                       kernels::simt::named<T>("fp32", "bf16", "fp16"), mem.get(device, n)});
   };
 
   // Flash attention, both head sizes: forward, then backward from forward's out and lse.
@@ -58,13 +66,13 @@ std::vector<Output> run_cases(Launch& launch, Memory& mem) {
   for (const AttentionShape s : {AttentionShape{2, 200, 768, 12}, AttentionShape{1, 333, 512, 4}}) {
     const size_t BTC = size_t(s.B) * s.T * s.C, lse_n = size_t(s.B) * s.NH * s.T;
     const std::string tag = "attention hs " + std::to_string(s.C / s.NH) + ": ";
-    const bf16* qkv = mem.put(bf16s(3 * BTC, 1, 1.f));
-    const bf16* dout = mem.put(bf16s(BTC, 2, 1.f));
-    bf16* out = mem.filled(BTC, bf16_nan);
+    const E* qkv = mem.put(randoms<E>(3 * BTC, 1, 1.f));
+    const E* dout = mem.put(randoms<E>(BTC, 2, 1.f));
+    E* out = mem.filled(BTC, e_nan);
     float* lse = mem.filled(lse_n, nan);
-    bf16* dqkv = mem.filled(3 * BTC, bf16_nan);
-    kernels::gpu_ops::attention_forward_bf16(launch, out, lse, qkv, s.B, s.T, s.C, s.NH);
-    kernels::gpu_ops::attention_backward_bf16(launch, dqkv, dout, qkv, out, lse, s.B, s.T, s.C, s.NH);
+    E* dqkv = mem.filled(3 * BTC, e_nan);
+    kernels::gpu_ops::attention_forward16(launch, out, lse, qkv, s.B, s.T, s.C, s.NH);
+    kernels::gpu_ops::attention_backward16(launch, dqkv, dout, qkv, out, lse, s.B, s.T, s.C, s.NH);
     keep(tag + "out", out, BTC);
     keep(tag + "lse", lse, lse_n);
     keep(tag + "dqkv", dqkv, 3 * BTC);
@@ -74,14 +82,14 @@ std::vector<Output> run_cases(Launch& launch, Memory& mem) {
   // in its dinp GEMM's epilogue, on fc's pre-activation: the gradient of pre_gelu.
   {
     const int N = 200, C = 768, H = 4 * C;
-    const bf16* inp = mem.put(bf16s(size_t(N) * C, 3, 1.f));
-    const bf16* fc_w = mem.put(bf16s(size_t(H) * C, 4, 0.06f));
-    const bf16* fc_b = mem.put(bf16s(size_t(H), 5, 0.5f));
-    const bf16* proj_w = mem.put(bf16s(size_t(C) * H, 6, 0.03f));
-    const bf16* dout = mem.put(bf16s(size_t(N) * C, 7, 1.f));
-    bf16* out = mem.filled(size_t(N) * H, bf16_nan);
-    bf16* pre_gelu = mem.filled(size_t(N) * H, bf16_nan);
-    bf16* dpre_gelu = mem.filled(size_t(N) * H, bf16_nan);
+    const E* inp = mem.put(randoms<E>(size_t(N) * C, 3, 1.f));
+    const E* fc_w = mem.put(randoms<E>(size_t(H) * C, 4, 0.06f));
+    const E* fc_b = mem.put(randoms<E>(size_t(H), 5, 0.5f));
+    const E* proj_w = mem.put(randoms<E>(size_t(C) * H, 6, 0.03f));
+    const E* dout = mem.put(randoms<E>(size_t(N) * C, 7, 1.f));
+    E* out = mem.filled(size_t(N) * H, e_nan);
+    E* pre_gelu = mem.filled(size_t(N) * H, e_nan);
+    E* dpre_gelu = mem.filled(size_t(N) * H, e_nan);
     float* dweight = mem.put(uniforms(size_t(C) * H, 8, 1.f));
     float* dbias = mem.put(uniforms(size_t(C), 40, 1.f));
     kernels::gpu_ops::matmul_forward16(launch, out, pre_gelu, inp, fc_w, fc_b, N, C, H);
@@ -97,20 +105,20 @@ std::vector<Output> run_cases(Launch& launch, Memory& mem) {
   {
     const int N = 200, C = 768;
     const size_t NC = size_t(N) * C;
-    const bf16* a = mem.put(bf16s(NC, 9, 1.f));
-    const bf16* b = mem.put(bf16s(NC, 10, 1.f));
-    const bf16* weight = mem.put(bf16s(size_t(C), 11, 0.5f, 1.f));
-    const bf16* bias = mem.put(bf16s(size_t(C), 12, 0.3f));
-    const bf16* dout = mem.put(bf16s(NC, 13, 1.f));
-    bf16* residual = mem.filled(NC, bf16_nan);
-    bf16* out = mem.filled(NC, bf16_nan);
+    const E* a = mem.put(randoms<E>(NC, 9, 1.f));
+    const E* b = mem.put(randoms<E>(NC, 10, 1.f));
+    const E* weight = mem.put(randoms<E>(size_t(C), 11, 0.5f, 1.f));
+    const E* bias = mem.put(randoms<E>(size_t(C), 12, 0.3f));
+    const E* dout = mem.put(randoms<E>(NC, 13, 1.f));
+    E* residual = mem.filled(NC, e_nan);
+    E* out = mem.filled(NC, e_nan);
     float* mean = mem.filled(size_t(N), nan);
     float* rstd = mem.filled(size_t(N), nan);
-    bf16* dinp = mem.put(bf16s(NC, 14, 1.f));
+    E* dinp = mem.put(randoms<E>(NC, 14, 1.f));
     float* dweight = mem.put(uniforms(size_t(C), 15, 1.f));
     float* dbias = mem.put(uniforms(size_t(C), 16, 1.f));
-    kernels::gpu_ops::fused_residual_layernorm_forward_bf16(launch, residual, out, mean, rstd, a, b, weight, bias, N, C);
-    kernels::gpu_ops::layernorm_backward_bf16(launch, dinp, dweight, dbias, dout, residual, weight, mean, rstd, N, C);
+    kernels::gpu_ops::fused_residual_layernorm_forward16(launch, residual, out, mean, rstd, a, b, weight, bias, N, C);
+    kernels::gpu_ops::layernorm_backward16(launch, dinp, dweight, dbias, dout, residual, weight, mean, rstd, N, C);
     keep("layernorm: residual", residual, NC);
     keep("layernorm: out", out, NC);
     keep("layernorm: mean", mean, size_t(N));
@@ -127,20 +135,22 @@ std::vector<Output> run_cases(Launch& launch, Memory& mem) {
     std::vector<int32_t> host_targets(static_cast<size_t>(N));
     for (size_t i = 0; i < host_targets.size(); i++) host_targets[i] = static_cast<int32_t>(mix64(17 + i) % V);
     const int32_t* targets = mem.put(host_targets);
-    bf16* logits = mem.put(bf16s(NV, 18, 4.f));
+    E* logits = mem.put(randoms<E>(NV, 18, 4.f));
     float* token_losses = mem.filled(size_t(N), nan);
     float* sample_losses = mem.filled(size_t(B), nan);
-    const float scale = 1.f / T;
-    kernels::gpu_ops::classifier_rows_bf16(launch, token_losses, logits, targets, first, V, Vp, scale);
-    kernels::gpu_ops::classifier_rows_bf16(launch, token_losses + first, logits + size_t(first) * Vp, targets + first,
-                                           N - first, V, Vp, scale);
+    // fp16 with a loss scale of 2^12, as its path trains: unscaled, most dlogits (~1e-7) would be
+    // fp16 subnormals, whose few significant bits no relative bound suits.
+    const float scale = (std::is_same_v<E, fp16> ? 4096.f : 1.f) / T;
+    kernels::gpu_ops::classifier_rows16(launch, token_losses, logits, targets, first, V, Vp, scale);
+    kernels::gpu_ops::classifier_rows16(launch, token_losses + first, logits + size_t(first) * Vp, targets + first,
+                                        N - first, V, Vp, scale);
     kernels::gpu_ops::sample_mean_losses(launch, sample_losses, token_losses, B, T);
     keep("classifier: token losses", token_losses, size_t(N));
     keep("classifier: sample losses", sample_losses, size_t(B));
     keep("classifier: dlogits", logits, NV);
   }
 
-  // AdamW over one flat buffer in one launch, writing the bf16 copies (step 3's bias corrections).
+  // AdamW over one flat buffer in one launch, writing the copies in E (step 3's bias corrections).
   {
     const size_t n = size_t(1) << 20;
     std::vector<kernels::AdamWSegment> table;
@@ -150,7 +160,7 @@ std::vector<Output> run_cases(Launch& launch, Memory& mem) {
     const float* grads = mem.put(uniforms(n, 20, 1.f));
     float* m = mem.put(uniforms(n, 21, 0.1f));
     float* v = mem.put(uniforms(n, 22, 0.01f, 0.011f));  // positive
-    bf16* copies = mem.filled(n, bf16_nan);
+    E* copies = mem.filled(n, e_nan);
     const float beta1 = 0.9f, beta2 = 0.95f;
     kernels::gpu_ops::adamw_update(launch, params, copies, grads, m, v, segments, table.size(),
                                    {6e-4f, beta1, beta2, 1e-8f, 0.1f, 0.5f, 1.f - beta1 * beta1 * beta1,
@@ -158,8 +168,15 @@ std::vector<Output> run_cases(Launch& launch, Memory& mem) {
     keep("adamw: params", params, n);
     keep("adamw: m", m, n);
     keep("adamw: v", v, n);
-    keep("adamw: bf16 copies", copies, n);
+    keep("adamw: copies", copies, n);
   }
+}
+
+template <class Launch, class Memory>
+std::vector<Output> run_cases(Launch& launch, Memory& mem) {
+  std::vector<Output> outputs;
+  run_cases<bf16>(launch, mem, outputs);
+  run_cases<fp16>(launch, mem, outputs);
   return outputs;
 }
 

@@ -1,7 +1,7 @@
 // simt_hardware_check: the kernel interpreter against the GPU it stands in for (bench/gpu/run.sh).
-//   1. each warp-level instruction of the dialect (shuffles, votes, mma.m16n8k16, ldmatrix x1/x2/x4
-//      .trans, cp.async) on exactly representable inputs: every lane's every register bit for bit,
-//      or the first lane and register that differ;
+//   1. each warp-level instruction of the dialect (shuffles, votes, mma.m16n8k16 on bf16 and on
+//      fp16, ldmatrix x1/x2/x4 .trans, cp.async) on exactly representable inputs: every lane's
+//      every register bit for bit, or the first lane and register that differ;
 //   2. the custom kernels one training step of a 2-layer stage launches on the CUDA backend and on
 //      ETH_BACKEND=cuda-emulated: the same kernels, the same number of times.
 // Exit status: 0 both hold, 1 one does not, 77 no usable GPU.

@@ -49,11 +49,13 @@ struct ShuffleProbe {
   }
 };
 
-// mma.m16n8k16 with each lane's registers a function of (lane, register), not of a layout:
-// a wrong fragment layout in the interpreter cannot cancel out. Values are multiples of 1/4 in
-// [-4, 4]: products are multiples of 1/16 below 16 in magnitude, sums of 16 of them exact in fp32.
+// mma.m16n8k16 on E = bf16 or fp16 with each lane's registers a function of (lane, register),
+// not of a layout: a wrong fragment layout in the interpreter cannot cancel out. Values are
+// multiples of 1/4 in [-4, 4], exact in both types: products are multiples of 1/16 below 16 in
+// magnitude, sums of 16 of them exact in fp32.
+template <class E>
 struct MmaProbe {
-  static constexpr const char* kName = "mma_probe";
+  static constexpr const char* kName = simt::named<E>("", "mma_probe_bf16", "mma_probe_fp16");
   Global<uint32_t> out;  // (32, kSlots): d0..d3 of two chained mma
   SIMT_DEVICE static float value(int lane, int reg, int salt) {
     return static_cast<float>(((lane * 7 + reg * 13 + salt * 5) % 33) - 16) * 0.25f;
@@ -62,11 +64,11 @@ struct MmaProbe {
     const int lane = t.lane();
     uint32_t a[4], b[2];
     float c[4], d[4], e[4];
-    for (int r = 0; r < 4; r++) a[r] = simt::pack_bf16x2(value(lane, 2 * r, 1), value(lane, 2 * r + 1, 1));
-    for (int r = 0; r < 2; r++) b[r] = simt::pack_bf16x2(value(lane, 2 * r, 2), value(lane, 2 * r + 1, 2));
+    for (int r = 0; r < 4; r++) a[r] = simt::pack2<E>(value(lane, 2 * r, 1), value(lane, 2 * r + 1, 1));
+    for (int r = 0; r < 2; r++) b[r] = simt::pack2<E>(value(lane, 2 * r, 2), value(lane, 2 * r + 1, 2));
     for (int r = 0; r < 4; r++) c[r] = value(lane, r, 3) * 4.f;
-    t.mma_bf16_16816(d, a, b, c);
-    t.mma_bf16_16816(e, a, b, d);  // D fed back as C: the accumulator's layout in and out
+    t.mma_16816<E>(d, a, b, c);
+    t.mma_16816<E>(e, a, b, d);  // D fed back as C: the accumulator's layout in and out
     Global<uint32_t> o = out + static_cast<size_t>(lane) * kSlots;
     for (int r = 0; r < 4; r++) {
       o[r] = bits_of(d[r]);

@@ -8,7 +8,8 @@
 
 namespace eth::test::simt_probes {
 
-std::vector<std::string> probe_names();
+constexpr int kProbes = 5;
+std::vector<std::string> probe_names();  // kProbes of them
 std::vector<std::vector<uint32_t>> run_on_gpu();
 std::vector<std::vector<uint32_t>> run_in_interpreter();
 

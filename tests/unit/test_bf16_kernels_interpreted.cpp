@@ -8,7 +8,8 @@
 // and rounds once to nearest even where the twin narrows; the embedding's parameters are the
 // fp32 masters, rounded as the twin rounds them, the others the stage's bf16 copies. Each test
 // checks that its bf16 kernels launched. Outputs are NaN-poisoned first; shapes are off the
-// warp's 32 lanes and the kernels' 256-thread blocks.
+// warp's 32 lanes and the kernels' 256-thread blocks. A last test checks that the fp16 backend
+// sends its tensors to the same kernels at fp16.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,6 +28,7 @@
 #include "kernels/twin_backend.hpp"
 #include "kernels/cpu/bf16.hpp"
 #include "kernels/emulated/cuda_emulated_backend.hpp"
+#include "kernels/fp16.hpp"
 
 namespace eth::test {
 namespace {
@@ -259,6 +261,65 @@ TEST(Bf16KernelsInterpreted, FusedGeluMatmulsEqualTheTwinWithinAnUlp) {
   }
   EXPECT_EQ(p.launches("matmul_bf16_dbias_add"), 1u);
   EXPECT_EQ(p.launches("gelu_forward_bf16") + p.launches("gelu_backward_bf16"), 0u) << "GELU must be in the epilogues";
+}
+
+// The fp16 backend routes its tensors to the 16-bit kernels at E = fp16 (their numbers are
+// checked in test_gpu_{flash,fused}_bf16_interpreted): attention at head size 64 on the flash
+// kernels, at 96 (none compiled) on its twin; the fused layernorm forward, the layernorm backward
+// and the classifier on theirs. Every output poisoned first, and written.
+TEST(Bf16KernelsInterpreted, Fp16OpsRunOnTheFp16Kernels) {
+  using kernels::fp16;
+  const auto fp16s = [](size_t n, float scale, uint32_t seed) {
+    std::vector<fp16> v(n);
+    const std::vector<float> f = normal_floats(n, scale, seed);
+    for (size_t i = 0; i < n; i++) v[i] = fp16{kernels::fp16_bits(f[i])};
+    return v;
+  };
+  const auto written = [](const std::vector<fp16>& v) {
+    return std::none_of(v.begin(), v.end(), [](fp16 x) { return std::isnan(kernels::fp16_to_float(x.bits)); });
+  };
+  std::unique_ptr<Backend> backend = kernels::make_cuda_emulated_backend(0, kernels::Precision::fp16);
+  const kernels::emulated::HostLaunch& launch = *kernels::cuda_emulated_launch(*backend);
+  const auto launches = [&](const std::string& kernel) {
+    const auto it = launch.kernel_counts().find(kernel);
+    return it == launch.kernel_counts().end() ? uint64_t{0} : it->second.launches;
+  };
+  for (const int hs : {64, 96}) {
+    const int NH = 2, Ca = NH * hs;
+    const size_t BTC = N * static_cast<size_t>(Ca);
+    const std::vector<fp16> qkv = fp16s(3 * BTC, 1.f, 30), dout = fp16s(BTC, 1.f, 31);
+    std::vector<fp16> out = poisoned<fp16>(BTC), dqkv = poisoned<fp16>(3 * BTC);
+    std::vector<float> lse = poisoned<float>(N * NH);
+    backend->attention_forward(out.data(), lse.data(), qkv.data(), B, T, Ca, NH);
+    backend->attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), B, T, Ca, NH);
+    backend->synchronize();
+    EXPECT_TRUE(written(out) && written(dqkv)) << "hs " << hs;
+  }
+  EXPECT_EQ(launches("attention_forward_fp16<64>"), 1u);
+  EXPECT_EQ(launches("attention_backward_fp16_dkdv<64>"), 1u);
+  EXPECT_EQ(launches("attention_backward_fp16_dq<64>"), 1u);
+  EXPECT_EQ(launches("attention_backward_fp16_delta"), 1u) << "hs 96 must take the twin, not the flash kernels";
+
+  const std::vector<fp16> a = fp16s(N * C, 1.f, 32), b = fp16s(N * C, 1.f, 33), dout = fp16s(N * C, 1.f, 34);
+  const std::vector<fp16> weight = fp16s(C, 1.f, 35), bias = fp16s(C, 0.5f, 36);
+  std::vector<fp16> residual = poisoned<fp16>(N * C), ln = poisoned<fp16>(N * C), dinp = fp16s(N * C, 1.f, 37);
+  std::vector<float> mean = poisoned<float>(N), rstd = poisoned<float>(N), dweight(C, 0.5f), dbias(C, 0.5f);
+  backend->residual_layernorm_forward(residual.data(), ln.data(), mean.data(), rstd.data(), a.data(), b.data(),
+                                      weight.data(), bias.data(), static_cast<int>(N), C);
+  backend->layernorm_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), residual.data(), weight.data(),
+                              mean.data(), rstd.data(), static_cast<int>(N), C);
+  const int V = 101, Vp8 = 104;  // the classifier's 16-byte vectors take Vp in multiples of 8
+  std::vector<fp16> logits = fp16s(N * Vp8, 2.f, 38);
+  std::vector<int32_t> targets(N);
+  for (size_t i = 0; i < N; i++) targets[i] = static_cast<int32_t>((i * 5 + 1) % V);
+  std::vector<float> losses = poisoned<float>(B);
+  backend->crossentropy_forward_backward(losses.data(), logits.data(), targets.data(), B, T, V, Vp8, 1.f);
+  backend->synchronize();
+  EXPECT_TRUE(written(residual) && written(ln) && written(dinp) && written(logits));
+  EXPECT_TRUE(std::none_of(losses.begin(), losses.end(), [](float x) { return std::isnan(x); }));
+  for (const char* kernel :
+       {"fused_residual_layernorm_forward_fp16", "layernorm_backward_fp16", "classifier_rows_fp16"})
+    EXPECT_EQ(launches(kernel), 1u) << kernel;
 }
 
 }  // namespace

@@ -8,12 +8,17 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "kernels/backend.hpp"
 #include "kernels/device_buffer.hpp"
+#include "kernels/cpu/fp16.hpp"
 #include "kernels/fp16.hpp"
+#ifdef ETH_HAVE_SIMT_INTERPRETER
+#include "kernels/emulated/cuda_emulated_backend.hpp"
+#endif
 
 namespace eth::test {
 namespace {
@@ -114,6 +119,51 @@ TEST(Fp16Rounding, BackendPrimitives) {
     EXPECT_EQ(out_of_place, want) << backend->name();
     EXPECT_EQ(in_place, want) << backend->name();
     EXPECT_EQ(through, want) << backend->name();
+  }
+}
+
+// bf16 rows arriving at an fp16 stage (lib/runtime/stage_transfers.hpp), converted in place:
+// finite values past fp16's range clamp to +-65504 and are counted, infinities and NaN stay, the
+// rest round as convert does; the count adds to what the counter held. On the CPU backends and,
+// where built, the CUDA backend's kernel in the interpreter.
+TEST(Fp16Rounding, ConvertSaturatingClampsAndCounts) {
+  std::vector<std::unique_ptr<kernels::Backend>> backends;
+  backends.push_back(kernels::make_cpu_backend(0));
+  backends.push_back(kernels::make_async_cpu_backend(0));
+#ifdef ETH_HAVE_SIMT_INTERPRETER
+  backends.push_back(kernels::make_cuda_emulated_backend());
+#endif
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x = {1.5f, -3.25e-3f, 65504.f, 65536.f, -1e6f, 3e38f, inf, -inf, 70000.f, 1e-7f};
+  std::mt19937 rng(5);
+  for (int i = 0; i < 1000; i++) x.push_back(std::ldexp(std::uniform_real_distribution<float>(-1.f, 1.f)(rng), int(rng() % 34) - 20));  // below 2^14
+  std::vector<kernels::bf16> stored(x.size());
+  for (size_t i = 0; i < x.size(); i++) stored[i] = kernels::cpu::to_bf16(x[i]);
+  stored.push_back(kernels::bf16{0x7fc1});  // a NaN
+  size_t want_clamped = 0;
+  std::vector<uint16_t> want;
+  for (const kernels::bf16& b : stored) {
+    const float v = kernels::cpu::to_float(b);
+    const bool clamp = std::isfinite(v) && std::fabs(v) >= 65520.f;
+    want_clamped += clamp;
+    want.push_back(clamp ? fp16_bits(std::copysign(65504.f, v)) : fp16_bits(v));
+  }
+  ASSERT_EQ(want_clamped, 5u) << "65504 (65536 in bf16), 65536, -1e6, 3e38 and 70000";
+  for (auto& backend : backends) {
+    kernels::DeviceBuffer<uint16_t> rows(*backend, stored.size());
+    kernels::DeviceBuffer<unsigned> count(*backend, 1);
+    const unsigned before = 7;
+    backend->copy_to_device(rows.data(), stored.data(), stored.size() * sizeof(uint16_t));
+    backend->copy_to_device(count.data(), &before, sizeof before);
+    backend->convert_saturating(kernels::Tensor(rows.data(), kernels::ElementType::f16),
+                                kernels::ConstTensor(rows.data(), kernels::ElementType::bf16), stored.size(), count.data());
+    std::vector<uint16_t> got(stored.size());
+    unsigned counted = 0;
+    backend->copy_to_host(got.data(), rows.data(), got.size() * sizeof(uint16_t));
+    backend->copy_to_host(&counted, count.data(), sizeof counted);
+    EXPECT_EQ(counted, before + want_clamped) << backend->name();
+    for (size_t i = 0; i + 1 < got.size(); i++) ASSERT_EQ(got[i], want[i]) << backend->name() << " element " << i;
+    EXPECT_TRUE(std::isnan(fp16_to_float(got.back()))) << backend->name();
   }
 }
 

@@ -1,15 +1,16 @@
-// The bf16 flash attention ops (kernels/gpu_ops/flash_attention_bf16.hpp), the very kernels and
-// launches the CUDA backend runs, executed by the kernel interpreter through HostLaunch, from
-// bf16 inputs (random, O(1), never zero) with every output poisoned (NaN) first: against a
-// float64 reference from the same bf16 values (the materialised double kernels) and against the
-// CPU bf16 twin (the CPU flash attention in fp32 on those values, its outputs rounded to bf16);
-// plus the matrix instructions' FLOPs (every tile product on mma.sync, no tile above the
-// diagonal), a rerun that must be bit-identical and the head size it refuses.
+// The 16-bit flash attention ops (kernels/gpu_ops/flash_attention_bf16.hpp), the very kernels and
+// launches the CUDA backend runs, executed by the kernel interpreter through HostLaunch, each
+// check at E = bf16 and at E = fp16, from inputs in E (random, O(1), never zero) with every
+// output poisoned (NaN) first: against a float64 reference from the same values (the
+// materialised double kernels) and against the CPU twin of E (the CPU flash attention in fp32 on
+// those values, its outputs rounded to E); plus the matrix instructions' FLOPs (every tile
+// product on mma.sync, no tile above the diagonal), a rerun that must be bit-identical and the
+// head size it refuses.
 //
 // Shapes (B, T, C, NH): T = 37 is one partial 64-row tile; T = 70 a full one and 6 rows; T = 130
 // two and 2 rows, and at hs 128 (backward's 32-row steps) four steps and 2 rows. Cost: the
 // interpreter runs every GPU thread as a fiber, about 1 us per thread per barrier, shuffle or
-// matrix instruction; the file takes about 2 s with OMP_NUM_THREADS=1.
+// matrix instruction; the file takes about 2 s with OMP_NUM_THREADS=1 (both types).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,9 +18,9 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
-#include "kernels/cpu/bf16.hpp"
 #include "kernels/cpu/gpt_ops.hpp"
 #include "kernels/emulated/host_launch.hpp"
 #include "kernels/gpu_ops/flash_attention_bf16.hpp"
@@ -32,26 +33,29 @@ namespace cpu = eth::kernels::cpu;
 namespace gpu_ops = eth::kernels::gpu_ops;
 namespace simt = eth::kernels::simt;
 using kernels::bf16;
+using kernels::fp16;
 using kernels::emulated::HostLaunch;
 using Vec = std::vector<double>;
 using FVec = std::vector<float>;
-using HVec = std::vector<bf16>;
 
-// Norm-wise relative errors ||ours - ref|| / ||ref|| of the bf16 outputs (out, dq, dk, dv), with
-// u = 2^-8 the bf16 unit roundoff (8 significant bits, nearest even). Where they come from:
-//   - each output is rounded to bf16 once, when stored: at most u relative per element;
+// Norm-wise relative errors ||ours - ref|| / ||ref|| of the outputs in E (out, dq, dk, dv), with
+// u the unit roundoff of E: 2^-8 for bf16 (8 significant bits), 2^-11 for fp16 (11), both
+// rounding to nearest even. Where they come from:
+//   - each output is rounded to E once, when stored: at most u relative per element;
 //   - P (before O += P V and dV += P^T dO) and dS (before dQ += dS K and dK += dS^T Q) are
-//     rounded to bf16 from fp32: at most u relative per term of those sums. For terms of random
-//     sign that stays about u norm-wise, more where the terms cancel: each row of dS sums to
-//     zero, so dQ and dK cancel most;
-//   - fp32 arithmetic everywhere else: about 1e-7, negligible beside u.
+//     rounded to E from fp32: at most u relative per term of those sums (fp16: values below
+//     2^-14 keep fewer bits, off by at most 2^-25 each: some 1e-8 on sums of O(1) terms, far
+//     below u). For terms of random sign that stays about u norm-wise, more where the terms
+//     cancel: each row of dS sums to zero, so dQ and dK cancel most;
+//   - fp32 arithmetic everywhere else: about 1e-7, negligible beside either u.
 // The float64 reference has neither rounding. The CPU twin rounds its outputs too (mostly to the
-// same bits, one bf16 ulp (up to 2 u) apart where the two fp32 values straddle a rounding boundary)
-// and rounds no P or dS. Measured, against either: out 0.47 u, dv 0.6 u, dq and dk 0.76 u. Both are
-// held at 2 u = 7.8e-3, over 2.5 times the largest measured; an off-by-one in any of the three
-// causal masks measured at 0.2 or more.
-constexpr double kU = 1.0 / 256;  // bf16 unit roundoff, 2^-8
-constexpr double kBf16Tolerance = 2 * kU;
+// same bits, one ulp (up to 2 u) apart where the two fp32 values straddle a rounding boundary)
+// and rounds no P or dS. Measured, against either: bf16 out 0.47 u, dv 0.6 u, dq and dk 0.76 u;
+// fp16 (its own u) out 0.48 u, dv 0.63 u, dq and dk 0.75 u. Both are held at 2 u (7.8e-3 and
+// 9.8e-4), over 2.5 times the largest measured; an off-by-one in any of the three causal masks
+// measured at 0.2 or more.
+template <class E>
+constexpr double kTolerance = 2 * (std::is_same_v<E, fp16> ? 1.0 / 2048 : 1.0 / 256);
 // lse is fp32 all the way: S from bf16 operands is exact products summed in fp32, the online
 // softmax fp32 (unit roundoff 6e-8 over a few dozen operations, expf within 2 ulp): a few 1e-7.
 // 1e-5 is the fp32 op's bound (test_gpu_attention_interpreted.cpp).
@@ -62,24 +66,33 @@ struct Shape {
 };
 void PrintTo(const Shape& s, std::ostream* os) { *os << "B " << s.B << " T " << s.T << " C " << s.C << " NH " << s.NH; }
 
-HVec to_bf16(const FVec& v) {
-  HVec h(v.size());
-  for (size_t i = 0; i < v.size(); i++) h[i] = simt::to_bf16(v[i]);
+template <class E>
+std::vector<E> to16(const FVec& v) {
+  std::vector<E> h(v.size());
+  for (size_t i = 0; i < v.size(); i++) h[i] = simt::from_float<E>(v[i]);
   return h;
 }
-FVec to_float(const HVec& h) {
+template <class E>
+FVec to_float(const std::vector<E>& h) {
   FVec v(h.size());
   for (size_t i = 0; i < h.size(); i++) v[i] = simt::to_float(h[i]);
   return v;
 }
 Vec to_double(const FVec& v) { return Vec(v.begin(), v.end()); }
-Vec to_double(const HVec& h) { return to_double(to_float(h)); }
-// Uniform in (-scale, scale), rounded to bf16: zero only by a chance the seeds do not hit.
-HVec random_bf16(size_t n, uint64_t seed, double scale) {
-  const Vec v = random_vector(n, seed, scale);
-  return to_bf16(FVec(v.begin(), v.end()));
+template <class E>
+Vec to_double(const std::vector<E>& h) {
+  return to_double(to_float(h));
 }
-HVec bf16_nans(size_t n) { return HVec(n, bf16{0x7fc0}); }  // quiet NaNs
+// Uniform in (-scale, scale), rounded to E: zero only by a chance the seeds do not hit.
+template <class E>
+std::vector<E> random16(size_t n, uint64_t seed, double scale) {
+  const Vec v = random_vector(n, seed, scale);
+  return to16<E>(FVec(v.begin(), v.end()));
+}
+template <class E>
+std::vector<E> nans16(size_t n) {
+  return std::vector<E>(n, simt::from_float<E>(NAN));
+}
 FVec float_nans(size_t n) {
   FVec v(n);
   poison(v);
@@ -91,87 +104,106 @@ Vec third(const Vec& qkv, int part, int C) {
   for (size_t i = 0; i < v.size(); i++) v[i] = qkv[i / C * 3 * C + static_cast<size_t>(part) * C + i % C];
   return v;
 }
-// v rounded to bf16 (the twin's stored outputs).
-FVec rounded(FVec v) {
-  cpu::round_to_bf16(v.data(), v.data(), v.size());
-  return v;
+// v rounded to E (the twin's stored outputs).
+template <class E>
+FVec rounded(const FVec& v) {
+  return to_float(to16<E>(v));
 }
 
-// One shape's inputs, rounded to bf16 (and the same values in fp32 for the CPU sides), and the
+// One shape's inputs, rounded to E (and the same values in fp32 for the CPU sides), and the
 // interpreted ops on them.
+template <class E>
 struct FlashRun {
+  using Values = std::vector<E>;
   Shape s;
   size_t BTC, stats;
-  HVec qkv, dout;
+  Values qkv, dout;
   FVec qkv_f, dout_f;
   FlashRun(const Shape& shape, uint64_t seed)
       : s(shape),
         BTC(static_cast<size_t>(shape.B) * shape.T * shape.C),
         stats(static_cast<size_t>(shape.B) * shape.NH * shape.T),
         // scale 2: scores up to a few units, so the softmax is peaked and the running max moves
-        qkv(random_bf16(3 * BTC, seed, 2.0)),
-        dout(random_bf16(BTC, seed + 1, 1.0)),
+        qkv(random16<E>(3 * BTC, seed, 2.0)),
+        dout(random16<E>(BTC, seed + 1, 1.0)),
         qkv_f(to_float(qkv)),
         dout_f(to_float(dout)) {}
 
   // out and lse of the interpreted forward, from outputs poisoned with NaN.
-  void forward(HostLaunch& launch, HVec& out, FVec& lse) const {
-    out = bf16_nans(BTC), lse = float_nans(stats);
-    gpu_ops::attention_forward_bf16(launch, out.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH);
+  void forward(HostLaunch& launch, Values& out, FVec& lse) const {
+    out = nans16<E>(BTC), lse = float_nans(stats);
+    gpu_ops::attention_forward16(launch, out.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH);
   }
   // dqkv of the interpreted backward from the given out and lse, poisoned first.
-  HVec backward(HostLaunch& launch, const HVec& out, const FVec& lse) const {
-    HVec dqkv = bf16_nans(3 * BTC);
-    gpu_ops::attention_backward_bf16(launch, dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), s.B, s.T,
-                                     s.C, s.NH);
+  Values backward(HostLaunch& launch, const Values& out, const FVec& lse) const {
+    Values dqkv = nans16<E>(3 * BTC);
+    gpu_ops::attention_backward16(launch, dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), s.B, s.T, s.C,
+                                  s.NH);
     return dqkv;
   }
 };
 
-class GpuFlashBf16Interpreted : public ::testing::TestWithParam<Shape> {};
+// Runs check(E{}) at E = bf16, then at E = fp16, each failure naming its type.
+template <class F>
+void for_both_types(F&& check) {
+  {
+    SCOPED_TRACE("bf16");
+    check(bf16{});
+  }
+  SCOPED_TRACE("fp16");
+  check(fp16{});
+}
 
-TEST_P(GpuFlashBf16Interpreted, MatchesFloat64AndTheCpuBf16Twin) {
-  const FlashRun run(GetParam(), 80);
-  const auto [B, T, C, NH] = GetParam();
+template <class E>
+void check_against_references(const Shape& shape) {
+  const FlashRun<E> run(shape, 80);
+  const auto [B, T, C, NH] = shape;
+  const double tolerance = kTolerance<E>;
+  std::printf("%s\n", simt::named<E>("", "bf16", "fp16"));
   HostLaunch launch;
 
-  // The twin: fp32 on the bf16 values, outputs rounded to bf16 as the bf16 path stores them.
+  // The twin: fp32 on the values in E, outputs rounded to E as the path stores them.
   FVec twin_out(run.BTC), twin_lse(run.stats), twin_dqkv(3 * run.BTC);
   cpu::flash_attention_forward(twin_out.data(), twin_lse.data(), run.qkv_f.data(), B, T, C, NH);
-  twin_out = rounded(twin_out);
+  twin_out = rounded<E>(twin_out);
   cpu::flash_attention_backward(twin_dqkv.data(), run.dout_f.data(), run.qkv_f.data(), twin_out.data(),
                                 twin_lse.data(), B, T, C, NH);
-  twin_dqkv = rounded(twin_dqkv);
-  // float64 from the same bf16 values, unrounded.
+  twin_dqkv = rounded<E>(twin_dqkv);
+  // float64 from the same values in E, unrounded.
   const Vec qkv64 = to_double(run.qkv_f), dout64 = to_double(run.dout_f);
   Vec ref_out(run.BTC), ref_lse(run.stats), att(run.stats * T), ref_dqkv(3 * run.BTC), flash_out(run.BTC);
   cpu::materialised_attention_forward(ref_out.data(), att.data(), qkv64.data(), B, T, C, NH);
   cpu::materialised_attention_backward(ref_dqkv.data(), dout64.data(), qkv64.data(), att.data(), B, T, C, NH);
   cpu::flash_attention_forward(flash_out.data(), ref_lse.data(), qkv64.data(), B, T, C, NH);  // lse in double
 
-  HVec out;
+  std::vector<E> out;
   FVec lse;
   run.forward(launch, out, lse);
-  expect_close_printed("out vs float64", to_double(out), ref_out, kBf16Tolerance);
+  expect_close_printed("out vs float64", to_double(out), ref_out, tolerance);
   expect_close_printed("lse vs float64", to_double(lse), ref_lse, kLseTolerance);
-  expect_close_printed("out vs CPU twin", to_double(out), to_double(twin_out), kBf16Tolerance);
+  expect_close_printed("out vs CPU twin", to_double(out), to_double(twin_out), tolerance);
   expect_close_printed("lse vs CPU twin", to_double(lse), to_double(twin_lse), kLseTolerance);
 
   // After the interpreted forward, the op pair against float64, each third of dqkv apart.
   const Vec dqkv = to_double(run.backward(launch, out, lse));
   // Backward on its own: from the twin's out and lse, as the twin's backward ran.
-  const Vec dqkv_twin_in = to_double(run.backward(launch, to_bf16(twin_out), twin_lse));
+  const Vec dqkv_twin_in = to_double(run.backward(launch, to16<E>(twin_out), twin_lse));
   const Vec twin_dqkv64 = to_double(twin_dqkv);
   const char* names[3] = {"dq", "dk", "dv"};
   for (int part = 0; part < 3; part++) {
     const std::string name = names[part];
-    expect_close_printed(name + " vs float64", third(dqkv, part, C), third(ref_dqkv, part, C), kBf16Tolerance);
-    expect_close_printed(name + " vs CPU twin", third(dqkv_twin_in, part, C), third(twin_dqkv64, part, C),
-                         kBf16Tolerance);
+    expect_close_printed(name + " vs float64", third(dqkv, part, C), third(ref_dqkv, part, C), tolerance);
+    expect_close_printed(name + " vs CPU twin", third(dqkv_twin_in, part, C), third(twin_dqkv64, part, C), tolerance);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, GpuFlashBf16Interpreted,
+class GpuFlash16Interpreted : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(GpuFlash16Interpreted, MatchesFloat64AndTheCpuTwin) {
+  for_both_types([&](auto e) { check_against_references<decltype(e)>(GetParam()); });
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GpuFlash16Interpreted,
                          ::testing::Values(Shape{2, 37, 128, 2},   // hs 64: one partial tile
                                            Shape{2, 70, 256, 2},   // hs 128: 64 + 6 rows
                                            Shape{2, 130, 128, 2},  // hs 64: 64 + 64 + 2
@@ -187,58 +219,67 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GpuFlashBf16Interpreted,
 // hs 64 is two 64-row tiles, so 1 + 2 (query tile, key tile) pairs in forward, each S = Q K^T and
 // O += P V of 64 x 64 x 64; backward's 64-row steps make 3 pairs in each of dK/dV (4 products:
 // S^T, dP^T, dV, dK) and dQ (3: S, dP, dQ).
-TEST(GpuFlashBf16Interpreted, TheTileProductsRunOnMmaBelowTheDiagonalOnly) {
-  const FlashRun run({1, 70, 128, 2}, 83);
-  HostLaunch launch;
-  HVec out;
-  FVec lse;
-  run.forward(launch, out, lse);
-  run.backward(launch, out, lse);
-  const auto& counts = launch.kernel_counts();
-  const uint64_t product = 2ull * 64 * 64 * 64, heads = 2, pairs = 3;
-  EXPECT_EQ(counts.at("attention_forward_bf16<64>").mma_flops, heads * pairs * 2 * product);
-  EXPECT_EQ(counts.at("attention_backward_bf16_dkdv<64>").mma_flops, heads * pairs * 4 * product);
-  EXPECT_EQ(counts.at("attention_backward_bf16_dq<64>").mma_flops, heads * pairs * 3 * product);
-  EXPECT_EQ(counts.at("attention_backward_bf16_delta").launches, 1u);
-  EXPECT_EQ(counts.size(), 4u);
+TEST(GpuFlash16Interpreted, TheTileProductsRunOnMmaBelowTheDiagonalOnly) {
+  for_both_types([](auto e) {
+    using E = decltype(e);
+    const FlashRun<E> run({1, 70, 128, 2}, 83);
+    HostLaunch launch;
+    std::vector<E> out;
+    FVec lse;
+    run.forward(launch, out, lse);
+    run.backward(launch, out, lse);
+    const auto& counts = launch.kernel_counts();
+    const uint64_t product = 2ull * 64 * 64 * 64, heads = 2, pairs = 3;
+    EXPECT_EQ(counts.at(gpu_ops::flash::ForwardKernel<E, 64>::kName).mma_flops, heads * pairs * 2 * product);
+    EXPECT_EQ(counts.at(gpu_ops::flash::BackwardDkdvKernel<E, 64>::kName).mma_flops, heads * pairs * 4 * product);
+    EXPECT_EQ(counts.at(gpu_ops::flash::BackwardDqKernel<E, 64>::kName).mma_flops, heads * pairs * 3 * product);
+    EXPECT_EQ(counts.at(gpu_ops::flash::DeltaKernel<E>::kName).launches, 1u);
+    EXPECT_EQ(counts.size(), 4u);
+  });
 }
 
 // Deterministic: no atomics, every sum in a fixed order; a second run gives the same bits.
-TEST(GpuFlashBf16Interpreted, RerunIsBitIdentical) {
-  const FlashRun run({2, 70, 128, 2}, 81);
-  HVec out[2], dqkv[2];
-  FVec lse[2];
-  for (int i = 0; i < 2; i++) {
-    HostLaunch launch;
-    run.forward(launch, out[i], lse[i]);
-    dqkv[i] = run.backward(launch, out[i], lse[i]);
-  }
-  for (const HVec* v : {&out[0], &dqkv[0]})  // written everywhere, so the bits compared are results
-    for (float x : to_float(*v)) ASSERT_TRUE(std::isfinite(x));
-  for (float x : lse[0]) ASSERT_TRUE(std::isfinite(x));
-  EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(bf16)), 0);
-  EXPECT_EQ(std::memcmp(lse[0].data(), lse[1].data(), lse[0].size() * sizeof(float)), 0);
-  EXPECT_EQ(std::memcmp(dqkv[0].data(), dqkv[1].data(), dqkv[0].size() * sizeof(bf16)), 0);
+TEST(GpuFlash16Interpreted, RerunIsBitIdentical) {
+  for_both_types([](auto e) {
+    using E = decltype(e);
+    const FlashRun<E> run({2, 70, 128, 2}, 81);
+    std::vector<E> out[2], dqkv[2];
+    FVec lse[2];
+    for (int i = 0; i < 2; i++) {
+      HostLaunch launch;
+      run.forward(launch, out[i], lse[i]);
+      dqkv[i] = run.backward(launch, out[i], lse[i]);
+    }
+    for (const std::vector<E>* v : {&out[0], &dqkv[0]})  // written everywhere, so the bits compared are results
+      for (float x : to_float(*v)) ASSERT_TRUE(std::isfinite(x));
+    for (float x : lse[0]) ASSERT_TRUE(std::isfinite(x));
+    EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(E)), 0);
+    EXPECT_EQ(std::memcmp(lse[0].data(), lse[1].data(), lse[0].size() * sizeof(float)), 0);
+    EXPECT_EQ(std::memcmp(dqkv[0].data(), dqkv[1].data(), dqkv[0].size() * sizeof(E)), 0);
+  });
 }
 
 // A head size the kernels are not compiled for is refused in one line, before any launch.
-TEST(GpuFlashBf16Interpreted, RefusesHeadSize96) {
-  const FlashRun run({1, 4, 192, 2}, 82);  // hs 96
-  HostLaunch launch;
-  HVec out;
-  FVec lse;
-  for (bool forward : {true, false}) {
-    try {
-      if (forward) run.forward(launch, out, lse);
-      else run.backward(launch, HVec(run.BTC), FVec(run.stats));
-      FAIL() << "hs 96 was accepted";
-    } catch (const std::invalid_argument& e) {
-      const std::string what = e.what();
-      EXPECT_NE(what.find("head size 96"), std::string::npos) << what;
-      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+TEST(GpuFlash16Interpreted, RefusesHeadSize96) {
+  for_both_types([](auto e) {
+    using E = decltype(e);
+    const FlashRun<E> run({1, 4, 192, 2}, 82);  // hs 96
+    HostLaunch launch;
+    std::vector<E> out;
+    FVec lse;
+    for (bool forward : {true, false}) {
+      try {
+        if (forward) run.forward(launch, out, lse);
+        else run.backward(launch, std::vector<E>(run.BTC), FVec(run.stats));
+        FAIL() << "hs 96 was accepted";
+      } catch (const std::invalid_argument& error) {
+        const std::string what = error.what();
+        EXPECT_NE(what.find("head size 96"), std::string::npos) << what;
+        EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+      }
     }
-  }
-  EXPECT_TRUE(launch.kernel_counts().empty());
+    EXPECT_TRUE(launch.kernel_counts().empty());
+  });
 }
 
 }  // namespace

@@ -137,11 +137,12 @@ TEST(SimtInterpreter, ShufflesAndVotesFollowTheirDefinitions) {
 
 // ---- a tiled GEMM through cp.async, ldmatrix and mma ----------------------------------------------
 
-// C (M, N) = A (M, K) B (K, N), bf16 in (row-major, as 16-bit patterns), fp32 out. One warp per
-// 16 x 8 tile of C; K in steps of 16, the next step's tiles copied (cp.async, double-buffered,
-// one commit group per step) while the current one is multiplied.
+// C (M, N) = A (M, K) B (K, N), E = bf16 or fp16 in (row-major, as 16-bit patterns), fp32 out.
+// One warp per 16 x 8 tile of C; K in steps of 16, the next step's tiles copied (cp.async,
+// double-buffered, one commit group per step) while the current one is multiplied.
+template <class E>
 struct MmaGemmKernel {
-  static constexpr const char* kName = "mma_gemm";
+  static constexpr const char* kName = simt::named<E>("", "mma_gemm_bf16", "mma_gemm_fp16");
   struct Smem {
     alignas(16) simt::SharedArray2D<uint16_t, 2 * 16, 16> a;  // two buffers of (16, 16)
     alignas(16) simt::SharedArray2D<uint16_t, 2 * 16, 8> b;   // two buffers of (16, 8)
@@ -178,7 +179,7 @@ struct MmaGemmKernel {
       uint32_t af[4], bf[2];
       t.ldmatrix<4>(af, &s.a(buffer * 16 + (j % 2) * 8 + r, (j / 2) * 8));
       t.ldmatrix<2, true>(bf, &s.b(buffer * 16 + (j % 2) * 8 + r, 0));
-      t.mma_bf16_16816(acc, af, bf, acc);
+      t.mma_16816<E>(acc, af, bf, acc);
       t.sync();  // the buffer is refilled in the next step
     }
     for (int i = 0; i < 4; i++) {
@@ -188,20 +189,22 @@ struct MmaGemmKernel {
   }
 };
 
-TEST(SimtInterpreter, TiledGemmThroughMmaAndLdmatrixEqualsPlainLoops) {
+template <class E>
+void check_mma_gemm() {
   constexpr int M = 32, N = 16, K = 48;
-  // Small integers: exact in bf16, and every product and partial sum exact in fp32, so the
-  // interpreted GEMM must equal the integer loops bit for bit, whatever its summation order.
+  SCOPED_TRACE(MmaGemmKernel<E>::kName);
+  // Small integers: exact in bf16 and fp16, and every product and partial sum exact in fp32, so
+  // the interpreted GEMM must equal the integer loops bit for bit, whatever its summation order.
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> pick(-8, 8);
   std::vector<int> ai(M * K), bi(K * N);
   std::vector<uint16_t> a(M * K), b(K * N);
-  for (size_t i = 0; i < a.size(); i++) a[i] = simt::bf16_bits(static_cast<float>(ai[i] = pick(rng)));
-  for (size_t i = 0; i < b.size(); i++) b[i] = simt::bf16_bits(static_cast<float>(bi[i] = pick(rng)));
+  for (size_t i = 0; i < a.size(); i++) a[i] = simt::from_float<E>(static_cast<float>(ai[i] = pick(rng))).bits;
+  for (size_t i = 0; i < b.size(); i++) b[i] = simt::from_float<E>(static_cast<float>(bi[i] = pick(rng))).bits;
   std::vector<float> c(M * N, std::nanf(""));
   simt::Interpreter interp;
-  interp.launch(MmaGemmKernel{c.data(), a.data(), b.data(), M, N, K},
-                {simt::Dim3(N / 8, M / 16), simt::Dim3(32), sizeof(MmaGemmKernel::Smem)});
+  interp.launch(MmaGemmKernel<E>{c.data(), a.data(), b.data(), M, N, K},
+                {simt::Dim3(N / 8, M / 16), simt::Dim3(32), sizeof(typename MmaGemmKernel<E>::Smem)});
   int wrong = 0;
   for (int m = 0; m < M; m++)
     for (int n = 0; n < N; n++) {
@@ -211,13 +214,18 @@ TEST(SimtInterpreter, TiledGemmThroughMmaAndLdmatrixEqualsPlainLoops) {
         ADD_FAILURE() << "C[" << m << "][" << n << "] = " << c[m * N + n] << ", expected " << want;
     }
   EXPECT_EQ(wrong, 0);
-  const simt::KernelCounts& counts = interp.counts().at("mma_gemm");
+  const simt::KernelCounts& counts = interp.counts().at(MmaGemmKernel<E>::kName);
   EXPECT_EQ(counts.launches, 1u);
   EXPECT_EQ(counts.mma_flops, 2ull * M * N * K);
   // Each (16, 16) A tile is read by the N / 8 warps of its row of tiles, each (16, 8) B tile by
   // the M / 16 warps of its column: counted as requested, not as DRAM traffic.
   EXPECT_EQ(counts.bytes_read, 2ull * (M * K * (N / 8) + K * N * (M / 16)));
   EXPECT_EQ(counts.bytes_written, 4ull * M * N);
+}
+
+TEST(SimtInterpreter, TiledGemmThroughMmaAndLdmatrixEqualsPlainLoops) {
+  check_mma_gemm<eth::kernels::bf16>();
+  check_mma_gemm<eth::kernels::fp16>();
 }
 
 // ---- cp.async groups ------------------------------------------------------------------------------
