@@ -59,12 +59,23 @@ std::string PrecisionPath::name() const {
 
 Precision resolve_precision(Precision requested, const std::vector<DeviceRates>& devices) {
   if (requested != Precision::automatic) return requested;
-  const bool bf16_units = std::any_of(devices.begin(), devices.end(), [](const DeviceRates& d) { return d.bf16 > 0; });
-  return bf16_units ? Precision::bf16 : Precision::fp32;
+  auto any = [&](double DeviceRates::*rate) {
+    return std::any_of(devices.begin(), devices.end(), [&](const DeviceRates& d) { return d.*rate > 0; });
+  };
+  if (any(&DeviceRates::bf16)) return Precision::bf16;
+  if (any(&DeviceRates::fp16)) return Precision::fp16;
+  return Precision::fp32;
 }
 
-PrecisionPath precision_path(Precision job, const DeviceRates& rates) {
-  switch (job) {
+Precision device_precision(Precision requested, Precision job, const DeviceRates& rates) {
+  if (requested != Precision::automatic || storage_type(job) == ElementType::f32) return job;
+  if (rates.bf16 > 0) return Precision::bf16;
+  if (rates.fp16 > 0) return Precision::fp16;
+  return job;
+}
+
+PrecisionPath precision_path(Precision precision, const DeviceRates& rates) {
+  switch (precision) {
     case Precision::tf32:
       if (!(rates.tf32 > 0))
         throw std::invalid_argument("--precision tf32: expected a device with TF32 tensor cores (a TF32 peak rate), "

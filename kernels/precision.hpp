@@ -13,7 +13,7 @@
 namespace eth::kernels {
 
 enum class Precision {
-  automatic,  // bf16 where a device of the job has bf16 units, fp32 otherwise (resolve_precision)
+  automatic,  // each device on its own 16-bit units: bf16 where it has them, else fp16 (device_precision)
   fp32,       // fp32 storage and fp32 arithmetic throughout
   tf32,       // fp32 storage; GEMM inputs rounded to TF32 on tensor cores (GPUs from A100 on)
   bf16,       // fp32 master state; bf16 parameter copies, activations and activation gradients
@@ -51,7 +51,7 @@ Arithmetic parse_arithmetic(const std::string& text);
 
 // How a job at one precision computes on one device type.
 struct PrecisionPath {
-  Precision precision = Precision::fp32;  // the job's, resolved: fp32, tf32 or bf16
+  Precision precision = Precision::fp32;  // the device's, resolved: fp32, tf32, bf16 or fp16
   Arithmetic arithmetic = Arithmetic::fp32;
   // The dense peak of that arithmetic on the device: the rate the planner prices GEMMs at and
   // the peak MFU divides by. 0 where the device's rates are not known.
@@ -63,15 +63,23 @@ struct PrecisionPath {
   std::string name() const;
 };
 
-// The job's precision: `requested`, or for automatic bf16 when any of `devices` has bf16 units
-// and fp32 when none has (CPUs, V100s and T4s). fp16 is asked for by name: until the fp16
-// kernels exist a GPU runs it on the twin over its fp32 kernels, slower than fp32 itself.
+// The job's precision: `requested`, or for automatic its 16-bit format: bf16 when any of
+// `devices` has bf16 units, else fp16 when any has fp16 tensor cores (V100s and T4s alone), else
+// fp32 (CPUs, and GPUs before Volta).
 Precision resolve_precision(Precision requested, const std::vector<DeviceRates>& devices);
 
-// The path of a device with `rates` in a job at `job` (resolved): fp32 and tf32 at their rates;
+// What a device of `rates` stores in a job at `requested`, resolved for the job to `job`: the
+// job's precision, except in automatic, where each device of a 16-bit job takes its own 16-bit
+// units: bf16 where it has them (A100 and later), fp16 where it has only fp16 tensor cores (V100,
+// T4), the job's format where it has neither. Every device of a job stores elements of one width:
+// a 16-bit format, or fp32 throughout; rows crossing between bf16 and fp16 stages are converted on
+// arrival (lib/runtime/stage_transfers.hpp).
+Precision device_precision(Precision requested, Precision job, const DeviceRates& rates);
+
+// The path of a device with `rates` at `precision` (resolved): fp32 and tf32 at their rates;
 // bf16 (fp16) on the bf16 (fp16) units where the device has them, else in fp32 arithmetic on the
 // 16-bit bytes.
 // tf32 on a device without TF32 units: std::invalid_argument ("--precision tf32: expected ...").
-PrecisionPath precision_path(Precision job, const DeviceRates& rates);
+PrecisionPath precision_path(Precision precision, const DeviceRates& rates);
 
 }  // namespace eth::kernels

@@ -47,7 +47,7 @@ std::unique_ptr<Running> start(const Job& job, Plan plan, kernels::Backend& back
   auto running = std::make_unique<Running>();
   running->plan = std::move(plan);
   running->ctx = kept ? with_batch_split(std::move(*kept), running->plan)
-                      : build_parallel_context(job.topology, running->plan, job.model);
+                      : build_parallel_context(job.topology, running->plan, job.model, job.precision);
   const ParallelContext& ctx = running->ctx;
   // A plan that does not fit this rank's device, as the topology describes it or as the backend
   // finds it: one line naming rank and device.
@@ -114,6 +114,7 @@ struct Training {
   Rebalancer rebalancer;
   StepRates rates;
   LossScale loss_scale;  // the same on every rank (lib/model/loss_scale.hpp)
+  bool saturation_reported = false;  // rank 0: the first step whose activations saturated has been logged
 
   double run() {
     double loss = 0.0;
@@ -145,6 +146,7 @@ struct Training {
     RankRuntime& runtime = *running->runtime;
     runtime.slow_down(slowdown_factor(o.slowdowns, rank, step));
     const double scale = loss_scale.value();
+    if (loss_scale.overflow_would_end()) runtime.check_own_gradients_next_step();
     const StepResult r = runtime.step(step, train_data, lr, static_cast<float>(scale), trace);
     if (r.applied) {
       loss_scale.after_step(false);
@@ -157,11 +159,18 @@ struct Training {
                                   step + 1, r.loss, r.grad_norm, where.c_str()));
     // The block sums spread an overflow to every holder of the block: the blocks say where.
     const std::string who = where.empty() ? " in the loss" : where;
-    if (!loss_scale.after_step(true))
-      throw AgreedError(strprintf("step %d: the gradients overflowed at loss scale %g%s, and halving it would fall "
-                                  "below its floor %g: every step overflows; the step was not applied, the last "
-                                  "checkpoint is as it was",
-                                  step + 1, scale, who.c_str(), loss_scale.config().floor));
+    if (!loss_scale.after_step(true)) {
+      // The ranks whose own gradients overflowed, checked before the sums in this step (an
+      // overflow reaches the stages before it in its pipeline too, through activation gradients).
+      const std::string ranks = gather_text(r.own_overflow ? strprintf(", %d", rank) : "");
+      const std::string origin = ranks.empty() ? "no rank's own gradients: the loss"
+                                 : ranks.find(',', 2) == std::string::npos ? "rank " + ranks.substr(2)
+                                                                           : "ranks " + ranks.substr(2);
+      throw AgreedError(strprintf("step %d: the gradients overflowed at loss scale %g%s, on %s; halving the scale "
+                                  "would fall below its floor %g: every step overflows; the step was not applied, "
+                                  "the last checkpoint is as it was",
+                                  step + 1, scale, who.c_str(), origin.c_str(), loss_scale.config().floor));
+    }
     if (rank == 0)
       log << strprintf("step %5d/%d | overflow at loss scale %g%s: skipped on every rank, loss scale now %g\n",
                        step + 1, o.steps, scale, who.c_str(), loss_scale.value());
@@ -207,6 +216,15 @@ struct Training {
                              {"tokens_per_s", rate.tokens_per_s}, {"eta_s", rate.eta_s},
                              {"pipelines", report.pipelines}, {"ranks", ranks}};
     if (rate.mfu >= 0) record["mfu"] = rate.mfu;
+    if (job.precision.mixes_formats()) {
+      record["saturated"] = r.saturated;
+      if (r.saturated > 0 && !saturation_reported) {
+        log << strprintf("step %5d | %.0f activation values past fp16's range (65504) saturated on arrival from bf16 "
+                         "stages at fp16 stages; each step's count is in metrics.jsonl (\"saturated\")\n",
+                         step + 1, r.saturated);
+        saturation_reported = true;
+      }
+    }
     if (loss_scale.dynamic()) {  // the scale for the next step, after this one's outcome
       record["loss_scale"] = loss_scale.value();
       record["skipped"] = !r.applied;

@@ -43,6 +43,8 @@ class LossScale {
   const LossScaleState& state() const { return state_; }
   void restore(const LossScaleState& state) { state_ = state; }
 
+  // Whether an overflow in the next step would end the job (halving would fall below the floor).
+  bool overflow_would_end() const { return config_.dynamic && state_.scale / 2 < config_.floor; }
   // After a step whose outcome was `overflow` (every rank passes the same): false when the scale
   // fell below the floor (the caller ends the job), true otherwise.
   bool after_step(bool overflow);

@@ -9,10 +9,12 @@ namespace eth {
 PrecisionPaths precision_paths(const Topology& topology, kernels::Precision requested) {
   std::vector<kernels::DeviceRates> rates;
   for (const DeviceType& type : topology.device_types) rates.push_back(type.rates());
-  PrecisionPaths paths{kernels::resolve_precision(requested, rates), {}};
+  PrecisionPaths paths{requested, kernels::resolve_precision(requested, rates), {}};
   for (const DeviceType& type : topology.device_types) {
     try {
-      paths.by_type.push_back(kernels::precision_path(paths.precision, type.rates()));
+      const kernels::DeviceRates type_rates = type.rates();
+      paths.by_type.push_back(
+          kernels::precision_path(kernels::device_precision(requested, paths.precision, type_rates), type_rates));
     } catch (const std::invalid_argument& e) {
       throw InputError(topology.source + ": device_types." + type.name + ": " + e.what());
     }

@@ -12,9 +12,18 @@
 namespace eth {
 
 struct PrecisionPaths {
-  kernels::Precision precision = kernels::Precision::fp32;  // the job's, resolved
-  std::vector<kernels::PrecisionPath> by_type;              // indexed like Topology::device_types
+  kernels::Precision requested = kernels::Precision::fp32;  // --precision
+  // The job's, resolved; in automatic its 16-bit format (bf16 where any device has bf16 units),
+  // which each device type's path may take in the other 16-bit format (device_precision).
+  kernels::Precision precision = kernels::Precision::fp32;
+  std::vector<kernels::PrecisionPath> by_type;  // indexed like Topology::device_types
 
+  // Whether some device types store bf16 and others fp16 (automatic on a mixed cluster).
+  bool mixes_formats() const {
+    for (const kernels::PrecisionPath& path : by_type)
+      if (path.storage() != by_type.front().storage()) return true;
+    return false;
+  }
   const kernels::PrecisionPath& of_rank(const Topology& topology, int rank) const {
     return by_type[static_cast<size_t>(topology.ranks[static_cast<size_t>(rank)].device_type)];
   }

@@ -139,7 +139,7 @@ void save_profile(const Profile& p, const std::string& path) {
 }
 
 PrecisionPaths figures_paths(const Topology& topology) {
-  PrecisionPaths paths{kernels::Precision::tf32, {}};
+  PrecisionPaths paths{kernels::Precision::tf32, kernels::Precision::tf32, {}};
   for (const DeviceType& type : topology.device_types)
     paths.by_type.push_back(kernels::precision_path(type.peak_tflops_tf32 > 0 ? kernels::Precision::tf32 : kernels::Precision::fp32,
                                                     type.rates()));
@@ -152,7 +152,7 @@ void check_profile_path(const Profile& profile, const Topology& topology, const 
     if (type.name != profile.device_type || profile.on_path(paths.by_type[t])) continue;
     fail_input(profile.source, "precision",
                "a profile on the job's path (" + paths.by_type[t].name() + " for " + type.name + ", --precision " +
-                   kernels::precision_name(paths.precision) + ")",
+                   kernels::precision_name(paths.requested) + ")",
                profile.path_name());
   }
 }

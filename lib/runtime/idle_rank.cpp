@@ -18,8 +18,8 @@ StepResult IdleRank::step(int step, SampleStream&, float, float loss_scale, Step
   // An idle rank's phases of a step are one moment: where the others' step sum meets it.
   set_progress(step + 1, "reduction");
   for (FaultPhase phase : {FaultPhase::forward, FaultPhase::backward, FaultPhase::reduction}) fault_point(phase, step);
-  double sums[2] = {0.0, 0.0};  // what the ranks with stages add up: loss, squared norm
-  world_sum(sums, 2, kStepSums);
+  double sums[kStepSumCount] = {};  // what the ranks with stages add up
+  world_sum(sums, kStepSumCount, kStepSums);
   trace.end_step();
   return agreed_step_result(sums, plan_.global_batch, loss_scale);
 }

@@ -38,7 +38,8 @@ ParallelContext::Exchanges neighbour_exchanges(const PlanPipeline& pipe, int s, 
 
 }  // namespace
 
-ParallelContext build_parallel_context(const Topology& topology, const Plan& plan, const GptConfig& model) {
+ParallelContext build_parallel_context(const Topology& topology, const Plan& plan, const GptConfig& model,
+                                       const PrecisionPaths& precision) {
   ParallelContext ctx;
   MPI_CHECK(MPI_Comm_rank(world_comm(), &ctx.world_rank));
   MPI_CHECK(MPI_Comm_size(world_comm(), &ctx.world_size));
@@ -48,6 +49,7 @@ ParallelContext build_parallel_context(const Topology& topology, const Plan& pla
   ctx.role = roles[ctx.world_rank];
   ctx.stages = ctx.role.idle() ? 0 : static_cast<int>(plan.pipelines[ctx.role.pipeline].stages.size());
   for (const RankPlace& place : topology.ranks) ctx.node_of_rank.push_back(place.node);
+  for (int r = 0; r < ctx.world_size; r++) ctx.storage_of_rank.push_back(precision.of_rank(topology, r).storage());
 
   int tag = 0;
   auto create = [&](const std::vector<int>& members) { return ProcessGroup::create(sorted(members), ctx.node_of_rank, tag++); };

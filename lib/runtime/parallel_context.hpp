@@ -11,6 +11,7 @@
 #include "lib/model/model_config.hpp"
 #include "lib/plan/grad_blocks.hpp"
 #include "lib/plan/plan.hpp"
+#include "lib/plan/precision_paths.hpp"
 #include "lib/plan/topology.hpp"
 #include "mpi_topology/process_group.hpp"
 #include "mpi_topology/row_exchange.hpp"
@@ -23,6 +24,9 @@ struct ParallelContext {
   RankRole role;                          // pipeline, stage, position in stage, samples
   int stages = 1;                         // depth of this rank's pipeline
   std::vector<int> node_of_rank;          // from the topology's node list
+  // What each rank's stage stores, from its precision path: rows arriving from a rank of the
+  // other 16-bit format are converted on arrival (lib/runtime/stage_transfers.hpp).
+  std::vector<kernels::ElementType> storage_of_rank;
 
   std::vector<GradBlock> blocks;          // every gradient block of the plan
   std::vector<ProcessGroup> block_groups; // per block; this rank is a member of its own blocks
@@ -44,7 +48,9 @@ struct ParallelContext {
 
 // Collective over every rank of the job (world_comm()), on a plan valid for the topology and model
 // (validate_plan) and a topology of the job's ranks: eth_train's load_job checks both, once.
-ParallelContext build_parallel_context(const Topology& topology, const Plan& plan, const GptConfig& model);
+// `precision`: the job's paths on `topology` (precision_paths).
+ParallelContext build_parallel_context(const Topology& topology, const Plan& plan, const GptConfig& model,
+                                       const PrecisionPaths& precision);
 
 // The same job under `plan`, a plan of the same stages with another batch split (re-balancing):
 // the communicators are kept (the groups follow the stages alone), the role's samples and the

@@ -166,8 +166,9 @@ void PipelineRuntime::backward(int step, const Action& a) {
   // where the tied embedding is summed early, a first stage keeps its embedding rows out of dwte
   // (lib/runtime/late_embedding_rows.hpp).
   const int i = a.micro_batch, m = pipe_.micro_batches;
-  // A rank armed to start its sums in reverse order (fault_injection.hpp) starts none early.
-  const bool final_backward = i == m - 1, early_sums = final_backward && !fault_reverse_sums(step);
+  // A rank armed to start its sums in reverse order (fault_injection.hpp), or checking its own
+  // gradients before they are summed, starts none early.
+  const bool final_backward = i == m - 1, early_sums = final_backward && !fault_reverse_sums(step) && !check_own_;
   fault_point(FaultPhase::backward, step);
   // An injected NaN lands before the last backward adds to the block and starts its sum.
   if (const GradientPoison poison = fault_gradient_poison(step); final_backward && poison.block >= 0)
@@ -187,6 +188,7 @@ void PipelineRuntime::backward(int step, const Action& a) {
 
 void PipelineRuntime::reduce_grads(int step) {
   fault_point(FaultPhase::reduction, step);
+  if (check_own_) own_overflow_ = !std::isfinite(backend_.sum_of_squares(stage_.grads(), stage_.layout().size()));
   if (fault_reverse_sums(step))
     sync_->finish_in_reverse_order();
   else
@@ -198,14 +200,17 @@ void PipelineRuntime::reduce_grads(int step) {
 }
 
 StepResult PipelineRuntime::apply_step(float lr) {
-  // Every rank learns the global loss (from the last stages) and norm (each block once): the
-  // step's one read of device results.
+  // Every rank learns the global loss (from the last stages), norm (each block once) and
+  // saturations: the step's one read of device results.
   std::string nonfinite;
-  double sums[2] = {ctx_.last_stage() ? stage_.take_loss_sum() : 0.0,
-                    sync_->owned_sum_of_squares(backend_, nonfinite)};
-  world_sum(sums, 2, kStepSums);
+  double sums[kStepSumCount] = {ctx_.last_stage() ? stage_.take_loss_sum() : 0.0,
+                                sync_->owned_sum_of_squares(backend_, nonfinite),
+                                static_cast<double>(transfers_.take_saturated())};
+  world_sum(sums, kStepSumCount, kStepSums);
   StepResult result = agreed_step_result(sums, plan_.global_batch, loss_scale_);
   result.nonfinite = nonfinite;
+  result.own_overflow = check_own_ && own_overflow_;
+  check_own_ = own_overflow_ = false;
   if (!result.applied) return result;
   // The gradients are sums over the batch's samples, loss_scale_ times the true ones.
   const double scale =

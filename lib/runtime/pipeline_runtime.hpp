@@ -51,6 +51,7 @@ class PipelineRuntime final : public RankRuntime {
   void save_checkpoint(const std::string& path, const CheckpointHeader& header) override;
   CheckpointHeader load_checkpoint(const std::string& path) override;
   StageState release_state() override;
+  void check_own_gradients_next_step() override { check_own_ = true; }
   void slow_down(double factor) override { slowdown_ = factor; }
   int collectives_per_step() const override { return sync_->collectives_per_step(); }
   std::string reduction_path() const override;
@@ -107,6 +108,8 @@ class PipelineRuntime final : public RankRuntime {
   std::vector<int> owners_;                                // per tensor of whole_: its lowest owner
   double slowdown_ = 1.0;                                  // --slowdown (lib/runtime/slowdown.hpp)
   float loss_scale_ = 1.0f;                                // the step's (step()): dlogits and unscaling
+  bool check_own_ = false;                                 // this step's own gradients checked before the sums
+  bool own_overflow_ = false;                              // and found not finite
   // Per forward (micro-batch i) and backward (m + i): timed events around its compute, so that
   // the step's compute is measured on the device (online re-balancing reads it).
   std::vector<kernels::Event> compute_start_, compute_end_;

@@ -44,8 +44,9 @@ void gather_whole_model(const ParamLayout& whole, const std::vector<int>& owners
   }
 }
 
-StepResult agreed_step_result(const double sums[2], int global_batch, double loss_scale) {
+StepResult agreed_step_result(const double (&sums)[kStepSumCount], int global_batch, double loss_scale) {
   StepResult result;
+  result.saturated = sums[2];
   result.loss = sums[0] / global_batch;
   result.grad_norm = std::sqrt(sums[1]) / loss_scale / global_batch;
   result.applied = std::isfinite(result.loss) && std::isfinite(result.grad_norm);

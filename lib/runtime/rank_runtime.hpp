@@ -26,11 +26,19 @@ struct StepResult {
   double grad_norm = 0;  // global norm of the mean gradient (unscaled), before clipping (every rank)
   bool applied = false;  // false when loss or norm was not finite: parameters unchanged
   std::string nonfinite;  // this rank's: the blocks it counts in the norm whose gradient is not finite
+  // This rank's: its own gradients, before the sums, were not finite (checked where asked:
+  // RankRuntime::check_own_gradients_next_step).
+  bool own_overflow = false;
+  // Activation values clamped to fp16's range on arrival at an fp16 stage from a bf16 one, over
+  // the job (lib/runtime/stage_transfers.hpp); 0 where no stage boundary crosses formats.
+  double saturated = 0;
 };
 
-// A step's outcome from its world sums (loss, squared gradient norm) of a batch of global_batch
-// samples computed at `loss_scale` (lib/model/loss_scale.hpp): the same on every rank.
-StepResult agreed_step_result(const double sums[2], int global_batch, double loss_scale);
+// A step's world sums, in this order: loss, squared gradient norm, saturated activation values.
+inline constexpr int kStepSumCount = 3;
+// A step's outcome from its world sums of a batch of global_batch samples computed at
+// `loss_scale` (lib/model/loss_scale.hpp): the same on every rank.
+StepResult agreed_step_result(const double (&sums)[kStepSumCount], int global_batch, double loss_scale);
 
 // The world sums every rank makes, named for the watchdog in the same words on every rank.
 inline constexpr const char* kStepSums = "the step's sum of loss and gradient norm";
@@ -70,6 +78,11 @@ class RankRuntime {
   // stages (an idle rank has none: an empty state).
   virtual StageState release_state() { return {}; }
 
+  // In the next step only, this rank's own gradients are checked before they are summed
+  // (StepResult::own_overflow), its sums all started after its last backward: for the step whose
+  // overflow would end the job, so that its error names the ranks that overflowed. A rank
+  // without gradients ignores it.
+  virtual void check_own_gradients_next_step() {}
   // Compute `factor` times slower from the next step on (the test switch of lib/runtime/slowdown.hpp);
   // a rank without compute ignores it.
   virtual void slow_down(double /*factor*/) {}

@@ -58,6 +58,11 @@ StageTransfers::StageTransfers(const ParallelContext& ctx, const PlanPipeline& p
     }
   }
   if (!ctx.last_stage()) dout_wire_ = Wire(backend, dout_.data(), rows, direct);
+  if (receives_foreign_rows()) {
+    saturated_ = kernels::DeviceBuffer<unsigned>(backend, 1);
+    const unsigned zero = 0;
+    backend.copy_to_device(saturated_.data(), &zero, sizeof zero);
+  }
   for (int i = 0; i < pipe.micro_batches; i++) backward_done_.emplace_back(backend);
   activation_sends_.resize(static_cast<size_t>(slots_));
   grad_sends_.resize(static_cast<size_t>(slots_));
@@ -157,6 +162,42 @@ void StageTransfers::land(const RowExchange& exchange, Wire& wire, const Lane& l
   streams_->wait(StreamCollectives::kCompute, staged_);
 }
 
+bool StageTransfers::receives_foreign_rows() const {
+  const kernels::ElementType mine = stage_.storage();
+  for (const RowExchange* exchange : {&ctx_.full.from_previous, &ctx_.full.grads_from_next, &ctx_.last.from_previous,
+                                      &ctx_.last.grads_from_next})
+    for (int sender : exchange->senders_to(ctx_.world_rank))
+      if (ctx_.storage_of_rank[static_cast<size_t>(sender)] != mine) return true;
+  return false;
+}
+
+void StageTransfers::convert_arrived(const RowExchange& exchange, Wire& wire, bool activations) {
+  if (saturated_.size() == 0) return;  // every sender stores this stage's format
+  const kernels::ElementType mine = stage_.storage();
+  for (const RowMessage& m : exchange.receives_of(ctx_.world_rank, row_)) {
+    const kernels::ElementType theirs = ctx_.storage_of_rank[static_cast<size_t>(m.peer)];
+    if (theirs == mine) continue;
+    // One width on both sides (a job stores 16 bits throughout or fp32 throughout): a word is an element.
+    assert(kernels::element_bytes(theirs) == sizeof(WireWord) && kernels::element_bytes(mine) == sizeof(WireWord));
+    const kernels::Tensor rows(wire.buffer() + m.offset, mine);
+    const kernels::ConstTensor arrived(wire.buffer() + m.offset, theirs);
+    if (activations)
+      backend_.convert_saturating(rows, arrived, m.count, saturated_.data());
+    else
+      backend_.convert(rows, arrived, m.count);
+  }
+}
+
+unsigned StageTransfers::take_saturated() {
+  if (saturated_.size() == 0) return 0;
+  unsigned count = 0;
+  backend_.copy_to_host(&count, saturated_.data(), sizeof count);
+  if (count == 0) return 0;
+  const unsigned zero = 0;
+  backend_.copy_to_device(saturated_.data(), &zero, sizeof zero);
+  return count;
+}
+
 void StageTransfers::wait(Pending& pending, const WaitSite& site) {
   if (!streams_) return wait_all(pending.requests, site);
   watched_wait([&] {
@@ -190,9 +231,11 @@ void StageTransfers::receive(size_t index) {
   if (a.kind == ActionKind::recv_activation) {
     wait(receives_[index], receiving("activations", i, x.from_previous.senders_to(rank)));
     land(x.from_previous, input_wires_[i % slots_], activations_in_, receives_[index]);
+    convert_arrived(x.from_previous, input_wires_[i % slots_], true);
   } else {
     wait(receives_[index], receiving("gradients", i, x.grads_from_next.senders_to(rank)));
     land(x.grads_from_next, dout_wire_, grads_in_, receives_[index]);
+    convert_arrived(x.grads_from_next, dout_wire_, false);
   }
 }
 
@@ -300,6 +343,7 @@ void StageTransfers::receive_evaluation(int i) {
   ctx_.full.from_previous.post_recvs(ctx_.world_rank, input_wires_[0].wire(), row_, activation_tag(i), world_comm(), requests);
   wait_all(requests, {"receive of validation activations", ctx_.full.from_previous.senders_to(ctx_.world_rank)});
   input_wires_[0].stage_in();
+  convert_arrived(ctx_.full.from_previous, input_wires_[0], true);
 }
 
 void StageTransfers::send_evaluation(int i) {

@@ -8,7 +8,13 @@
 // Message tags: micro-batch i's activations travel as 2i, its gradients as 2i + 1. Messages
 // between two ranks with one tag never overtake each other, so steps need no tag of their own.
 // Rows travel in 16-bit words (mpi_topology/wire_word.hpp), as the stage stores them: a bf16
-// stage's messages are half an fp32 one's.
+// stage's messages are half an fp32 one's. Between a bf16 and an fp16 stage (--precision auto on
+// a mixed cluster, ParallelContext::storage_of_rank) rows travel in the sender's format and are
+// converted in place on arrival: fp16 to bf16 rounds (bf16's range holds fp16's); bf16
+// activations past fp16's range saturate at +-65504 and are counted (saturated()), since a value
+// an fp16 stage cannot hold is better clamped than infinite in every later layer; bf16 gradients
+// past it become infinite, an overflow the loss scale skips and halves (lib/model/loss_scale.hpp),
+// as it would had the fp16 stage computed them.
 //
 // Two paths, chosen per job with the gradient sums' (mpi_topology/sum_reducer.hpp):
 //   - MPI: every message through MPI, from the buffers or their pinned mirrors (the copies on the
@@ -72,6 +78,9 @@ class StageTransfers {
   // Bytes this rank has sent to the stages before and after it in this step (activations and
   // gradients), counted per message as posted.
   double step_bytes_sent() const { return step_bytes_sent_; }
+  // Activation values that saturated on arrival since the last call (waits for queued work
+  // where this rank receives from the other 16-bit format; 0 elsewhere).
+  unsigned take_saturated();
 
   // Evaluation (forward only, slot 0, every micro-batch full): micro-batch i's input received,
   // its output sent, each waited for before returning.
@@ -101,6 +110,10 @@ class StageTransfers {
                      StreamCollectives::Event* done, Pending& pending);
   // After the wait: later work on the compute stream sees the received rows.
   void land(const RowExchange& exchange, Wire& wire, const Lane& lane, Pending& pending);
+  // Whether any sender to this rank stores another format than its stage.
+  bool receives_foreign_rows() const;
+  // After land: the rows of senders of the other 16-bit format converted to this stage's.
+  void convert_arrived(const RowExchange& exchange, Wire& wire, bool activations);
   // Enqueues the wire copy, records `ready` after it, waits for it, and posts the sends.
   void send_rows_through_mpi(const RowExchange& exchange, Wire& wire, kernels::Event& ready, int tag,
                              std::vector<MPI_Request>& requests);
@@ -126,6 +139,9 @@ class StageTransfers {
   // The same buffers as MPI sees them, per slot where there are several.
   std::vector<Wire> input_wires_, output_wires_, grad_send_wires_;
   Wire dout_wire_;
+  // (1) activation values saturated on arrival; read by take_saturated(). Where this stage
+  // receives from the other 16-bit format only.
+  kernels::DeviceBuffer<unsigned> saturated_;
   std::vector<kernels::Event> backward_done_;              // per micro-batch
   std::vector<kernels::Event> output_final_, grad_final_;  // per slot: staged, ready to send
   std::vector<Pending> activation_sends_;                  // per slot

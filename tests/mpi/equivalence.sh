@@ -9,7 +9,8 @@
 # SEQ_LEN (default 16) another sequence length, EXPECT a line the plan's log must hold,
 # PRECISION (default fp32) every run's --precision, TOLERANCE (default 1e-5) compare_runs.py's
 # bound (bf16's, and why: tests/mpi/CMakeLists.txt), and PLAN_BACKEND the plan's ETH_BACKEND
-# where it differs from the one-rank runs' (cuda-emulated against the CPU backend). FAULT, a
+# where it differs from the one-rank runs' (cuda-emulated against the CPU backend), PLAN_PRECISION
+# the plan's --precision where it differs (auto on a cluster of bf16 and fp16 devices). FAULT, a
 # silent fault (--inject-fault lose-micro-batch:rank=R:step=S) for the plan's run, turns the test
 # round: the comparison must fail, showing that the bound catches a real fault.
 set -euo pipefail
@@ -25,7 +26,7 @@ common=(--model "$model" --train-data "$work/data.bin" --seq-len "${SEQ_LEN:-16}
 run reference 1 --batch "$batch" --micro-batch "$batch"
 half=$batch; for d in 2 3 5; do [ $((batch % d)) -eq 0 ] && { half=$((batch / d)); break; }; done
 run control 1 --batch "$batch" --micro-batch "$half"
-ETH_BACKEND=${PLAN_BACKEND:-${ETH_BACKEND:-auto}} run plan "$ranks" --topology "$topology" --plan "$plan" "$@" \
+ETH_BACKEND=${PLAN_BACKEND:-${ETH_BACKEND:-auto}} PRECISION=${PLAN_PRECISION:-${PRECISION:-fp32}} run plan "$ranks" --topology "$topology" --plan "$plan" "$@" \
   ${FAULT:+--inject-fault "$FAULT"}
 grep "collective" "$work/plan.log"
 if [ -n "${EXPECT:-}" ] && ! grep -q -- "$EXPECT" "$work/plan.log"; then

@@ -11,7 +11,7 @@
 #   - resumed from step 4's checkpoint, the plan goes on with the checkpoint's scale and skip count
 #     and ends bit-identical to the uninterrupted run;
 #   - a scale that falls below its floor ends the job: --loss-scale 1 and the overflow in step 1,
-#     one line naming the step, the scale and the block, a non-zero exit.
+#     one line naming the step, the scale, the block and the rank that overflowed, a non-zero exit.
 #   loss_scale.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$2
@@ -55,10 +55,14 @@ cmp "$work/plan.bin" "$work/resumed.bin"
 grep "skipped_steps" "$work/resumed/metrics.jsonl" | tail -1 | grep -q '"skipped_steps":1' ||
   { echo "FAIL: the resumed run lost the skip count"; exit 1; }
 echo "resumed from step 4: the checkpoint's scale and skip count, final parameters bit-identical"
-if launch_mpi 120 1 "$build/app/eth_train" "${common[@]}" --precision fp16 --batch 10 --micro-batch 5 --loss-scale 1 \
-     --inject-fault overflow:rank=0:step=1:block=0 --output-dir "$work/floor" > "$work/floor.log" 2>&1; then
+# Block 0 (the embedding and layer 0) is summed between ranks 0 and 1: after the sums both hold
+# the infinity, and only the check of each rank's own gradients before them names rank 1.
+if launch_mpi 120 4 "$build/app/eth_train" "${common[@]}" --precision fp16 "${plan[@]}" --loss-scale 1 \
+     --inject-fault overflow:rank=1:step=1:block=0 --output-dir "$work/floor" > "$work/floor.log" 2>&1; then
   cat "$work/floor.log"; echo "FAIL: a scale below its floor did not end the job"; exit 1
 fi
-grep "step 1: the gradients overflowed at loss scale 1 in the gradient of block 0" "$work/floor.log" ||
+grep -F "step 1: the gradients overflowed at loss scale 1 in the gradient of block 0 (embedding + layer 0), on rank 1; halving" "$work/floor.log" ||
   { cat "$work/floor.log"; echo "FAIL: the floor's error line"; exit 1; }
+[ "$(grep -c "the gradients overflowed" "$work/floor.log")" -eq 1 ] ||
+  { cat "$work/floor.log"; echo "FAIL: the floor's error is not one line"; exit 1; }
 echo "dynamic loss scaling: skipped on every rank, state unchanged, resumed, floor enforced"

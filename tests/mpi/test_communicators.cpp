@@ -89,7 +89,7 @@ TEST(Communicators, MembershipFollowsThePlan) {
   ASSERT_TRUE(world == 4 || world == 8) << "run with 4 or 8 ranks";
   const Topology topo = topology_with_nodes(world, 2);
   const Plan plan = plan_for(world);
-  const ParallelContext ctx = build_parallel_context(topo, plan, four_layers());
+  const ParallelContext ctx = build_parallel_context(topo, plan, four_layers(), precision_paths(topo, kernels::Precision::fp32));
   const int me = world_rank();
 
   // The plan's place for this rank: a stage of its pipeline that lists it.
@@ -236,7 +236,7 @@ TEST(TopologyDiscovery, WritesATopologyThatLoads) {
   for (int r = 0; r < world_size(); r++) all_ranks.ranks.push_back(r);
   plan.global_batch = world_size();
   plan.pipelines = {{world_size(), 1, {all_ranks}}};
-  const ParallelContext ctx = build_parallel_context(loaded, plan, four_layers());
+  const ParallelContext ctx = build_parallel_context(loaded, plan, four_layers(), precision_paths(loaded, kernels::Precision::fp32));
   EXPECT_EQ(ctx.flat.size(), world_size());
   EXPECT_EQ(ctx.stages, 1);
   MPI_Barrier(world_comm());

@@ -38,7 +38,7 @@ TEST(ModelFlops, PeakSumsEachRanksPath) {
   const Topology topology = load_topology("inputs/topologies/lab-2node-a100-v100.yaml");  // 4 A100, 4 V100
   EXPECT_DOUBLE_EQ(peak_flops(topology, precision_paths(topology, kernels::Precision::bf16)), (4 * 312 + 4 * 15.7) * 1e12);
   EXPECT_DOUBLE_EQ(peak_flops(topology, precision_paths(topology, kernels::Precision::automatic)),
-                   (4 * 312 + 4 * 15.7) * 1e12);
+                   (4 * 312 + 4 * 125) * 1e12);  // auto: the V100s on their fp16 tensor cores
   EXPECT_DOUBLE_EQ(peak_flops(topology, precision_paths(topology, kernels::Precision::fp32)), (4 * 19.5 + 4 * 15.7) * 1e12);
   EXPECT_THROW(precision_paths(topology, kernels::Precision::tf32), InputError);
 }

@@ -39,24 +39,48 @@ kernels::DeviceSettings backend_kind(const char* kind) {
   return settings;
 }
 
-TEST(PrecisionPaths, AutoIsBf16WhereAnyDeviceHasItEachTypeOnItsOwnPath) {
+TEST(PrecisionPaths, Bf16RunsOnBf16UnitsWhereADeviceHasThemInFp32ArithmeticElsewhere) {
   const Lab lab;
-  for (Precision requested : {Precision::automatic, Precision::bf16}) {
-    const PrecisionPaths paths = precision_paths(lab.topology, requested);
-    EXPECT_EQ(paths.precision, Precision::bf16);
-    const kernels::PrecisionPath& a = paths.by_type[static_cast<size_t>(lab.a100)];
-    const kernels::PrecisionPath& v = paths.by_type[static_cast<size_t>(lab.v100)];
-    EXPECT_EQ(a.arithmetic, Arithmetic::bf16);
-    EXPECT_EQ(a.peak_tflops, 312);
-    EXPECT_EQ(a.name(), "bf16");
-    EXPECT_EQ(v.arithmetic, Arithmetic::fp32);
-    EXPECT_EQ(v.peak_tflops, 15.7);
-    EXPECT_EQ(v.name(), "bf16 in fp32 arithmetic");
-  }
-  // A job of devices without bf16 units (the V100s alone; any CPU) is fp32 in auto.
+  const PrecisionPaths paths = precision_paths(lab.topology, Precision::bf16);
+  EXPECT_EQ(paths.precision, Precision::bf16);
+  const kernels::PrecisionPath& a = paths.by_type[static_cast<size_t>(lab.a100)];
+  const kernels::PrecisionPath& v = paths.by_type[static_cast<size_t>(lab.v100)];
+  EXPECT_EQ(a.arithmetic, Arithmetic::bf16);
+  EXPECT_EQ(a.peak_tflops, 312);
+  EXPECT_EQ(a.name(), "bf16");
+  EXPECT_EQ(v.precision, Precision::bf16);
+  EXPECT_EQ(v.arithmetic, Arithmetic::fp32);
+  EXPECT_EQ(v.peak_tflops, 15.7);
+  EXPECT_EQ(v.name(), "bf16 in fp32 arithmetic");
+}
+
+// In auto each device takes its own 16-bit units: the A100s bf16, the V100s (fp16 tensor cores,
+// no bf16 units) fp16 at 125 TFLOP/s; a job of V100s alone is fp16, one without 16-bit units
+// (any CPU) fp32.
+TEST(PrecisionPaths, AutoTakesEachDevicesOwn16BitUnits) {
+  const Lab lab;
+  const PrecisionPaths paths = precision_paths(lab.topology, Precision::automatic);
+  EXPECT_EQ(paths.requested, Precision::automatic);
+  EXPECT_EQ(paths.precision, Precision::bf16) << "the job's format: a device with neither units stores bf16";
+  const kernels::PrecisionPath& a = paths.by_type[static_cast<size_t>(lab.a100)];
+  const kernels::PrecisionPath& v = paths.by_type[static_cast<size_t>(lab.v100)];
+  EXPECT_EQ(a.name(), "bf16");
+  EXPECT_EQ(a.arithmetic, Arithmetic::bf16);
+  EXPECT_EQ(v.precision, Precision::fp16);
+  EXPECT_EQ(v.arithmetic, Arithmetic::fp16);
+  EXPECT_EQ(v.peak_tflops, 125);
+  EXPECT_EQ(v.name(), "fp16");
+
   Topology v100s = lab.topology;
   v100s.device_types[static_cast<size_t>(lab.a100)].peak_tflops_bf16 = 0;
-  EXPECT_EQ(precision_paths(v100s, Precision::automatic).precision, Precision::fp32);
+  v100s.device_types[static_cast<size_t>(lab.a100)].peak_tflops_fp16 = 0;
+  const PrecisionPaths fp16 = precision_paths(v100s, Precision::automatic);
+  EXPECT_EQ(fp16.precision, Precision::fp16);
+  EXPECT_EQ(fp16.by_type[static_cast<size_t>(lab.a100)].name(), "fp16 in fp32 arithmetic");
+  v100s.device_types[static_cast<size_t>(lab.v100)].peak_tflops_fp16 = 0;
+  const PrecisionPaths fp32 = precision_paths(v100s, Precision::automatic);
+  EXPECT_EQ(fp32.precision, Precision::fp32);
+  for (const kernels::PrecisionPath& p : fp32.by_type) EXPECT_EQ(p.name(), "fp32");
 }
 
 // One job (auto, on the lab topology) as each reader sees it: the backend a rank selects computes
@@ -71,9 +95,9 @@ TEST(PrecisionPaths, EveryReaderSeesTheSamePath) {
   for (int rank : {0, 4}) {
     const kernels::PrecisionPath& path = paths.of_rank(lab.topology, rank);
     const kernels::BackendChoice chosen = kernels::select_backend(0, 1, path, backend_kind("cpu"));
-    EXPECT_EQ(chosen.backend->precision(), Precision::bf16) << rank;
+    EXPECT_EQ(chosen.backend->precision(), path.precision) << rank;
     EXPECT_EQ(chosen.backend->storage(), path.storage()) << rank;
-    EXPECT_EQ(chosen.backend->arithmetic(), Arithmetic::fp32) << "the CPU has no bf16 kernels";
+    EXPECT_EQ(chosen.backend->arithmetic(), Arithmetic::fp32) << "the CPU has no 16-bit kernels";
 #ifdef ETH_HAVE_SIMT_INTERPRETER
     const kernels::BackendChoice emulated = kernels::select_backend(0, 1, path, backend_kind("cuda-emulated"));
     EXPECT_EQ(emulated.backend->storage(), path.storage()) << rank;
@@ -95,7 +119,7 @@ TEST(PrecisionPaths, EveryReaderSeesTheSamePath) {
   EXPECT_LT(cost.memory_bytes(all, 2, 1), stage_memory(lab.model, all, 2, T, 1, Recompute::none, fp32_storage).total())
       << "bf16 storage must hold fewer bytes than fp32";
 
-  EXPECT_DOUBLE_EQ(peak_flops(lab.topology, paths), (4 * 312 + 4 * 15.7) * 1e12);
+  EXPECT_DOUBLE_EQ(peak_flops(lab.topology, paths), (4 * 312 + 4 * 125) * 1e12);
 }
 
 // The samples each active rank of `plan` computes per step, by device type name.
