@@ -3,8 +3,11 @@
 // clipping, AdamW. Prints one JSON line per precision.
 //
 //   bench_gpu_step --model gpt2-124m|gpt2-350m [--batch B] [--seq T] [--steps S] [--warmup W]
-//                  [--precisions fp32,tf32,bf16]
-// bf16: bf16 storage on the bf16 kernels (kernels/gpu_ops/gpu_ops_backend.hpp); bf16-fp32compute:
+//                  [--precisions fp32,tf32,bf16,fp16]
+// bf16: bf16 storage on the bf16 kernels (kernels/gpu_ops/gpu_ops_backend.hpp); fp16: the same
+// kernels at fp16, the loss scaled by eth_train's initial scale (2^16) and the gradients unscaled
+// with the clip factor, as apply_step does (a scale that overflows is not halved here: the loss
+// check below fails instead); bf16-fp32compute:
 // the same bytes computed in fp32 by the bf16 twin, the path of GPUs without bf16 units
 // (ETH_BF16_KERNELS=0).
 //
@@ -42,7 +45,7 @@ struct Options {
   int seq = 1024;
   int steps = 8;
   int warmup = 2;
-  std::vector<std::string> precisions = {"fp32", "tf32", "bf16"};
+  std::vector<std::string> precisions = {"fp32", "tf32", "bf16", "fp16"};
 };
 
 // The shapes of inputs/models/gpt2-{124m,350m}.yaml (this program builds without yaml-cpp).
@@ -79,8 +82,8 @@ Options parse(int argc, char** argv) {
       o.precisions.clear();
       std::stringstream ss(value);
       for (std::string p; std::getline(ss, p, ',');) {
-        if (p != "fp32" && p != "tf32" && p != "bf16" && p != "bf16-fp32compute")
-          throw std::invalid_argument("--precisions: expected fp32, tf32, bf16 or bf16-fp32compute, got " + p);
+        if (p != "fp32" && p != "tf32" && p != "bf16" && p != "fp16" && p != "bf16-fp32compute")
+          throw std::invalid_argument("--precisions: expected fp32, tf32, bf16, fp16 or bf16-fp32compute, got " + p);
         o.precisions.push_back(p);
       }
     } else {
@@ -144,17 +147,19 @@ int main(int argc, char** argv) {
 
       std::vector<double> step_ms;
       double first_loss = 0, last_loss = 0;
+      const float loss_scale = precision == "fp16" ? 65536.0f : 1.0f;
       for (int step = 0; step < o.warmup + o.steps; step++) {
         const size_t at = BT * static_cast<size_t>(step % kBatches);
         const auto start = std::chrono::steady_clock::now();
         stage.zero_grads();
         stage.forward(0, tokens.data() + at, nullptr);
-        stage.loss(0, targets.data() + at, 1.0f);
+        stage.loss(0, targets.data() + at, loss_scale);
         stage.backward(0, nullptr);
         const double loss = stage.take_loss_sum() / B;  // a read of the device, as eth_train's once per step
-        const double norm = std::sqrt(backend->sum_of_squares(stage.grads(), P)) / B;
+        const double norm = std::sqrt(backend->sum_of_squares(stage.grads(), P)) / loss_scale / B;
+        if (!std::isfinite(norm)) throw std::runtime_error("gradient norm not finite at step " + std::to_string(step + 1));
         adamw.step(stage.params(), stage.param_copies(), stage.grads(), 3e-4f,
-                   static_cast<float>(eth::clip_factor(norm, adamw_config.max_grad_norm) / B));
+                   static_cast<float>(eth::clip_factor(norm, adamw_config.max_grad_norm) / B / loss_scale));
         float probe = 0;  // waits for the step's last kernel
         backend->copy_to_host(&probe, stage.params(), sizeof(float));
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -169,18 +174,22 @@ int main(int argc, char** argv) {
       const double fpt = flops_per_token(config, T);
       const double tflops = tokens_per_s * fpt / 1e12;
       const double peak_fp32 = peak != nullptr ? peak->fp32 : 0, peak_tf32 = peak != nullptr ? peak->tf32 : 0;
-      const double peak_bf16 = peak != nullptr ? peak->bf16 : 0;
+      const double peak_bf16 = peak != nullptr ? peak->bf16 : 0, peak_fp16 = peak != nullptr ? peak->fp16 : 0;
       // The fp32-compute bf16 path is held to fp32's peak: that is what it computes on.
-      const double peak_used = precision == "tf32" ? peak_tf32 : precision == "bf16" ? peak_bf16 : peak_fp32;
+      const double peak_used = precision == "tf32"   ? peak_tf32
+                               : precision == "bf16" ? peak_bf16
+                               : precision == "fp16" ? peak_fp16
+                                                     : peak_fp32;
       std::printf(
           "{\"impl\": \"eth\", \"model\": \"%s\", \"precision\": \"%s\", \"device\": \"%s\", \"B\": %d, \"T\": %d, "
           "\"steps\": %d, \"step_ms_median\": %.3f, \"step_ms_min\": %.3f, \"tokens_per_s\": %.1f, "
           "\"flops_per_token\": %.6g, \"tflops\": %.3f, \"mfu\": %.4f, \"peak_tflops_fp32\": %g, "
-          "\"peak_tflops_tf32\": %g, \"peak_tflops_bf16\": %g, \"path\": \"%s\", \"loss_first\": %.4f, "
+          "\"peak_tflops_tf32\": %g, \"peak_tflops_bf16\": %g, \"peak_tflops_fp16\": %g, \"path\": \"%s\", "
+          "\"loss_first\": %.4f, "
           "\"loss_last\": %.4f}\n",
           config.name.c_str(), precision.c_str(), device.c_str(), B, T, o.steps, median_ms, step_ms.front(),
           tokens_per_s, fpt, tflops, peak_used > 0 ? tflops / peak_used : 0.0, peak_fp32, peak_tf32, peak_bf16,
-          backend->precision_path().c_str(), first_loss, last_loss);
+          peak_fp16, backend->precision_path().c_str(), first_loss, last_loss);
       std::fflush(stdout);
     }
   } catch (const std::exception& e) {

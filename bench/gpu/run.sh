@@ -9,11 +9,12 @@
 #   1. kernel checks: every op and a whole stage step of the CUDA backend against the CPU twin;
 #      the kernel interpreter against the hardware: each emulated warp instruction (shuffles,
 #      votes, mma.m16n8k16, ldmatrix, cp.async) bit for bit, and the launches of a stage step;
-#      the bf16 kernels (flash attention, cuBLASLt GEMMs with epilogues, fused layernorms,
+#      the bf16 and fp16 kernels (flash attention, cuBLASLt GEMMs with epilogues, fused layernorms,
 #      classifier, AdamW) against the interpreter, output by output (tests/gpu/bf16_kernel_check.cpp)
 #   2. the float64 PyTorch oracle on the CUDA backend (3 clipped AdamW steps of tiny), in fp32 and
 #      in bf16 on the bf16 kernels; bf16 plans on the kernels against one rank, and a 2-rank
-#      pipeline whose second rank computes bf16 in fp32
+#      pipeline whose second rank computes bf16 in fp32; an fp16 plan on the fp16 kernels, and a
+#      pipeline crossing from bf16 to fp16 ranks and back
 #   3. equivalence against one rank of a 2-rank (two stages) and a 4-rank (split stage beside a
 #      one-rank pipeline) plan, every rank on the one GPU: the MPI path through pinned buffers
 #   4. the NCCL path: 2 ranks declared as two one-rank nodes (node-local NCCL, MPI leaders)
@@ -27,7 +28,7 @@
 #      imports transformers: GPT2LMHeadModel/GPT2TokenizerFast.from_pretrained load it, and their
 #      tokens, logits and greedy continuation are ETH's (bench/gpu/hf_transformers.sh; no GPU used)
 #   8. tokens/s of one rank of ETH against PyTorch on the same GPU, GPT-2 124M and 350M, T 1024,
-#      fp32, TF32 and bf16 (PyTorch: bf16 autocast)
+#      fp32, TF32, bf16 and fp16 (PyTorch: bf16 and fp16 autocast)
 # Not coverable on one GPU: NCCL between two physical GPUs (node-local communicators of several
 # ranks, the stage transfers' NCCL send/receive): NCCL refuses two ranks of one communicator on
 # one GPU. Their logic runs in CI on NCCL's emulation (ETH_NCCL=emulated, docs/design.md).
@@ -83,7 +84,7 @@ if [ "$backend" = cuda ]; then
   part "kernel checks: CUDA backend against the CPU twin" 180 "$ETH_BUILD/tests/gpu/gpu_checks"
   part "the kernel interpreter against the GPU: instructions bit for bit, launch counts" 120 \
     "$ETH_BUILD/tests/gpu/simt_hardware_check"
-  part "the bf16 kernels on the GPU against the interpreter (flash attention, cuBLASLt, fused)" 150 \
+  part "the bf16 and fp16 kernels on the GPU against the interpreter (flash attention, cuBLASLt, fused)" 150 \
     "$ETH_BUILD/tests/gpu/bf16_kernel_check"
 fi
 part "float64 PyTorch oracle on the $backend backend" 150 env ETH_BACKEND="$backend" \
@@ -102,6 +103,16 @@ if [ "$backend" = cuda ]; then
     tests/gpu/plans/two-stages-2.yaml -- "${bf16_kernels[@]}" TOLERANCE=7.8e-3 \
     ETH_TRAIN_WRAPPER="$root/tests/mpi/fp32_compute_on_ranks.sh" FP32_COMPUTE_RANKS=1 \
     EXPECT="rank 1: bf16 (its bf16 kernels left out"
+  # fp16 on the GPU's fp16 kernels (issue 41): a plan against one rank on the same kernels (the
+  # fp16 twin's plan bound, 3e-4), and bf16 and fp16 ranks in one job, a pipeline crossing
+  # formats at both its boundaries (auto on cpu-mixed16-crossing-4.yaml: rank 2 fp16, the others
+  # bf16) against one bf16 rank (bf16's bound: tests/mpi/CMakeLists.txt).
+  equivalence "fp16 kernels: 4 ranks, split stage, one GPU" 4 tests/mpi/plans/cpu-2nodes-4.yaml \
+    tests/mpi/plans/split-stage-4.yaml -- PRECISION=fp16 MODEL=inputs/models/tiny-hs64.yaml SEQ_LEN=48 LR=1e-3 \
+    TOLERANCE=3e-4 EXPECT="fp16 (fp16 kernels"
+  equivalence "bf16 and fp16 ranks: a pipeline crossing formats, one GPU" 4 tests/mpi/plans/cpu-mixed16-crossing-4.yaml \
+    tests/mpi/plans/two-depths-4.yaml -- PRECISION=bf16 PLAN_PRECISION=auto LR=1e-3 TOLERANCE=2e-3 \
+    EXPECT="loss scale      | dynamic"
 fi
 equivalence "2 ranks, two stages, one GPU (MPI path)" 2 tests/gpu/plans/gpu-1node-2.yaml tests/gpu/plans/two-stages-2.yaml
 equivalence "4 ranks, split stage beside a one-rank pipeline, one GPU (MPI path)" 4 \

@@ -29,7 +29,7 @@ def main():
     for r in rows:
         if r["impl"] == "eth":
             peaks = {"fp32": r.get("peak_tflops_fp32", 0), "tf32": r.get("peak_tflops_tf32", 0),
-                     "bf16": r.get("peak_tflops_bf16", 0)}
+                     "bf16": r.get("peak_tflops_bf16", 0), "fp16": r.get("peak_tflops_fp16", 0)}
     for r in rows:
         peak = peaks.get(r["precision"], 0)
         r["mfu"] = r["tflops"] / peak if peak else None

@@ -8,9 +8,10 @@ logits, global-norm clipping, fused AdamW. Prints one JSON line per precision:
   tf32  torch.set_float32_matmul_precision("high"): TF32 tensor cores (as ETH's tf32)
   bf16  autocast to bfloat16 around forward and loss (fp32 master weights, fused AdamW), TF32
         for what autocast leaves in fp32: PyTorch's usual mixed precision (as ETH's bf16)
+  fp16  autocast to float16 with a GradScaler (init 2^16), as bf16 otherwise (as ETH's fp16)
 
   torch_gpu_step.py --model gpt2-124m|gpt2-350m [--batch B] [--seq T] [--steps S] [--warmup W]
-                    [--precisions fp32,tf32,bf16]
+                    [--precisions fp32,tf32,bf16,fp16]
 
 Model FLOPs per token: the same formula as bench_gpu_step.cpp (see there).
 """
@@ -84,7 +85,7 @@ def main():
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--precisions", default="fp32,tf32,bf16")
+    ap.add_argument("--precisions", default="fp32,tf32,bf16,fp16")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("torch_gpu_step: no usable GPU", file=sys.stderr)
@@ -97,9 +98,12 @@ def main():
                 torch.randint(0, V, (B, T), generator=gen).to(device)) for _ in range(4)]
 
     for precision in args.precisions.split(","):
-        torch.set_float32_matmul_precision({"fp32": "highest", "tf32": "high", "bf16": "high"}[precision])
+        torch.set_float32_matmul_precision({"fp32": "highest", "tf32": "high", "bf16": "high", "fp16": "high"}[precision])
         torch.backends.cudnn.allow_tf32 = precision != "fp32"
-        autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "bf16")
+        half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+        autocast = torch.autocast("cuda", dtype=half or torch.bfloat16, enabled=half is not None)
+        # fp16: PyTorch's gradient scaler (init 2^16, as ETH's loss scale), unscaled before clipping.
+        scaler = torch.cuda.amp.GradScaler(init_scale=65536.0, enabled=precision == "fp16")
         torch.manual_seed(1337)
         model = GPT(m["L"], m["NH"], m["C"]).to(device)
         opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1,
@@ -112,9 +116,11 @@ def main():
             opt.zero_grad(set_to_none=True)
             with autocast:
                 loss = model(tokens, targets)
-            loss.backward()
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=True)
-            opt.step()
+            scaler.step(opt)
+            scaler.update()
             torch.cuda.synchronize()
             ms = (time.perf_counter() - start) * 1e3
             losses.append(loss.item())
