@@ -53,8 +53,9 @@ struct ColumnPartialsKernel {
     if (ty == 0 && c < C) {
       Float2 sum = s.tile(0, tx);
       for (int r = 1; r < kRowLanes; r++) {
-        sum.x += s.tile(r, tx).x;
-        sum.y += s.tile(r, tx).y;
+        const Float2 v = s.tile(r, tx);
+        sum.x += v.x;
+        sum.y += v.y;
       }
       partials[static_cast<size_t>(chunk) * C + c] = sum;
     }

@@ -136,6 +136,8 @@ class HostThread {
 
  private:
   friend class host::Block;
+  friend void host::shared_read(const void*, size_t, const std::source_location&);
+  friend void host::shared_written(const void*, size_t, const std::source_location&);
 
   template <typename T>
   T shuffle(host::WarpOp op, unsigned mask, T v, int arg, Where where) {

@@ -4,6 +4,8 @@
 // operation whose lanes have all arrived, a barrier every thread waits at) and runs the
 // released fibers again. When nothing can be completed and threads still wait, the launch has
 // deadlocked on the GPU too: the scheduler reports who waits where and who never comes.
+// Which warps run first in a round is drawn from the launch's schedule seed, and every access to
+// shared memory goes through the race detector (shared_shadow.hpp).
 #include "kernels/simt/interpreter.hpp"
 
 #include <boost/context/fiber.hpp>
@@ -14,9 +16,12 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <vector>
 
 #include "kernels/simt/fragments.hpp"
+#include "kernels/simt/shared_shadow.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
@@ -26,6 +31,8 @@ namespace eth::kernels::simt {
 namespace host {
 
 thread_local Traffic* t_traffic = nullptr;
+// The thread whose fiber runs on this host thread (null on the scheduler's own stack).
+thread_local HostThread* t_running = nullptr;
 
 void count_read(size_t bytes) { t_traffic->bytes_read += bytes; }
 void count_written(size_t bytes) { t_traffic->bytes_written += bytes; }
@@ -171,9 +178,12 @@ struct Slot {
 class Block {
  public:
   Block(const char* kernel_name, const LaunchShape& shape, Dim3 block_idx, const void* kernel,
-        void (*body)(const void*, HostThread&), StackPool& pool)
+        void (*body)(const void*, HostThread&), StackPool& pool, SharedShadow& shadow, uint64_t schedule_seed)
       : name_(kernel_name), shape_(shape), block_idx_(block_idx), kernel_(kernel), body_(body), pool_(pool),
-        slots_(shape.block.count()) {
+        shadow_(shadow), slots_(shape.block.count()),
+        schedule_(schedule_seed ^ (0x9e3779b97f4a7c15ull * (1 + block_idx.x + (uint64_t{block_idx.y} << 21) +
+                                                             (uint64_t{block_idx.z} << 42)))) {
+    shadow_.begin_block(shape.shared_bytes);
     if (shape.shared_bytes > 0) {
       shared_ = std::make_unique<unsigned char[]>(shape.shared_bytes);
       std::memset(shared_.get(), 0xff, shape.shared_bytes);  // NaN in every float, double and bf16
@@ -194,12 +204,19 @@ class Block {
   }
 
   void run() {
+    std::vector<int> warp_order(static_cast<size_t>((slots_.size() + kWarp - 1) / kWarp));
+    std::iota(warp_order.begin(), warp_order.end(), 0);
     try {
       for (;;) {
-        for (size_t i = 0; i < slots_.size(); i++) {
-          if (slots_[i].state != State::runnable) continue;
-          resume(i);
-          if (!error_.empty()) throw LaunchError(error_);
+        // Each round runs the warps in a new order of the seed's drawing, each lane to its next stop.
+        std::shuffle(warp_order.begin(), warp_order.end(), schedule_);
+        for (int w : warp_order) {
+          for (int l = 0; l < warp_lanes(w); l++) {
+            const size_t i = static_cast<size_t>(w) * kWarp + l;
+            if (slots_[i].state != State::runnable) continue;
+            resume(i);
+            if (!error_.empty()) throw LaunchError(error_);
+          }
         }
         size_t done = 0;
         for (const Slot& s : slots_) done += s.state == State::done;
@@ -272,6 +289,8 @@ class Block {
       fail("cp.async at " + where_text(where) + ": " + thread_text(index) + "'s addresses are not " +
            std::to_string(bytes) + "-byte aligned");
     count_read(static_cast<size_t>(bytes));
+    if (const std::optional<Race> race = shadow_.issue_async(index, offset_of(dst), static_cast<size_t>(bytes), where))
+      fail(race_text(*race));
     slots_[index].open_group.push_back({dst, src, bytes});
   }
   void async_commit(int index) {
@@ -282,13 +301,55 @@ class Block {
   void async_wait(int index, int pending) {
     Slot& s = slots_[index];
     while (s.groups.size() > static_cast<size_t>(pending)) {
-      for (const AsyncCopy& c : s.groups.front()) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
+      for (const AsyncCopy& c : s.groups.front()) {
+        std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
+        shadow_.land_async(index, offset_of(c.dst), static_cast<size_t>(c.bytes));
+      }
       s.groups.pop_front();
     }
   }
 
+  void shared_access(int index, const void* p, size_t bytes, const std::source_location& where, bool write) {
+    const size_t offset = offset_of(p);
+    const std::optional<Race> race =
+        write ? shadow_.write(index, offset, bytes, where) : shadow_.read(index, offset, bytes, where);
+    if (race) fail(race_text(*race));
+  }
+
  private:
   static constexpr int kWarp = 32;
+
+  size_t offset_of(const void* p) const {
+    return static_cast<size_t>(static_cast<const unsigned char*>(p) - shared_.get());
+  }
+
+  // "shared-memory race at byte 4104: thread 5 (warp 0, lane 5) reads at f.hpp:12 what thread 70
+  // (warp 2, lane 6) wrote at f.hpp:40, with no barrier between"
+  std::string race_text(const Race& r) const {
+    const std::string me = thread_text(r.thread) + " ";
+    const std::string other = r.other == Race::kSeveral ? "threads including others than it"
+                                                        : thread_text(r.other);
+    const std::string at = where_text(r.where), other_at = where_text(r.other_where);
+    std::string what;
+    switch (r.kind) {
+      case Race::Kind::read_after_write:
+        what = me + "reads at " + at + " what " + other + " wrote at " + other_at + ", with no barrier between";
+        break;
+      case Race::Kind::write_after_write:
+        what = me + "writes at " + at + " over what " + other + " wrote at " + other_at + ", with no barrier between";
+        break;
+      case Race::Kind::write_after_read:
+        what = me + "writes at " + at + " what " + other + " read at " + other_at + ", with no barrier between";
+        break;
+      case Race::Kind::read_in_flight:
+      case Race::Kind::write_in_flight:
+        what = me + (r.kind == Race::Kind::read_in_flight ? "reads" : "writes") + " at " + at +
+               " bytes the cp.async of " + other + " at " + other_at + " may still be copying (" +
+               (r.other == r.thread ? "it" : "that thread") + " has not waited for its group)";
+        break;
+    }
+    return "shared-memory race at byte " + std::to_string(r.offset) + ": " + what;
+  }
 
   void resume(size_t i) {
     Slot& s = slots_[i];
@@ -313,7 +374,9 @@ class Block {
     }
     void* fake = nullptr;
     StackSwitch::start(&fake, s.stack);
+    t_running = &s.thread;
     s.fiber = std::move(s.fiber).resume();
+    t_running = nullptr;
     StackSwitch::finish(fake, nullptr);
   }
 
@@ -383,6 +446,7 @@ class Block {
              where_text(where) + ", thread " + std::to_string(i) + " at " + where_text(w));
     }
     for (int i : waiting) slots_[i].state = State::runnable;
+    shadow_.barrier();
     return true;
   }
 
@@ -522,6 +586,8 @@ class Block {
       if (reinterpret_cast<uintptr_t>(r.address) % 16 != 0)
         fail("ldmatrix at " + where_text(r.where) + ": lane " + std::to_string(l) + " of warp " + std::to_string(w) +
              "'s row address is not 16-byte aligned");
+      if (const std::optional<Race> race = shadow_.read(w * kWarp + l, offset_of(r.address), 16, r.where))
+        fail(race_text(*race));
     }
     for (int j = 0; j < count; j++) {
       uint16_t m[8][8];
@@ -540,12 +606,21 @@ class Block {
   const void* kernel_;
   void (*body_)(const void*, HostThread&);
   StackPool& pool_;
+  SharedShadow& shadow_;
   std::vector<Slot> slots_;
+  std::mt19937_64 schedule_;
   std::unique_ptr<unsigned char[]> shared_;
   std::string error_;  // set by a fiber that failed; the launch stops with it
   bool cancelled_ = false;
   StackSwitch scheduler_stack_;  // the host thread's own stack, where the scheduler runs
 };
+
+void shared_read(const void* p, size_t bytes, const std::source_location& where) {
+  if (t_running != nullptr) t_running->block_->shared_access(t_running->index_, p, bytes, where, false);
+}
+void shared_written(const void* p, size_t bytes, const std::source_location& where) {
+  if (t_running != nullptr) t_running->block_->shared_access(t_running->index_, p, bytes, where, true);
+}
 
 void shared_out_of_range(size_t index, size_t extent, std::source_location where) {
   throw std::out_of_range("shared-memory index " + std::to_string(index) + " is out of range [0, " + std::to_string(extent) +
@@ -632,6 +707,7 @@ void Interpreter::run(const char* name, const LaunchShape& shape, const void* ke
 #pragma omp parallel
   {
     static thread_local host::StackPool pool;
+    static thread_local host::SharedShadow shadow;
     host::Traffic traffic;
     host::t_traffic = &traffic;
 #pragma omp for schedule(dynamic, 16)
@@ -640,7 +716,7 @@ void Interpreter::run(const char* name, const LaunchShape& shape, const void* ke
       const Dim3 idx(static_cast<unsigned>(i % g.x), static_cast<unsigned>(i / g.x % g.y),
                      static_cast<unsigned>(i / (long{g.x} * g.y)));
       try {
-        host::Block(name, shape, idx, kernel, body, pool).run();
+        host::Block(name, shape, idx, kernel, body, pool, shadow, schedule_seed_).run();
       } catch (const LaunchError& e) {
 #pragma omp critical(simt_first_error)
         if (!failed.exchange(true)) first_error = e.what();

@@ -3,7 +3,10 @@
 // memory; shared memory is a per-block arena that starts as NaN (every byte 0xff). What a GPU
 // does silently fails the launch with one line (LaunchError): a barrier some threads never reach,
 // a warp operation with the calling lane missing from its mask or a lane of the mask that never
-// joins, a shared-memory index out of range, a shape or shared-memory size the target refuses.
+// joins, a shared-memory index out of range, a shape or shared-memory size the target refuses, a
+// race on shared memory (shared_shadow.hpp: accesses of two threads no barrier orders, a read of
+// a cp.async destination before its wait). The warps of a block run in an order drawn from a
+// seed (set_schedule_seed), not in lock step; a race-free kernel gives the same bits for every seed.
 // It counts, per kernel, launches, the global-memory bytes read and written (every element
 // access through Global<T> and every cp.async, cache hits not subtracted) and the FLOPs of the
 // matrix instructions.
@@ -39,6 +42,9 @@ class Interpreter {
         [](const void* k, HostThread& t) { (*static_cast<const Kernel*>(k))(t); });
   }
 
+  // The seed of the order the warps run in (launch by launch the same, unless changed).
+  void set_schedule_seed(uint64_t seed) { schedule_seed_ = seed; }
+
   // Per kernel name, since construction or the last reset.
   const std::map<std::string, KernelCounts>& counts() const { return counts_; }
   void reset_counts() { counts_.clear(); }
@@ -48,6 +54,7 @@ class Interpreter {
   void run(const char* name, const LaunchShape& shape, const void* kernel, Body body);
 
   std::map<std::string, KernelCounts> counts_;
+  uint64_t schedule_seed_ = 0x5eedull;
 };
 
 }  // namespace eth::kernels::simt

@@ -5,9 +5,12 @@
 // access goes through the raw host pointer, so that the sanitized build's ASan sees one past an
 // allocation's end.
 //
-// SharedArray<T, N> and SharedArray2D<T, R, C>, indexed a(i) and a(r, c): an array in a block's shared memory, a member of the struct a kernel
-// declares as its shared memory (Thread::shared<S>()). On the device a plain array; on the host
-// every index is checked, and one out of range fails the launch in one line.
+// SharedArray<T, N> and SharedArray2D<T, R, C>, indexed a(i) and a(r, c): an array in a block's
+// shared memory, a member of the struct a kernel declares as its shared memory
+// (Thread::shared<S>()). On the device a plain array whose index gives a T&; on the host every
+// index is checked, and one out of range fails the launch in one line, and it gives a SharedRef:
+// each read and write through it goes to the race detector (shared_shadow.hpp) with its source
+// line. Its address (&a(i), for cp.async and ldmatrix) is the element's own.
 #pragma once
 
 #include <cstddef>
@@ -67,7 +70,36 @@ void count_read(size_t bytes);
 void count_written(size_t bytes);
 // Fails the launch: "shared-memory index i is out of range [0, extent) at file:line".
 [[noreturn]] void shared_out_of_range(size_t index, size_t extent, std::source_location where);
+// The running thread reads or writes `bytes` of shared memory at p (the race detector's record;
+// a race fails the launch).
+void shared_read(const void* p, size_t bytes, const std::source_location& where);
+void shared_written(const void* p, size_t bytes, const std::source_location& where);
 }  // namespace host
+
+// One element of shared memory: a read when converted to T, a write when assigned.
+template <typename T>
+class SharedRef {
+ public:
+  SharedRef(T* p, std::source_location where) : p_(p), where_(where) {}
+  operator T() const {
+    host::shared_read(p_, sizeof(T), where_);
+    return *p_;
+  }
+  const SharedRef& operator=(const T& v) const {
+    host::shared_written(p_, sizeof(T), where_);
+    *p_ = v;
+    return *this;
+  }
+  const SharedRef& operator=(const SharedRef& other) const { return *this = static_cast<T>(other); }
+  const SharedRef& operator+=(const T& v) const { return *this = static_cast<T>(*this) + v; }
+  const SharedRef& operator-=(const T& v) const { return *this = static_cast<T>(*this) - v; }
+  const SharedRef& operator*=(const T& v) const { return *this = static_cast<T>(*this) * v; }
+  T* operator&() const { return p_; }
+
+ private:
+  T* p_;
+  std::source_location where_;
+};
 
 // One element of global memory: a read when converted to T, a write when assigned.
 template <typename T>
@@ -112,19 +144,19 @@ class Global {
 template <typename T, size_t N>
 struct SharedArray {
   T data[N];
-  T& operator()(size_t i, std::source_location where = std::source_location::current()) {
+  SharedRef<T> operator()(size_t i, std::source_location where = std::source_location::current()) {
     if (i >= N) host::shared_out_of_range(i, N, where);
-    return data[i];
+    return SharedRef<T>(&data[i], where);
   }
 };
 
 template <typename T, size_t R, size_t C>
 struct SharedArray2D {
   T data[R][C];
-  T& operator()(size_t r, size_t c, std::source_location where = std::source_location::current()) {
+  SharedRef<T> operator()(size_t r, size_t c, std::source_location where = std::source_location::current()) {
     if (r >= R) host::shared_out_of_range(r, R, where);
     if (c >= C) host::shared_out_of_range(c, C, where);
-    return data[r][c];
+    return SharedRef<T>(&data[r][c], where);
   }
 };
 

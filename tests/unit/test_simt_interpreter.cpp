@@ -1,9 +1,9 @@
 // The kernel interpreter (kernels/simt): the fragment layouts entry by entry against the PTX
 // ISA's formulas, warp shuffles and votes, a tiled GEMM through cp.async, ldmatrix and mma
 // against plain loops, cp.async's groups, atomics and fences across concurrent blocks, the
-// counters, and the one-line reports of what a GPU
-// does silently (a barrier a thread skips, a lane missing from a warp operation, a shared-memory
-// overrun, a shape the target refuses).
+// counters, and the one-line reports of what a GPU does silently (a barrier a thread skips, a
+// lane missing from a warp operation, a shared-memory overrun, a cp.async read before its wait,
+// a shape the target refuses). Races between threads: test_simt_races.
 #include <gtest/gtest.h>
 
 #include <omp.h>
@@ -17,23 +17,13 @@
 
 #include "kernels/simt/interpreter.hpp"
 #include "kernels/simt/simt.hpp"
+#include "tests/unit/launch_error.hpp"
 
 namespace simt = eth::kernels::simt;
 using simt::Global;
 using simt::Thread;
 
 namespace {
-
-// The message of the LaunchError `launch` throws ("" when it throws none).
-template <typename F>
-std::string launch_error(F&& launch) {
-  try {
-    launch();
-  } catch (const simt::LaunchError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // ---- fragment layouts --------------------------------------------------------------------------
 
@@ -236,7 +226,7 @@ struct AsyncGroupsKernel {
     alignas(16) simt::SharedArray<float, 12> x;
   };
   Global<const float> src;  // (12)
-  Global<float> seen;       // (3, 12): shared memory after wait_group 2, 1, 0
+  Global<float> seen;       // (3, 12): the groups landed after wait_group 2, 1, 0 (the rest untouched)
   SIMT_DEVICE void operator()(Thread& t) const {
     Smem& s = t.shared<Smem>();
     for (int g = 0; g < 3; g++) {
@@ -244,26 +234,51 @@ struct AsyncGroupsKernel {
       t.cp_async_commit();
     }
     t.cp_async_wait<2>();
-    for (int i = 0; i < 12; i++) seen[i] = s.x(i);
+    for (int i = 0; i < 4; i++) seen[i] = s.x(i);
     t.cp_async_wait<1>();
-    for (int i = 0; i < 12; i++) seen[12 + i] = s.x(i);
+    for (int i = 0; i < 8; i++) seen[12 + i] = s.x(i);
     t.cp_async_wait<0>();
     for (int i = 0; i < 12; i++) seen[24 + i] = s.x(i);
+  }
+};
+
+// Reads one element of group `early_read`'s copy before the wait that lands it.
+struct EarlyReadKernel {
+  static constexpr const char* kName = "async_early_read";
+  struct Smem {
+    alignas(16) simt::SharedArray<float, 8> x;
+  };
+  Global<const float> src;  // (8)
+  Global<float> seen;       // (1)
+  SIMT_DEVICE void operator()(Thread& t) const {
+    Smem& s = t.shared<Smem>();
+    for (int g = 0; g < 2; g++) {
+      t.cp_async<16>(&s.x(4 * g), src.get() + 4 * g);
+      t.cp_async_commit();
+    }
+    t.cp_async_wait<1>();
+    seen[0] = s.x(5);  // the bug: group 1 is still in flight
   }
 };
 
 TEST(SimtInterpreter, CpAsyncLandsWhenItsGroupIsWaitedFor) {
   alignas(16) float src[12];
   for (int i = 0; i < 12; i++) src[i] = 1.5f + i;
-  std::vector<float> seen(36, 0.f);
+  std::vector<float> seen(36, -1.f);
   simt::Interpreter interp;
   interp.launch(AsyncGroupsKernel{src, seen.data()}, {simt::Dim3(1), simt::Dim3(1), sizeof(AsyncGroupsKernel::Smem)});
   for (int stage = 0; stage < 3; stage++)
-    for (int i = 0; i < 12; i++) {
-      const float v = seen[static_cast<size_t>(stage) * 12 + i];
-      if (i / 4 <= stage) EXPECT_EQ(v, src[i]) << "after wait_group " << 2 - stage << ", element " << i;
-      else EXPECT_TRUE(std::isnan(v)) << "after wait_group " << 2 - stage << ", element " << i << " = " << v;
-    }
+    for (int i = 0; i < 4 * (stage + 1); i++)
+      EXPECT_EQ(seen[static_cast<size_t>(stage) * 12 + i], src[i])
+          << "after wait_group " << 2 - stage << ", element " << i;
+  // Reading a copy not yet waited for fails the launch (on the GPU it reads whatever is there).
+  const std::string e = launch_error([&] {
+    interp.launch(EarlyReadKernel{src, seen.data()}, {simt::Dim3(1), simt::Dim3(1), sizeof(EarlyReadKernel::Smem)});
+  });
+  EXPECT_NE(e.find("kernel async_early_read, block (0,0,0): shared-memory race at byte 20: thread 0 (warp 0, lane 0) "
+                   "reads at test_simt_interpreter.cpp:"),
+            std::string::npos) << e;
+  EXPECT_NE(e.find("may still be copying (it has not waited for its group)"), std::string::npos) << e;
 }
 
 // ---- atomics and fences across blocks -------------------------------------------------------------
