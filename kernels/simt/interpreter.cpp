@@ -327,9 +327,8 @@ class Block {
   // (warp 2, lane 6) wrote at f.hpp:40, with no barrier between"
   std::string race_text(const Race& r) const {
     const std::string me = thread_text(r.thread) + " ";
-    const std::string other = r.other == Race::kSeveral ? "threads including others than it"
-                                                        : thread_text(r.other);
     const std::string at = where_text(r.where), other_at = where_text(r.other_where);
+    const std::string other = r.other == Race::kSeveral ? "several threads" : thread_text(r.other);
     std::string what;
     switch (r.kind) {
       case Race::Kind::read_after_write:
@@ -339,7 +338,8 @@ class Block {
         what = me + "writes at " + at + " over what " + other + " wrote at " + other_at + ", with no barrier between";
         break;
       case Race::Kind::write_after_read:
-        what = me + "writes at " + at + " what " + other + " read at " + other_at + ", with no barrier between";
+        what = me + "writes at " + at + " what " + other + " read at " + other_at +
+               (r.other == Race::kSeveral ? " (the first of them)" : "") + ", with no barrier between";
         break;
       case Race::Kind::read_in_flight:
       case Race::Kind::write_in_flight:
