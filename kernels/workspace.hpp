@@ -6,7 +6,7 @@
 //   the bf16 path's working copies  twin_workspace_bytes (kernels/twin_backend.hpp): the
 //                                   twin's fp32 operands; the bf16 kernels' fallbacks' ones
 //   the GPU ops' launch workspace   gpu_ops::launch_workspace_bytes (kernels/gpu_ops/scratch.hpp):
-//                                   the largest op's launch.scratch, the grid counters; on a GPU
+//                                   the largest op's launch.scratch; on a GPU
 //                                   also cuBLASLt's workspace and CUB's storage for the embedding's
 //                                   sort (the constants below)
 #pragma once
@@ -29,8 +29,6 @@ struct StageShape {
 // kernel interpreter (cuda-emulated), or the GPU ops on a GPU.
 enum class OpsDevice { host, interpreter, cuda };
 
-// The grid counters the GPU ops hold (launch.counters): the bf16 layernorm backward's one.
-constexpr size_t kLaunchCounters = 1;
 // cuBLASLt's workspace on a GPU (kernels/cuda/cuda_launch.cu), which cuBLAS shares: 32 MiB,
 // cuBLASLt's recommendation for Hopper.
 constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;

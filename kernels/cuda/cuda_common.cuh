@@ -48,27 +48,6 @@ class Scratch {
   size_t bytes_ = 0;
 };
 
-// Unsigned ints of device memory that are zero between ops (ops.hpp: launch.counters): zeroed
-// once on the stream when allocated; each kernel that counts on them resets them before it ends.
-class Counters {
- public:
-  explicit Counters(cudaStream_t stream) : scratch_(stream), stream_(stream) {}
-  size_t count() const { return count_; }
-  unsigned* get(size_t n) {
-    if (n > count_) {
-      unsigned* p = static_cast<unsigned*>(scratch_.get(n * sizeof(unsigned)));
-      CUDA_CHECK(cudaMemsetAsync(p, 0, n * sizeof(unsigned), stream_));
-      count_ = n;
-    }
-    return static_cast<unsigned*>(scratch_.get(count_ * sizeof(unsigned)));
-  }
-
- private:
-  Scratch scratch_;
-  cudaStream_t stream_;
-  size_t count_ = 0;
-};
-
 // Device::stall: one thread spinning on the global timer for `ns` (elementwise.cu).
 void stall(long long ns, cudaStream_t stream);
 

@@ -49,7 +49,7 @@ cublasStatus_t set(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t att
 }  // namespace
 
 CudaLaunch::CudaLaunch(cudaStream_t stream, cublasHandle_t cublas)
-    : stream_(stream), cublas_(cublas), scratch_(stream), sort_scratch_(stream), counters_(stream) {
+    : stream_(stream), cublas_(cublas), scratch_(stream), sort_scratch_(stream) {
   CUBLAS_CHECK(cublasLtCreate(&cublaslt_));
   CUDA_CHECK(cudaMalloc(&lt_workspace_, kCublasWorkspaceBytes));
   // cuBLAS (the fp32 GEMMs) shares it, on the same stream, rather than allocating its own on first use.
@@ -65,7 +65,6 @@ size_t CudaLaunch::within_reserve(const char* what, size_t asked, size_t held) c
 
 void CudaLaunch::reserve(size_t scratch_bytes, size_t sort_rows) {
   scratch_.get(scratch_bytes);
-  counters_.get(kLaunchCounters);
   if (sort_rows > 0) {
     size_t bytes = 0;
     const int n = static_cast<int>(sort_rows);

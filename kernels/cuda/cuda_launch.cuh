@@ -43,7 +43,7 @@ class CudaLaunch {
   }
   // Kernels launched, by name: the interpreter's counts must equal them for the same work.
   const std::map<std::string, uint64_t>& launches() const { return launches_; }
-  // Sizes the scratch (bytes), the counters and CUB's storage for sorting sort_rows pairs now
+  // Sizes the scratch (bytes) and CUB's storage for sorting sort_rows pairs now
   // (kernels/workspace.hpp), so that no op allocates inside a step: from then on an op that asks
   // for more throws std::logic_error (the interpreter's HostLaunch checks the same in CI).
   void reserve(size_t scratch_bytes, size_t sort_rows);
@@ -55,7 +55,6 @@ class CudaLaunch {
   // Stable: values of one key keep their order (cuda_launch.cu).
   void sort_pairs(const int32_t* keys_in, int32_t* keys_out, const int32_t* values_in, int32_t* values_out, int n);
   void read_back(void* host, const void* src, size_t bytes);
-  unsigned* counters(size_t n) { return counters_.get(within_reserve("counters", n, counters_.count())); }
 
  private:
   cudaStream_t stream_;
@@ -64,7 +63,6 @@ class CudaLaunch {
   void* lt_workspace_ = nullptr;  // kCublasWorkspaceBytes, for cuBLASLt's split-k and stream-k kernels and cuBLAS
   Scratch scratch_;       // the ops' intermediates
   Scratch sort_scratch_;  // CUB's temporary storage, apart: the sort runs inside an op that holds scratch_
-  Counters counters_;     // the grid counters, zero between ops
   std::map<std::string, uint64_t> launches_;
   bool reserved_ = false;
 

@@ -38,7 +38,6 @@ void HostLaunch::Held::free() {
 void HostLaunch::reserve(size_t scratch_bytes, size_t sort_rows) {
   (void)sort_rows;
   scratch_.grow(scratch_bytes);
-  counters_.grow(sizeof(unsigned) * kLaunchCounters);
   reserved_ = true;
 }
 
@@ -146,21 +145,5 @@ void HostLaunch::sort_pairs(const int32_t* keys_in, int32_t* keys_out, const int
 }
 
 void HostLaunch::read_back(void* host, const void* src, size_t bytes) { std::memcpy(host, src, bytes); }
-
-// What the GPU cannot check cheaply, checked here: that every op restored its counters to zero
-// (a kernel that forgets leaves the next op's last-block test wrong on the device).
-unsigned* HostLaunch::counters(size_t n) {
-  auto* counters = static_cast<unsigned*>(counters_.data());
-  const size_t held = counters_.bytes() / sizeof(unsigned);
-  for (size_t i = 0; i < held; i++)
-    if (counters[i] != 0)
-      throw std::logic_error("HostLaunch::counters: counter " + std::to_string(i) + " was left at " +
-                             std::to_string(counters[i]) + " by the previous op (it must leave it zero)");
-  if (reserved_ && n > held)
-    throw std::logic_error("HostLaunch::counters: an op asks for " + std::to_string(n) + " counters, past the " +
-                           std::to_string(held) + " reserved at start-up (kernels/workspace.hpp: kLaunchCounters)");
-  counters_.grow(sizeof(unsigned) * n);  // zeroed
-  return static_cast<unsigned*>(counters_.data());
-}
 
 }  // namespace eth::kernels::emulated

@@ -30,11 +30,11 @@ struct LibraryCounts {
 
 class HostLaunch {
  public:
-  // The scratch and the counters come from `memory` where given (the emulated backend's
+  // The scratch comes from `memory` where given (the emulated backend's
   // allocator, which then counts them as device memory), else from the heap.
-  explicit HostLaunch(Device* memory = nullptr) : scratch_(memory), counters_(memory) {}
+  explicit HostLaunch(Device* memory = nullptr) : scratch_(memory) {}
 
-  // Sizes the scratch (bytes) and the counters now (kernels/workspace.hpp); from then on an op
+  // Sizes the scratch (bytes) now (kernels/workspace.hpp); from then on an op
   // that asks for more throws std::logic_error: on a GPU it would allocate inside a step.
   // sort_rows: the host's sort needs no storage.
   void reserve(size_t scratch_bytes, size_t sort_rows);
@@ -49,8 +49,6 @@ class HostLaunch {
   void gemm16(const gpu_ops::Gemm16<E>& g);
   void sort_pairs(const int32_t* keys_in, int32_t* keys_out, const int32_t* values_in, int32_t* values_out, int n);
   void read_back(void* host, const void* src, size_t bytes);
-  // Zero on return; throws std::logic_error when the previous op left one of them non-zero.
-  unsigned* counters(size_t n);
 
   const std::map<std::string, simt::KernelCounts>& kernel_counts() const { return interpreter_.counts(); }
   const std::map<std::string, LibraryCounts>& library_counts() const { return library_; }
@@ -81,7 +79,6 @@ class HostLaunch {
   simt::Interpreter interpreter_;
   std::map<std::string, LibraryCounts> library_;
   Held scratch_;
-  Held counters_;
   bool reserved_ = false;
 };
 

@@ -23,9 +23,7 @@ constexpr int kPerVector = 8;  // 16-bit values per 16-byte load or store
 constexpr int kSampleMeanLossesThreads = 128;
 
 template <class E>
-struct alignas(16) Vector8 {
-  E h[kPerVector];
-};
+using Vector8 = Packed<E, kPerVector>;
 
 // A running softmax statistic: the max of the values seen and the sum of exp(value - max).
 struct SoftmaxStat {

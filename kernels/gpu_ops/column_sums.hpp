@@ -63,7 +63,7 @@ struct ColumnPartialsKernel {
 };
 
 // Column c of (chunks, C) partials summed over the chunks in chunk order: the one order every
-// deterministic column sum here finishes in (ColumnFinishKernel, layernorm_bf16's last block).
+// deterministic column sum here finishes in (ColumnFinishKernel).
 SIMT_DEVICE Float2 sum_of_partials(Global<const Float2> partials, int chunks, int C, int c) {
   Float2 sum{0.f, 0.f};
   for (int k = 0; k < chunks; k++) {
@@ -92,20 +92,35 @@ struct ColumnFinishKernel {
   }
 };
 
+// Rows of (rows, C) partial sums as a term: the second stage of a sum whose first stage wrote
+// one partial per block of rows (layernorm_bf16.hpp's backward).
+struct PartialsTerm {
+  static constexpr const char* kName = "column_sums_of_partials";
+  Global<const Float2> partials;  // (rows, C)
+  int C;
+  SIMT_DEVICE Float2 operator()(size_t row, int col) const { return partials[row * C + col]; }
+};
+
 // dst_x (C) += the column sums of term's x over the N rows; dst_y (C, or null) those of its y.
-// Uses launch.scratch for the partials.
+// `partials` holds column_sums_scratch_bytes(N, C).
 template <class Launch, typename Term>
-void add_column_sums(Launch& launch, float* dst_x, float* dst_y, const Term& term, int N, int C) {
+void add_column_sums(Launch& launch, float* dst_x, float* dst_y, const Term& term, int N, int C, Float2* partials) {
   const int chunks = static_cast<int>(ceil_div(static_cast<size_t>(N), kRowsPerChunk));
   if (chunks > 65535) throw std::invalid_argument("column sums: more than 65535 * 128 rows");  // gridDim.y
-  static_assert(sizeof(Float2) == 2 * sizeof(float));
-  auto* partials = static_cast<Float2*>(launch.scratch(column_sums_scratch_bytes(static_cast<size_t>(N), C)));
   const Dim3 grid(static_cast<unsigned>(ceil_div(static_cast<size_t>(C), kColumnTile)), static_cast<unsigned>(chunks));
   using Partials = ColumnPartialsKernel<Term>;
   launch.kernel(Partials{partials, term, N, C}, LaunchShape{grid, Dim3(kColumnTile, kRowLanes), sizeof(typename Partials::Smem)});
   launch.kernel(ColumnFinishKernel{dst_x, dst_y, partials, chunks, C},
                 LaunchShape{Dim3(static_cast<unsigned>(ceil_div(static_cast<size_t>(C), kColumnFinishThreads))),
                             Dim3(kColumnFinishThreads), 0});
+}
+
+// The same with the partials in launch.scratch.
+template <class Launch, typename Term>
+void add_column_sums(Launch& launch, float* dst_x, float* dst_y, const Term& term, int N, int C) {
+  static_assert(sizeof(Float2) == 2 * sizeof(float));
+  auto* partials = static_cast<Float2*>(launch.scratch(column_sums_scratch_bytes(static_cast<size_t>(N), C)));
+  add_column_sums(launch, dst_x, dst_y, term, N, C, partials);
 }
 
 }  // namespace eth::kernels::gpu_ops

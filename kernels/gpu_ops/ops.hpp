@@ -21,11 +21,6 @@
 //                                       a stable sort of int32 (key, value) pairs by key (CUB's
 //                                       DeviceRadixSort::SortPairs over all 32 bits)
 //   launch.read_back(host, src, bytes)  waits for queued work, then copies device -> host
-//   launch.counters(n)                  n unsigned ints of device memory that are zero when an op
-//                                       gets them and that its kernels leave zero again: the home
-//                                       of the grid counters that find a launch's last block
-//                                       (kernels/gpu_ops/last_block.hpp), zeroed once when
-//                                       allocated, never by a launch of its own
 //
 // Shapes and the accumulate/overwrite conventions are those of kernels/backend.hpp. Each family's
 // definitions are in the header named in its comment; kernels/cuda/<family>.cu instantiates

@@ -19,8 +19,8 @@ namespace eth::kernels::gpu_ops {
 constexpr int kRowsPerChunk = 128;
 // Blocks of the sum of squares' fixed grid (optimizer.hpp): one double partial each.
 constexpr int kSumBlocks = 1024;
-// Rows per block of the one-launch bf16 layernorm backward (layernorm_bf16.hpp): 4 per warp,
-// 128 blocks for GPT-2's B T = 4096; one (dweight, dbias) partial per block and column.
+// Rows per block of the 16-bit layernorm backward (layernorm_bf16.hpp): 4 per warp, 512 blocks
+// for GPT-2's B T = 16384; one (dweight, dbias) partial per block and column.
 constexpr int kLayerNormBackwardRowsPerBlock = 32;
 
 inline size_t chunks_of(size_t n, size_t per) { return (n + per - 1) / per; }
@@ -61,9 +61,20 @@ struct EncoderBackwardScratch {
 inline size_t attention_backward_bf16_scratch_bytes(size_t B, size_t T, size_t NH) {
   return sizeof(float) * B * NH * T;
 }
-// The bf16 layernorm backward: (blocks, C) pairs of floats.
+// The 16-bit layernorm backward: each block's (dweight, dbias) partials, (blocks, C) pairs of
+// floats, and the column sums' partials over those rows, at these byte offsets.
+struct LayerNormBackward16Scratch {
+  size_t block_partials, chunk_partials, total;
+  LayerNormBackward16Scratch(size_t N, size_t C) {
+    const size_t blocks = chunks_of(N, kLayerNormBackwardRowsPerBlock);
+    ScratchCarver carve;
+    block_partials = carve.add<float>(2 * blocks * C);
+    chunk_partials = carve.add<float>(2 * chunks_of(blocks, kRowsPerChunk) * C);
+    total = carve.total();
+  }
+};
 inline size_t layernorm_backward_bf16_scratch_bytes(size_t N, size_t C) {
-  return 2 * sizeof(float) * chunks_of(N, kLayerNormBackwardRowsPerBlock) * C;
+  return LayerNormBackward16Scratch(N, C).total;
 }
 // The bf16 matmul backward: the bias gradient's partial sums, (OC) floats, where there is a bias.
 inline size_t matmul_backward_bf16_scratch_bytes(size_t OC, bool dbias) { return dbias ? sizeof(float) * OC : 0; }
@@ -91,11 +102,11 @@ inline size_t launch_scratch_bytes(const StageShape& s) {
   return bytes;
 }
 
-// All the GPU ops hold for such a stage on `device`: the scratch and the counters, and on a GPU
+// All the GPU ops hold for such a stage on `device`: the scratch, and on a GPU
 // cuBLASLt's workspace and the bound on CUB's sort storage. 0 on the host.
 inline size_t launch_workspace_bytes(const StageShape& s, OpsDevice device) {
   if (device == OpsDevice::host) return 0;
-  const size_t held = launch_scratch_bytes(s) + sizeof(unsigned) * kLaunchCounters;
+  const size_t held = launch_scratch_bytes(s);
   if (device == OpsDevice::interpreter) return held;  // its GEMMs and sort run on the host
   return held + kCublasWorkspaceBytes + sort_storage_bound(sorted_rows(s));
 }

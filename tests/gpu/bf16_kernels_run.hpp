@@ -101,7 +101,7 @@ void run_cases(Launch& launch, Memory& mem, std::vector<Output>& outputs) {
     keep("matmul + dGELU: dbias", dbias, size_t(C));
   }
 
-  // Residual + layernorm forward, layernorm backward (one launch, the last block's column sums).
+  // Residual + layernorm forward, layernorm backward (the rows' launch, then the column sums of its partials).
   {
     const int N = 200, C = 768;
     const size_t NC = size_t(N) * C;

@@ -78,9 +78,9 @@ TEST(LaunchWorkspace, TheShapeMakesFcsBiasColumnSumsTheLargestRequest) {
   const kernels::StageShape shape{B, T, model.channels, model.num_heads, model.padded_vocab_size, true, true, 0};
   EXPECT_EQ(kernels::gpu_ops::launch_scratch_bytes(shape), kernels::gpu_ops::column_sums_scratch_bytes(N, 4 * C));
   EXPECT_GT(kernels::gpu_ops::launch_scratch_bytes(shape), kernels::gpu_ops::sum_of_squares_scratch_bytes());
-  // What the memory model adds on each device: the scratch and the counters in the interpreter;
-  // on a GPU also cuBLASLt's workspace and the bound on CUB's sort storage; nothing on the host.
-  const size_t held = kernels::gpu_ops::launch_scratch_bytes(shape) + sizeof(unsigned) * kernels::kLaunchCounters;
+  // What the memory model adds on each device: the scratch in the interpreter; on a GPU also
+  // cuBLASLt's workspace and the bound on CUB's sort storage; nothing on the host.
+  const size_t held = kernels::gpu_ops::launch_scratch_bytes(shape);
   EXPECT_EQ(kernels::gpu_ops::launch_workspace_bytes(shape, kernels::OpsDevice::interpreter), held);
   EXPECT_EQ(kernels::gpu_ops::launch_workspace_bytes(shape, kernels::OpsDevice::cuda),
             held + kernels::kCublasWorkspaceBytes + kernels::sort_storage_bound(N));
