@@ -53,7 +53,7 @@ CudaLaunch::CudaLaunch(cudaStream_t stream, cublasHandle_t cublas)
   CUBLAS_CHECK(cublasLtCreate(&cublaslt_));
   CUDA_CHECK(cudaMalloc(&lt_workspace_, kCublasWorkspaceBytes));
   // cuBLAS (the fp32 GEMMs) shares it, on the same stream, rather than allocating its own on first use.
-  CUBLAS_CHECK(cublasSetWorkspace(cublas_, lt_workspace_, kCublasWorkspaceBytes));
+  if (cublas_ != nullptr) CUBLAS_CHECK(cublasSetWorkspace(cublas_, lt_workspace_, kCublasWorkspaceBytes));
 }
 
 size_t CudaLaunch::within_reserve(const char* what, size_t asked, size_t held) const {

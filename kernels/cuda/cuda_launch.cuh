@@ -26,6 +26,8 @@ __global__ void simt_entry(Kernel kernel) {
 class CudaLaunch {
  public:
   // Creates the cuBLASLt handle and its workspace: the only device allocation gemm16 uses.
+  // `cublas` runs the fp32 GEMMs (gemm), or is null where the launch runs kernels alone (the
+  // hardware probes): gemm then fails on cuBLAS's "not initialized".
   CudaLaunch(cudaStream_t stream, cublasHandle_t cublas);
   ~CudaLaunch();
   CudaLaunch(const CudaLaunch&) = delete;
