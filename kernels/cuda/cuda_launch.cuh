@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <type_traits>
 
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/gpu_ops/gemm_bf16.hpp"
@@ -21,6 +22,27 @@ template <typename Kernel>
 __global__ void simt_entry(Kernel kernel) {
   simt::DeviceThread t;
   kernel(t);
+}
+
+// A kernel that names its block size and how many of its blocks an SM must hold at once
+// (kThreadsPerBlock, kMinBlocksPerSm: the flash attention kernels) is compiled under
+// __launch_bounds__, which caps its registers so that they fit; the others are unconstrained.
+template <typename Kernel, typename = void>
+struct HasLaunchBounds : std::false_type {};
+template <typename Kernel>
+struct HasLaunchBounds<Kernel, std::void_t<decltype(Kernel::kMinBlocksPerSm)>> : std::true_type {};
+
+template <typename Kernel>
+__global__ void __launch_bounds__(Kernel::kThreadsPerBlock, Kernel::kMinBlocksPerSm)
+    simt_entry_bounded(Kernel kernel) {
+  simt::DeviceThread t;
+  kernel(t);
+}
+
+template <typename Kernel>
+constexpr auto entry_of() {
+  if constexpr (HasLaunchBounds<Kernel>::value) return simt_entry_bounded<Kernel>;
+  else return simt_entry<Kernel>;
 }
 
 class CudaLaunch {
@@ -35,11 +57,17 @@ class CudaLaunch {
 
   template <typename Kernel>
   void kernel(const Kernel& k, const simt::LaunchShape& shape) {
-    if (shape.shared_bytes > 48 * 1024)  // past the default: the per-kernel opt-in (sm_80: 163 KiB)
-      CUDA_CHECK(cudaFuncSetAttribute(simt_entry<Kernel>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    constexpr auto entry = entry_of<Kernel>();
+    // Past the default 48 KiB, the per-kernel opt-in (sm_80: 163 KiB), set once per kernel and
+    // size: the process drives one GPU.
+    static size_t opted_in = 48 * 1024;
+    if (shape.shared_bytes > opted_in) {
+      CUDA_CHECK(cudaFuncSetAttribute(entry, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(shape.shared_bytes)));
+      opted_in = shape.shared_bytes;
+    }
     const dim3 grid(shape.grid.x, shape.grid.y, shape.grid.z), block(shape.block.x, shape.block.y, shape.block.z);
-    simt_entry<Kernel><<<grid, block, shape.shared_bytes, stream_>>>(k);
+    entry<<<grid, block, shape.shared_bytes, stream_>>>(k);
     CUDA_CHECK_LAUNCH();
     launches_[Kernel::kName]++;
   }

@@ -17,6 +17,7 @@ using simt::Dim3;
 using simt::Float2;
 using simt::Global;
 using simt::LaunchShape;
+using simt::Packed;
 using simt::Thread;
 constexpr int kWarp = simt::kWarpSize;
 
@@ -26,13 +27,6 @@ inline size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 inline unsigned grid_for(size_t n, int threads) {
   return static_cast<unsigned>(std::clamp<size_t>(ceil_div(n, static_cast<size_t>(threads)), 1, size_t{1} << 20));
 }
-
-// W values of type V read or written in one access: 16 bytes for 8 16-bit values, the widest
-// load or store a thread issues (the tensor behind it must be aligned to it).
-template <class V, int W>
-struct alignas(sizeof(V) * W) Packed {
-  V h[W];
-};
 
 // The grid-stride loop's first index and stride for this thread.
 SIMT_DEVICE size_t global_index(Thread& t) { return t.block_idx().x * size_t{t.block_dim().x} + t.thread_idx().x; }

@@ -7,21 +7,26 @@
 // rounded to E once, when it is stored. The two types differ in these roundings alone: fp16
 // keeps 11 significant bits to bf16's 8, over a range whose values below 2^-24 round to zero.
 //
-// Work split (Tile<H>): a block of 4 warps owns 64 rows of one (sample, head), each warp 16 of
+// Work split (Tile<H>): a block of 8 warps owns 128 rows of one (sample, head), each warp 16 of
 // them, which is the M of its mma tiles; the other side's rows are staged through shared memory
 // by cp.async, double-buffered, the next tile's copy in flight while the current one is
-// multiplied. Fragments: the warp's own 16 rows as A operands (ldmatrix), the staged rows as B
+// multiplied (the forward stages K and V in separate groups, so that V's copy also overlaps
+// S = Q K^T). Fragments: the warp's own 16 rows as A operands (ldmatrix), the staged rows as B
 // operands (ldmatrix for B^T = rows of K, Q or dO; ldmatrix.trans for B = rows of V, K, Q or dO),
 // and P or dS turned into A operands straight from the accumulators' registers (to_a), since the
-// C layout of two adjacent n-tiles is the A layout of one k-step.
+// C layout of two adjacent n-tiles is the A layout of one k-step. A warp skips the products of a
+// tile that none of its rows sees (past the diagonal, or rows past T) and masks only the tiles the
+// diagonal crosses. Softmax runs in base 2 with the scale folded in: exp2(S scale log2 e - m).
+// Outputs are staged through shared memory (the warp's own rows of a tile it no longer reads)
+// and stored 16 bytes a thread.
 //
-//   forward   block per (64 queries, head): S = Q K^T, online softmax on the accumulator
+//   forward   block per (128 queries, head): S = Q K^T, online softmax on the accumulator
 //             layout (each thread holds two rows, a quad of lanes shares them), O += P V; lse kept
 //   delta     D = rowsum(dO * O) per query, fp32, into scratch
-//   dkdv      block per (64 keys, head), looping over the query tiles at and after it:
-//             P^T = exp(scale K Q^T - lse), dP^T = V dO^T, dS^T = P^T (dP^T - D),
-//             dV += P^T dO, dK += scale dS^T Q
-//   dq        block per (64 queries, head), looping over the key tiles up to it:
+//   dkdv      block per (128 keys, head), looping over the query tiles at and after it (their Q,
+//             dO, lse and D by cp.async): P^T = exp(scale K Q^T - lse), dP^T = V dO^T,
+//             dS^T = P^T (dP^T - D), dV += P^T dO, dK += scale dS^T Q
+//   dq        block per (128 queries, head), looping over the key tiles up to it:
 //             dQ += scale dS K
 //
 // No atomics: every output element is summed by one thread over its tiles in order, so a rerun
@@ -44,18 +49,25 @@ namespace flash {
 template <int H>
 struct Tile {
   static_assert(H == 64 || H == 128);
-  static constexpr int kWarps = 4, kThreads = kWarps * kWarp;
-  static constexpr int kRows = kWarps * simt::kMmaM;  // 64: the rows a block owns
+  static constexpr int kWarps = 8, kThreads = kWarps * kWarp;
+  static constexpr int kRows = kWarps * simt::kMmaM;  // 128: the rows a block owns
   static constexpr int kCols = 64;                    // forward: keys per staged tile
   // Backward: rows of the other side per staged tile. 32 at H = 128, where dK and dV (or dQ and
   // the Q and dO fragments) already take 128 registers a thread, so that S and dP add 32, not 64.
   static constexpr int kStep = H == 64 ? 64 : 32;
   // 16-bit values per shared row: 16 bytes of padding put the 8 rows an ldmatrix reads in 8
   // distinct 16-byte bank groups ((H + 8) * 2 bytes is 16 mod 128), so it runs conflict-free.
-  // Shared memory: forward 45 KiB (H = 64) and 85 KiB (H = 128), backward at most 69 KiB, within
-  // sm_80's 163 KiB.
+  // Shared memory: forward 54 KiB (H = 64) and 102 KiB (H = 128), backward at most 102 KiB,
+  // within sm_80's 163 KiB.
   static constexpr int kPitch = H + 8;
+  // Blocks an SM must hold at once (__launch_bounds__ with kThreads): one. Two would cap a thread
+  // at 128 registers, and ptxas then spills at H = 64 (dK/dV 400 bytes, dQ 72 at sm_80; the
+  // forward 8 at sm_90: scripts/check_spills.py); at H = 128 the accumulators take 200 and more.
+  static constexpr int kMinBlocksPerSm = 1;
 };
+
+// log2(e) and ln(2): the softmax runs in base 2, lse is kept in base e.
+constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 
 template <class E, int Rows, int H>
 using SmemTile = simt::SharedArray2D<E, Rows, Tile<H>::kPitch>;
@@ -143,21 +155,38 @@ SIMT_DEVICE void to_a(uint32_t (&a)[N / 16][4], const float (&acc)[N / 8][4]) {
   }
 }
 
-// Accumulators (16, N) stored in E times `scale`: row r0 + row of dst (row stride `stride`), for
-// rows before T only.
-template <int N, class E>
-SIMT_DEVICE void store_rows(Thread& t, Global<E> dst, size_t stride, int r0, int T, const float (&acc)[N / 8][4],
-                            float scale) {
+// The warp's accumulators (16, N) times `scale`, rounded to E, into rows [r0, r0 + 16) of a
+// staged tile that no other warp reads: two adjacent values a thread.
+template <int N, class E, class Tile2D>
+SIMT_DEVICE void stage_rows(Thread& t, Tile2D& s, int r0, const float (&acc)[N / 8][4], float scale) {
   SIMT_UNROLL
   for (int n = 0; n < N / 8; n++) {
     SIMT_UNROLL
-    for (int i = 0; i < 4; i++) {
-      const simt::MatrixCoord c = simt::mma_c_coord(t.lane(), i);
-      const int row = r0 + c.row;
-      if (row < T) dst[static_cast<size_t>(row) * stride + 8 * n + c.col] = simt::from_float<E>(acc[n][i] * scale);
+    for (int h = 0; h < 2; h++) {
+      const simt::MatrixCoord c = simt::mma_c_coord(t.lane(), 2 * h);
+      s.template piece<2>(r0 + c.row, 8 * n + c.col) =
+          Packed<E, 2>{{simt::from_float<E>(acc[n][2 * h] * scale), simt::from_float<E>(acc[n][2 * h + 1] * scale)}};
     }
   }
 }
+
+// Rows [0, rows) of a staged tile, H values each, to dst[(row0 + r) stride + d]: 16 bytes a
+// thread, consecutive threads on consecutive pieces of a row. After the barrier that follows
+// every warp's stage_rows.
+template <int H, class E, class Tile2D>
+SIMT_DEVICE void store_tile(Thread& t, Global<E> dst, size_t stride, int row0, int rows, Tile2D& s) {
+  constexpr int kPieces = H / 8;
+  for (int e = static_cast<int>(t.thread_idx().x); e < rows * kPieces; e += Tile<H>::kThreads) {
+    const int r = e / kPieces, d = (e % kPieces) * 8;
+    const Global<Packed<E, 8>> piece(
+        reinterpret_cast<Packed<E, 8>*>((dst + (static_cast<size_t>(row0 + r) * stride + d)).get()));
+    piece[0] = s.template piece<8>(r, d);
+  }
+}
+
+// Whether the diagonal crosses a warp's rows [r0, r0 + 16) against the columns [c0, c0 + n):
+// some column past some row, so that the causal mask is needed.
+SIMT_DEVICE bool crosses(int r0, int c0, int n) { return c0 + n - 1 > r0; }
 
 // The max and the sum over the quad of lanes that shares a row of the accumulators.
 SIMT_DEVICE float quad_max(Thread& t, float v) {
@@ -175,17 +204,20 @@ constexpr const char* named(const char* bf16_64, const char* bf16_128, const cha
   return H == 64 ? simt::named<E>("", bf16_64, fp16_64) : simt::named<E>("", bf16_128, fp16_128);
 }
 
-// Grid (ceil(T / 64), B NH), block 128: block (x, bh) owns queries [i0, i0 + 64), i0 = 64 x, of
-// head bh, warp w the 16 of them from i0 + 16 w: its Q fragments (registers), O (16, H) and,
-// for its two rows g and g + 8 per thread, the running max m and this thread's part of the sum l.
+// Grid (ceil(T / 128), B NH), block 256: block (x, bh) owns queries [i0, i0 + 128), i0 = 128 x,
+// of head bh, warp w the 16 of them from i0 + 16 w: its Q fragments (registers), O (16, H) and,
+// for its two rows g and g + 8 per thread, the running max m (base 2, scaled) and this thread's
+// part of the sum l. Each key tile: K's copy waited for, S; then V's, P V, while the next K and V
+// are copied.
 template <class E, int H>
 struct ForwardKernel {
   using Tl = Tile<H>;
   static constexpr int kRows = Tl::kRows, kCols = Tl::kCols;
+  static constexpr int kThreadsPerBlock = Tl::kThreads, kMinBlocksPerSm = Tl::kMinBlocksPerSm;
   static constexpr const char* kName = named<E, H>("attention_forward_bf16<64>", "attention_forward_bf16<128>",
                                                    "attention_forward_fp16<64>", "attention_forward_fp16<128>");
   struct Smem {
-    alignas(16) SmemTile<E, kRows, H> q;           // queries [i0, i0 + 64), read once into registers
+    alignas(16) SmemTile<E, kRows, H> q;           // queries [i0, i0 + 128), read once; then O staged
     alignas(16) SmemTile<E, kCols, H> k[2], v[2];  // keys [j0, j0 + 64), double-buffered
   };
   Global<E> out;        // (B, T, C)
@@ -202,9 +234,12 @@ struct ForwardKernel {
     const E *k_src = q_src + C, *v_src = q_src + 2 * static_cast<size_t>(C);
     const int i0 = static_cast<int>(t.block_idx().x) * kRows, w0 = i0 + simt::kMmaM * t.warp();
     const int tiles = (simt::imin(i0 + kRows, T) + kCols - 1) / kCols;  // keys up to the block's last query
+    const int last_row = simt::imin(w0 + simt::kMmaM, T) - 1;            // the warp's last row before T
+    const float scale_log2 = scale * kLog2e;
 
     load_tile<kRows, H>(t, s.q, q_src, C3, i0, T);
     load_tile<kCols, H>(t, s.k[0], k_src, C3, 0, T);
+    t.cp_async_commit();
     load_tile<kCols, H>(t, s.v[0], v_src, C3, 0, T);
     t.cp_async_commit();
     uint32_t q[H / 16][4];
@@ -212,51 +247,62 @@ struct ForwardKernel {
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};  // rows g and g + 8
     for (int j = 0; j < tiles; j++) {
       const int buffer = j % 2, j0 = j * kCols;
-      t.cp_async_wait<0>();
-      t.sync();  // tile j has landed, and every warp is done with tile j - 1's buffer
-      if (j + 1 < tiles) {
+      const bool more = j + 1 < tiles;
+      t.cp_async_wait<1>();  // K_j (and Q) landed; V_j may still be in flight
+      t.sync();              // for every thread; and every warp is done with tile j - 1
+      if (more) {
         load_tile<kCols, H>(t, s.k[1 - buffer], k_src, C3, j0 + kCols, T);
-        load_tile<kCols, H>(t, s.v[1 - buffer], v_src, C3, j0 + kCols, T);
         t.cp_async_commit();
       }
       if (j == 0) load_a<H>(t, q, s.q, w0 - i0);
-      float sc[kCols / 8][4] = {};
-      mma<E, H, kCols, Holds::bt>(t, sc, q, s.k[buffer]);  // S (16, 64)
-      SIMT_UNROLL
-      for (int h = 0; h < 2; h++) {  // the thread's rows: c0, c1 of row g, c2, c3 of row g + 8
-        const int query = w0 + simt::mma_c_coord(t.lane(), 2 * h).row;
-        float row_max = m[h];
-        SIMT_UNROLL
-        for (int n = 0; n < kCols / 8; n++) {
-          SIMT_UNROLL
-          for (int i = 2 * h; i < 2 * h + 2; i++) {
-            const int key = j0 + 8 * n + simt::mma_c_coord(t.lane(), i).col;
-            sc[n][i] = key <= query ? sc[n][i] * scale : -INFINITY;
-            row_max = simt::fmaxf_(row_max, sc[n][i]);
-          }
-        }
-        // Finite: key 0 is visible to every query, and tile 0 comes first.
-        row_max = quad_max(t, row_max);
-        const float correction = simt::expf_(m[h] - row_max);  // exp(-inf) = 0 at the first tile
-        m[h] = row_max;
-        l[h] *= correction;
-        SIMT_UNROLL
-        for (int n = 0; n < H / 8; n++) {
-          o[n][2 * h] *= correction;
-          o[n][2 * h + 1] *= correction;
-        }
-        SIMT_UNROLL
-        for (int n = 0; n < kCols / 8; n++) {
-          SIMT_UNROLL
-          for (int i = 2 * h; i < 2 * h + 2; i++) {
-            sc[n][i] = simt::expf_(sc[n][i] - row_max);  // masked: exp(-inf) = 0
-            l[h] += sc[n][i];                             // the fp32 P: l is not rounded
-          }
-        }
-      }
+      const bool seen = w0 < T && j0 <= last_row;  // some row of the warp sees a key of the tile
       uint32_t p[kCols / 16][4];
-      to_a<E, kCols>(p, sc);
-      mma<E, kCols, H, Holds::b>(t, o, p, s.v[buffer]);  // O += P V, P in E
+      if (seen) {
+        float sc[kCols / 8][4] = {};
+        mma<E, H, kCols, Holds::bt>(t, sc, q, s.k[buffer]);  // S (16, 64)
+        const bool masked = crosses(w0, j0, kCols);
+        SIMT_UNROLL
+        for (int h = 0; h < 2; h++) {  // the thread's rows: c0, c1 of row g, c2, c3 of row g + 8
+          const int query = w0 + simt::mma_c_coord(t.lane(), 2 * h).row;
+          float row_max = m[h];
+          SIMT_UNROLL
+          for (int n = 0; n < kCols / 8; n++) {
+            SIMT_UNROLL
+            for (int i = 2 * h; i < 2 * h + 2; i++) {
+              const int key = j0 + 8 * n + simt::mma_c_coord(t.lane(), i).col;
+              sc[n][i] = !masked || key <= query ? sc[n][i] * scale_log2 : -INFINITY;
+              row_max = simt::fmaxf_(row_max, sc[n][i]);
+            }
+          }
+          // Finite: key 0 is visible to every query, and tile 0 comes first.
+          row_max = quad_max(t, row_max);
+          const float correction = simt::exp2f_(m[h] - row_max);  // exp2(-inf) = 0 at the first tile
+          m[h] = row_max;
+          l[h] *= correction;
+          SIMT_UNROLL
+          for (int n = 0; n < H / 8; n++) {
+            o[n][2 * h] *= correction;
+            o[n][2 * h + 1] *= correction;
+          }
+          SIMT_UNROLL
+          for (int n = 0; n < kCols / 8; n++) {
+            SIMT_UNROLL
+            for (int i = 2 * h; i < 2 * h + 2; i++) {
+              sc[n][i] = simt::exp2f_(sc[n][i] - row_max);  // masked: exp2(-inf) = 0
+              l[h] += sc[n][i];                              // the fp32 P: l is not rounded
+            }
+          }
+        }
+        to_a<E, kCols>(p, sc);
+      }
+      if (more) t.cp_async_wait<1>();  // V_j landed; K_{j+1} may still be in flight
+      else t.cp_async_wait<0>();
+      t.sync();
+      if (more) {
+        load_tile<kCols, H>(t, s.v[1 - buffer], v_src, C3, j0 + kCols, T);
+        t.cp_async_commit();
+      }
+      if (seen) mma<E, kCols, H, Holds::b>(t, o, p, s.v[buffer]);  // O += P V, P in E
     }
     float inv[2];
     SIMT_UNROLL
@@ -264,14 +310,16 @@ struct ForwardKernel {
       const float sum = quad_sum(t, l[h]);
       inv[h] = 1.f / sum;
       const int query = w0 + simt::mma_c_coord(t.lane(), 2 * h).row;
-      if (t.lane() % 4 == 0 && query < T) lse[at.lse + query] = m[h] + simt::logf_(sum);
+      if (t.lane() % 4 == 0 && query < T) lse[at.lse + query] = (m[h] + simt::log2f_(sum)) * kLn2;
     }
     SIMT_UNROLL
     for (int n = 0; n < H / 8; n++) {
       SIMT_UNROLL
       for (int i = 0; i < 4; i++) o[n][i] *= inv[i / 2];
     }
-    store_rows<H>(t, out + at.out, C, w0, T, o, 1.f);
+    stage_rows<H, E>(t, s.q, w0 - i0, o, 1.f);  // the warp's own rows of Q, read into registers
+    t.sync();
+    store_tile<H>(t, out + at.out, C, i0, simt::imin(kRows, T - i0), s.q);
   }
 };
 
@@ -311,7 +359,7 @@ struct BackwardArgs {
   float scale;              // 1 / sqrt(H)
 };
 
-// Grid (ceil(T / 64), B NH), block 128: block (x, bh) owns keys [j0, j0 + 64), j0 = 64 x, of
+// Grid (ceil(T / 128), B NH), block 256: block (x, bh) owns keys [j0, j0 + 128), j0 = 128 x, of
 // head bh, warp w the 16 of them from j0 + 16 w and their dK, dV (16, H), summed over the
 // queries [j0, T) in staged tiles of kStep (with their lse and D). K and V sit in shared memory
 // for the whole loop and are read as A operands at each step: held in registers beside dK and dV
@@ -322,24 +370,31 @@ struct BackwardDkdvKernel : BackwardArgs<E> {
   using Args::dqkv, Args::dout, Args::qkv, Args::lse, Args::D, Args::T, Args::C, Args::NH, Args::scale;
   using Tl = Tile<H>;
   static constexpr int kRows = Tl::kRows, kStep = Tl::kStep;
+  static constexpr int kThreadsPerBlock = Tl::kThreads, kMinBlocksPerSm = Tl::kMinBlocksPerSm;
   static constexpr const char* kName =
       named<E, H>("attention_backward_bf16_dkdv<64>", "attention_backward_bf16_dkdv<128>",
                   "attention_backward_fp16_dkdv<64>", "attention_backward_fp16_dkdv<128>");
   struct Smem {
-    alignas(16) SmemTile<E, kRows, H> k, v;           // keys [j0, j0 + 64)
+    alignas(16) SmemTile<E, kRows, H> k, v;           // keys [j0, j0 + 128); then dK and dV staged
     alignas(16) SmemTile<E, kStep, H> q[2], dout[2];  // queries [r0, r0 + kStep), double-buffered
-    simt::SharedArray<float, kStep> lse[2], D[2];
+    alignas(16) simt::SharedArray<float, kStep> lse[2], D[2];
   };
 
+  // Queries [r0, r0 + kStep): Q, dO, lse and D, by cp.async; lse and D past T are 0 (any finite
+  // value: P is masked there).
   SIMT_DEVICE void load_queries(Thread& t, Smem& s, int buffer, const attn::HeadView& at, int r0) const {
     load_tile<kStep, H>(t, s.q[buffer], qkv.get() + at.qkv, 3 * static_cast<size_t>(C), r0, T);
     load_tile<kStep, H>(t, s.dout[buffer], dout.get() + at.out, C, r0, T);
-    t.cp_async_commit();
     for (int r = static_cast<int>(t.thread_idx().x); r < kStep; r += Tl::kThreads) {
-      const bool valid = r0 + r < T;  // past T: any finite value, P is masked there
-      s.lse[buffer](r) = valid ? static_cast<float>(lse[at.lse + r0 + r]) : 0.f;
-      s.D[buffer](r) = valid ? static_cast<float>(D[at.lse + r0 + r]) : 0.f;
+      if (r0 + r < T) {
+        t.cp_async<4>(&s.lse[buffer](r), lse.get() + at.lse + r0 + r);
+        t.cp_async<4>(&s.D[buffer](r), D.get() + at.lse + r0 + r);
+      } else {
+        s.lse[buffer](r) = 0.f;
+        s.D[buffer](r) = 0.f;
+      }
     }
+    t.cp_async_commit();
   }
 
   SIMT_DEVICE void operator()(Thread& t) const {
@@ -348,6 +403,7 @@ struct BackwardDkdvKernel : BackwardArgs<E> {
     const size_t C3 = 3 * static_cast<size_t>(C);
     const int j0 = static_cast<int>(t.block_idx().x) * kRows, w0 = j0 + simt::kMmaM * t.warp();
     const int steps = (T - j0 + kStep - 1) / kStep;  // queries before j0 see none of these keys
+    const float scale_log2 = scale * kLog2e;
 
     load_tile<kRows, H>(t, s.k, qkv.get() + at.qkv + C, C3, j0, T);
     load_tile<kRows, H>(t, s.v, qkv.get() + at.qkv + 2 * static_cast<size_t>(C), C3, j0, T);
@@ -358,6 +414,10 @@ struct BackwardDkdvKernel : BackwardArgs<E> {
       t.cp_async_wait<0>();
       t.sync();  // this step's queries have landed, and every warp is done with the last step's
       if (step + 1 < steps) load_queries(t, s, 1 - buffer, at, r0 + kStep);
+      // The warp's keys [w0, w0 + 16) are seen by some query of the step when the step's last
+      // query is at or past w0; the mask is needed where a query precedes a key or passes T.
+      if (w0 >= T || r0 + kStep - 1 < w0) continue;
+      const bool masked = crosses(r0, w0, simt::kMmaM) || r0 + kStep > T;
       float st[kStep / 8][4] = {}, dpt[kStep / 8][4] = {};  // S^T, then P^T; dP^T, then dS^T
       {
         uint32_t a[H / 16][4];
@@ -372,7 +432,8 @@ struct BackwardDkdvKernel : BackwardArgs<E> {
         for (int i = 0; i < 4; i++) {
           const simt::MatrixCoord c = simt::mma_c_coord(t.lane(), i);
           const int key = w0 + c.row, r = 8 * n + c.col, query = r0 + r;
-          const float p = query >= key && query < T ? simt::expf_(st[n][i] * scale - s.lse[buffer](r)) : 0.f;
+          const bool visible = !masked || (query >= key && query < T);
+          const float p = visible ? simt::exp2f_(st[n][i] * scale_log2 - s.lse[buffer](r) * kLog2e) : 0.f;
           st[n][i] = p;
           dpt[n][i] = p * (dpt[n][i] - s.D[buffer](r));  // dS^T, unscaled
         }
@@ -383,14 +444,19 @@ struct BackwardDkdvKernel : BackwardArgs<E> {
       to_a<E, kStep>(a, dpt);
       mma<E, kStep, H, Holds::b>(t, dk, a, s.q[buffer]);  // dK += dS^T Q, scaled when stored
     }
-    store_rows<H>(t, dqkv + (at.qkv + C), C3, w0, T, dk, scale);
-    store_rows<H>(t, dqkv + (at.qkv + 2 * static_cast<size_t>(C)), C3, w0, T, dv, 1.f);
+    t.sync();  // every lane is done reading K and V (ldmatrix reads rows other lanes write here)
+    stage_rows<H, E>(t, s.k, w0 - j0, dk, scale);  // the warp's own rows of K and V
+    stage_rows<H, E>(t, s.v, w0 - j0, dv, 1.f);
+    t.sync();
+    const int rows = simt::imin(kRows, T - j0);
+    store_tile<H>(t, dqkv + (at.qkv + C), C3, j0, rows, s.k);
+    store_tile<H>(t, dqkv + (at.qkv + 2 * static_cast<size_t>(C)), C3, j0, rows, s.v);
   }
 };
 
-// Grid (ceil(T / 64), B NH), block 128: block (x, bh) owns queries [i0, i0 + 64), i0 = 64 x, of
-// head bh, warp w the 16 of them from i0 + 16 w: their Q and dO fragments (registers), lse and D
-// of its rows g and g + 8, and dQ (16, H), summed over the keys up to the block's last query in
+// Grid (ceil(T / 128), B NH), block 256: block (x, bh) owns queries [i0, i0 + 128), i0 = 128 x,
+// of head bh, warp w the 16 of them from i0 + 16 w: their Q and dO fragments (registers), lse and
+// D of its rows g and g + 8, and dQ (16, H), summed over the keys up to the block's last query in
 // staged tiles of kStep.
 template <class E, int H>
 struct BackwardDqKernel : BackwardArgs<E> {
@@ -398,10 +464,11 @@ struct BackwardDqKernel : BackwardArgs<E> {
   using Args::dqkv, Args::dout, Args::qkv, Args::lse, Args::D, Args::T, Args::C, Args::NH, Args::scale;
   using Tl = Tile<H>;
   static constexpr int kRows = Tl::kRows, kStep = Tl::kStep;
+  static constexpr int kThreadsPerBlock = Tl::kThreads, kMinBlocksPerSm = Tl::kMinBlocksPerSm;
   static constexpr const char* kName = named<E, H>("attention_backward_bf16_dq<64>", "attention_backward_bf16_dq<128>",
                                                    "attention_backward_fp16_dq<64>", "attention_backward_fp16_dq<128>");
   struct Smem {
-    alignas(16) SmemTile<E, kRows, H> q, dout;     // queries [i0, i0 + 64), read once into registers
+    alignas(16) SmemTile<E, kRows, H> q, dout;     // queries [i0, i0 + 128), read once; then dQ staged in q
     alignas(16) SmemTile<E, kStep, H> k[2], v[2];  // keys [c0, c0 + kStep), double-buffered
   };
 
@@ -413,17 +480,19 @@ struct BackwardDqKernel : BackwardArgs<E> {
     const E* v_src = k_src + C;
     const int i0 = static_cast<int>(t.block_idx().x) * kRows, w0 = i0 + simt::kMmaM * t.warp();
     const int steps = (simt::imin(i0 + kRows, T) + kStep - 1) / kStep;
+    const int last_row = simt::imin(w0 + simt::kMmaM, T) - 1;  // the warp's last row before T
+    const float scale_log2 = scale * kLog2e;
 
     load_tile<kRows, H>(t, s.q, qkv.get() + at.qkv, C3, i0, T);
     load_tile<kRows, H>(t, s.dout, dout.get() + at.out, C, i0, T);
     load_tile<kStep, H>(t, s.k[0], k_src, C3, 0, T);
     load_tile<kStep, H>(t, s.v[0], v_src, C3, 0, T);
     t.cp_async_commit();
-    float L[2], Dr[2];  // rows g and g + 8; past T any finite value, nothing is stored there
+    float L[2], Dr[2];  // rows g and g + 8: lse in base 2, D; past T any finite value, nothing is stored there
     SIMT_UNROLL
     for (int h = 0; h < 2; h++) {
       const int query = w0 + simt::mma_c_coord(t.lane(), 2 * h).row;
-      L[h] = query < T ? static_cast<float>(lse[at.lse + query]) : 0.f;
+      L[h] = query < T ? static_cast<float>(lse[at.lse + query]) * kLog2e : 0.f;
       Dr[h] = query < T ? static_cast<float>(D[at.lse + query]) : 0.f;
     }
     uint32_t q[H / 16][4], d_o[H / 16][4];
@@ -441,6 +510,8 @@ struct BackwardDqKernel : BackwardArgs<E> {
         load_a<H>(t, q, s.q, w0 - i0);
         load_a<H>(t, d_o, s.dout, w0 - i0);
       }
+      if (w0 >= T || c0 > last_row) continue;  // no row of the warp sees a key of the step
+      const bool masked = crosses(w0, c0, kStep);
       float sc[kStep / 8][4] = {}, dp[kStep / 8][4] = {};  // S, then dS; dP
       mma<E, H, kStep, Holds::bt>(t, sc, q, s.k[buffer]);    // S = Q K^T (16, kStep)
       mma<E, H, kStep, Holds::bt>(t, dp, d_o, s.v[buffer]);  // dP = dO V^T
@@ -450,7 +521,7 @@ struct BackwardDqKernel : BackwardArgs<E> {
         for (int i = 0; i < 4; i++) {
           const simt::MatrixCoord c = simt::mma_c_coord(t.lane(), i);
           const int query = w0 + c.row, key = c0 + 8 * n + c.col;
-          const float p = key <= query ? simt::expf_(sc[n][i] * scale - L[i / 2]) : 0.f;
+          const float p = !masked || key <= query ? simt::exp2f_(sc[n][i] * scale_log2 - L[i / 2]) : 0.f;
           sc[n][i] = p * (dp[n][i] - Dr[i / 2]);  // dS, unscaled
         }
       }
@@ -458,11 +529,14 @@ struct BackwardDqKernel : BackwardArgs<E> {
       to_a<E, kStep>(a, sc);
       mma<E, kStep, H, Holds::b>(t, dq, a, s.k[buffer]);  // dQ += dS K, scaled when stored
     }
-    store_rows<H>(t, dqkv + at.qkv, C3, w0, T, dq, scale);
+    t.sync();  // every lane is done reading Q (ldmatrix reads rows other lanes write here)
+    stage_rows<H, E>(t, s.q, w0 - i0, dq, scale);  // the warp's own rows of Q, read into registers
+    t.sync();
+    store_tile<H>(t, dqkv + at.qkv, C3, i0, simt::imin(kRows, T - i0), s.q);
   }
 };
 
-// One block per 64 rows and head, for every kernel but delta.
+// One block per 128 rows and head, for every kernel but delta.
 template <int H, class Kernel>
 LaunchShape shape_of(int B, int T, int NH) {
   return {Dim3(static_cast<unsigned>(ceil_div(static_cast<size_t>(T), Tile<H>::kRows)), static_cast<unsigned>(B * NH)),

@@ -622,6 +622,11 @@ void shared_written(const void* p, size_t bytes, const std::source_location& whe
   if (t_running != nullptr) t_running->block_->shared_access(t_running->index_, p, bytes, where, true);
 }
 
+void shared_misaligned(size_t bytes, std::source_location where) {
+  throw std::out_of_range("a " + std::to_string(bytes) + "-byte shared-memory access is not " + std::to_string(bytes) +
+                          "-byte aligned at " + where_text(where));
+}
+
 void shared_out_of_range(size_t index, size_t extent, std::source_location where) {
   throw std::out_of_range("shared-memory index " + std::to_string(index) + " is out of range [0, " + std::to_string(extent) +
                     ") at " + where_text(where));

@@ -10,7 +10,9 @@
 // (Thread::shared<S>()). On the device a plain array whose index gives a T&; on the host every
 // index is checked, and one out of range fails the launch in one line, and it gives a SharedRef:
 // each read and write through it goes to the race detector (shared_shadow.hpp) with its source
-// line. Its address (&a(i), for cp.async and ldmatrix) is the element's own.
+// line. Its address (&a(i), for cp.async and ldmatrix) is the element's own. a.piece<W>(r, c):
+// elements [c, c + W) of row r as one access of their Packed size (16 bytes for 8 16-bit values),
+// which must be aligned to it.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +20,7 @@
 #include <type_traits>
 
 #include "kernels/simt/qualifiers.hpp"
+#include "kernels/simt/types.hpp"
 
 #if !defined(__CUDACC__)
 #include <source_location>
@@ -52,6 +55,9 @@ template <typename T, size_t R, size_t C>
 struct SharedArray2D {
   T data[R][C];
   SIMT_DEVICE T& operator()(size_t r, size_t c) { return data[r][c]; }
+  // Elements [c, c + W) of row r as one access (aligned to its size).
+  template <int W>
+  SIMT_DEVICE Packed<T, W>& piece(size_t r, size_t c) { return *reinterpret_cast<Packed<T, W>*>(&data[r][c]); }
 };
 
 #else  // the host side
@@ -70,6 +76,8 @@ void count_read(size_t bytes);
 void count_written(size_t bytes);
 // Fails the launch: "shared-memory index i is out of range [0, extent) at file:line".
 [[noreturn]] void shared_out_of_range(size_t index, size_t extent, std::source_location where);
+// Fails the launch: "a 16-byte shared-memory access is not 16-byte aligned at file:line".
+[[noreturn]] void shared_misaligned(size_t bytes, std::source_location where);
 // The running thread reads or writes `bytes` of shared memory at p (the race detector's record;
 // a race fails the launch).
 void shared_read(const void* p, size_t bytes, const std::source_location& where);
@@ -157,6 +165,14 @@ struct SharedArray2D {
     if (r >= R) host::shared_out_of_range(r, R, where);
     if (c >= C) host::shared_out_of_range(c, C, where);
     return SharedRef<T>(&data[r][c], where);
+  }
+  template <int W>
+  SharedRef<Packed<T, W>> piece(size_t r, size_t c, std::source_location where = std::source_location::current()) {
+    if (r >= R) host::shared_out_of_range(r, R, where);
+    if (c + W > C) host::shared_out_of_range(c + W - 1, C, where);
+    if (reinterpret_cast<uintptr_t>(&data[r][c]) % sizeof(Packed<T, W>) != 0)
+      host::shared_misaligned(sizeof(Packed<T, W>), where);
+    return SharedRef<Packed<T, W>>(reinterpret_cast<Packed<T, W>*>(&data[r][c]), where);
   }
 };
 

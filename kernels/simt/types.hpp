@@ -39,12 +39,21 @@ struct alignas(8) Float2 {
   float x, y;
 };
 
+// W values of type V read or written in one access: 16 bytes for 8 16-bit values, the widest
+// load or store a thread issues (the memory behind it must be aligned to it).
+template <class V, int W>
+struct alignas(sizeof(V) * W) Packed {
+  V h[W];
+};
+
 SIMT_HOST_DEVICE int imin(int a, int b) { return a < b ? a : b; }
 SIMT_HOST_DEVICE int imax(int a, int b) { return a > b ? a : b; }
 
 #if defined(__CUDACC__)
 SIMT_DEVICE float expf_(float x) { return ::expf(x); }
 SIMT_DEVICE float logf_(float x) { return ::logf(x); }
+SIMT_DEVICE float exp2f_(float x) { return ::exp2f(x); }
+SIMT_DEVICE float log2f_(float x) { return ::log2f(x); }
 SIMT_DEVICE float tanhf_(float x) { return ::tanhf(x); }
 SIMT_DEVICE float sqrtf_(float x) { return ::sqrtf(x); }
 SIMT_DEVICE float fmaxf_(float a, float b) { return ::fmaxf(a, b); }
@@ -65,6 +74,8 @@ SIMT_HOST_DEVICE float fp16_to_float_(uint16_t h) {
 #else
 inline float expf_(float x) { return std::exp(x); }
 inline float logf_(float x) { return std::log(x); }
+inline float exp2f_(float x) { return std::exp2(x); }
+inline float log2f_(float x) { return std::log2(x); }
 inline float tanhf_(float x) { return std::tanh(x); }
 inline float sqrtf_(float x) { return std::sqrt(x); }
 inline float fmaxf_(float a, float b) { return std::fmax(a, b); }

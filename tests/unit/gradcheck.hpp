@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -83,6 +84,24 @@ inline void expect_close_printed(const std::string& name, const std::vector<doub
   }
   std::printf("  %-28s relative error %.3g (tolerance %.2g)\n", name.c_str(), std::sqrt(diff2 / ref2), tol);
   expect_close(name, ours, ref, tol);
+}
+
+// |ours[i] - ref[i]| <= tol(i) for every element i (a NaN fails), the largest error and the worst
+// ratio printed; on failure names the worst element.
+inline void expect_each_close(const std::string& name, const std::vector<double>& ours,
+                              const std::vector<double>& ref, const std::function<double(size_t)>& tol) {
+  ASSERT_EQ(ours.size(), ref.size()) << name;
+  double max_err = 0, worst_ratio = 0;
+  size_t worst = 0;
+  for (size_t i = 0; i < ours.size(); i++) {
+    const double err = std::fabs(ours[i] - ref[i]);
+    const double ratio = std::isnan(err) ? INFINITY : err / tol(i);
+    max_err = std::max(max_err, std::isnan(err) ? INFINITY : err);
+    if (ratio > worst_ratio || (i == 0 && std::isnan(err))) worst_ratio = ratio, worst = i;
+  }
+  std::printf("  %-52s max |err| %.3e   max err/tol %.3f\n", name.c_str(), max_err, worst_ratio);
+  EXPECT_LE(worst_ratio, 1.0) << name << ": element " << worst << " is " << ours[worst] << ", reference " << ref[worst]
+                              << ", tolerance " << tol(worst);
 }
 
 }  // namespace eth::test

@@ -13,6 +13,7 @@
 // matrix instruction; the file takes about 2 s with OMP_NUM_THREADS=1 (both types).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -56,6 +57,8 @@ using FVec = std::vector<float>;
 // measured at 0.2 or more.
 template <class E>
 constexpr double kTolerance = 2 * (std::is_same_v<E, fp16> ? 1.0 / 2048 : 1.0 / 256);
+// Element by element, against float64 (ElementBounds below): the same roundings, each term's
+// bound summed with its magnitude instead of assumed to cancel.
 // lse is fp32 all the way: S from bf16 operands is exact products summed in fp32, the online
 // softmax fp32 (unit roundoff 6e-8 over a few dozen operations, expf within 2 ulp): a few 1e-7.
 // 1e-5 is the fp32 op's bound (test_gpu_attention_interpreted.cpp).
@@ -143,6 +146,89 @@ struct FlashRun {
   }
 };
 
+// Bounds on each element of out, dq, dk and dv against float64, from the float64 probabilities P
+// (att), the inputs and the reference outputs; u is E's unit roundoff, e = 2^-24 fp32's, tiny/2
+// the largest rounding error of a value in E's subnormal range (2^-25 for fp16; none for bf16).
+//   - P in fp32: exp2 of scale S - lse, each operand within a few e: relative error at most
+//     (8 + 4 (|scale S| + |lse|)) e =: p_ij e.
+//   - out = sum_j round(P_ij) V_j / l with l the unrounded sum: u P_ij + tiny/2 per term (the
+//     rounding), p_ij e P_ij (fp32 P), (T + 16) e P_ij over the fp32 sums; then out is rounded
+//     (u |out| + tiny/2): out_b = u |O| + tiny/2 + 1.01 sum_j ((u + (p_ij + T + 16) e) P_ij + tiny/2) |V_j|.
+//   - dv = sum_i round(P_ij) dO_i: the same with dO in V's place.
+//   - D_i = dO_i . out_i from the stored out: off by dD_i = sum_d |dO_id| out_b(i, d) + (H + 2) e sum |dO O|.
+//   - dS_ij = P_ij (dP_ij - D_i) with dP = dO_i . V_j in fp32 ((H + 2) e sum |dO V|), rounded to E:
+//     err_ij = u |dS_ij| + tiny/2 + P_ij (dD_i + (H + 2) e sum_d |dO_id V_jd| + p_ij e |dP_ij - D_i|);
+//     dq = scale sum_j dS_ij K_j: dq_b = u |dQ| + tiny/2 + 1.01 scale sum_j (err_ij + (T + 16) e |dS_ij|) |K_j|,
+//     and dk the same over i with Q_i.
+// The factor 1.01 covers the second-order terms.
+struct ElementBounds {
+  Vec out, dqkv;  // (B, T, C) and (B, T, 3C)
+};
+
+template <class E>
+ElementBounds element_bounds(const Shape& shape, const Vec& qkv, const Vec& dout, const Vec& att, const Vec& out,
+                             const Vec& lse, const Vec& dqkv) {
+  const auto [B, T, C, NH] = shape;
+  const int H = C / NH;
+  const size_t C3 = 3 * static_cast<size_t>(C);
+  constexpr bool kFp16 = std::is_same_v<E, fp16>;
+  const double u = kFp16 ? 1.0 / 2048 : 1.0 / 256, tiny = kFp16 ? std::ldexp(1.0, -24) : 0.0;
+  const double e = std::ldexp(1.0, -24), scale = 1.0 / std::sqrt(static_cast<double>(H)), fp32_sum = (T + 16) * e;
+  ElementBounds bounds{Vec(out.size(), 0.0), Vec(dqkv.size(), 0.0)};
+  for (int b = 0; b < B; b++) {
+    for (int h = 0; h < NH; h++) {
+      const auto at = [&](int t, int part, int d) { return (static_cast<size_t>(b) * T + t) * C3 + part * C + h * H + d; };
+      const auto row = [&](int t, int d) { return (static_cast<size_t>(b) * T + t) * C + h * H + d; };
+      const double* P = att.data() + (static_cast<size_t>(b) * NH + h) * T * T;
+      const auto p_error = [&](int i, int j) {  // p_ij e
+        double s = 0;
+        for (int d = 0; d < H; d++) s += qkv[at(i, 0, d)] * qkv[at(j, 1, d)];
+        return (8 + 4 * (std::fabs(scale * s) + std::fabs(lse[(static_cast<size_t>(b) * NH + h) * T + i]))) * e;
+      };
+      std::vector<double> pe(static_cast<size_t>(T) * T, 0.0);
+      for (int i = 0; i < T; i++)
+        for (int j = 0; j <= i; j++) pe[static_cast<size_t>(i) * T + j] = p_error(i, j);
+      for (int i = 0; i < T; i++) {
+        double dD = 0, dot_abs = 0;
+        for (int d = 0; d < H; d++) {
+          double m = 0;
+          for (int j = 0; j <= i; j++)
+            m += ((u + pe[static_cast<size_t>(i) * T + j] + fp32_sum) * P[static_cast<size_t>(i) * T + j] + tiny / 2) *
+                 std::fabs(qkv[at(j, 2, d)]);
+          const double o = out[row(i, d)];
+          bounds.out[row(i, d)] = u * std::fabs(o) + tiny / 2 + 1.01 * m;
+          dD += std::fabs(dout[row(i, d)]) * bounds.out[row(i, d)];
+          dot_abs += std::fabs(dout[row(i, d)] * o);
+        }
+        dD += (H + 2) * e * dot_abs;
+        double D = 0;
+        for (int d = 0; d < H; d++) D += dout[row(i, d)] * out[row(i, d)];
+        for (int j = 0; j <= i; j++) {
+          const double p = P[static_cast<size_t>(i) * T + j];
+          double dP = 0, dP_abs = 0;
+          for (int d = 0; d < H; d++) {
+            dP += dout[row(i, d)] * qkv[at(j, 2, d)];
+            dP_abs += std::fabs(dout[row(i, d)] * qkv[at(j, 2, d)]);
+          }
+          const double dS = p * (dP - D), pij = pe[static_cast<size_t>(i) * T + j];
+          const double err = u * std::fabs(dS) + tiny / 2 + p * (dD + (H + 2) * e * dP_abs + pij * std::fabs(dP - D)) +
+                             fp32_sum * std::fabs(dS);
+          for (int d = 0; d < H; d++) {
+            bounds.dqkv[at(i, 0, d)] += 1.01 * scale * err * std::fabs(qkv[at(j, 1, d)]);
+            bounds.dqkv[at(j, 1, d)] += 1.01 * scale * err * std::fabs(qkv[at(i, 0, d)]);
+            bounds.dqkv[at(j, 2, d)] +=
+                1.01 * (((u + pij + fp32_sum) * p + tiny / 2) * std::fabs(dout[row(i, d)]));
+          }
+        }
+      }
+      for (int t = 0; t < T; t++)
+        for (int part = 0; part < 3; part++)
+          for (int d = 0; d < H; d++) bounds.dqkv[at(t, part, d)] += u * std::fabs(dqkv[at(t, part, d)]) + tiny / 2;
+    }
+  }
+  return bounds;
+}
+
 // Runs check(E{}) at E = bf16, then at E = fp16, each failure naming its type.
 template <class F>
 void for_both_types(F&& check) {
@@ -179,6 +265,9 @@ void check_against_references(const Shape& shape) {
   std::vector<E> out;
   FVec lse;
   run.forward(launch, out, lse);
+  const ElementBounds bounds = element_bounds<E>(shape, qkv64, dout64, att, ref_out, ref_lse, ref_dqkv);
+  expect_each_close("out vs float64, element by element", to_double(out), ref_out,
+                    [&](size_t i) { return bounds.out[i]; });
   expect_close_printed("out vs float64", to_double(out), ref_out, tolerance);
   expect_close_printed("lse vs float64", to_double(lse), ref_lse, kLseTolerance);
   expect_close_printed("out vs CPU twin", to_double(out), to_double(twin_out), tolerance);
@@ -186,6 +275,7 @@ void check_against_references(const Shape& shape) {
 
   // After the interpreted forward, the op pair against float64, each third of dqkv apart.
   const Vec dqkv = to_double(run.backward(launch, out, lse));
+  expect_each_close("dqkv vs float64, element by element", dqkv, ref_dqkv, [&](size_t i) { return bounds.dqkv[i]; });
   // Backward on its own: from the twin's out and lse, as the twin's backward ran.
   const Vec dqkv_twin_in = to_double(run.backward(launch, to16<E>(twin_out), twin_lse));
   const Vec twin_dqkv64 = to_double(twin_dqkv);
@@ -204,10 +294,11 @@ TEST_P(GpuFlash16Interpreted, MatchesFloat64AndTheCpuTwin) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GpuFlash16Interpreted,
-                         ::testing::Values(Shape{2, 37, 128, 2},   // hs 64: one partial tile
-                                           Shape{2, 70, 256, 2},   // hs 128: 64 + 6 rows
-                                           Shape{2, 130, 128, 2},  // hs 64: 64 + 64 + 2
-                                           Shape{2, 130, 256, 2}), // hs 128: backward steps 4 x 32 + 2
+                         ::testing::Values(Shape{2, 37, 128, 2},   // hs 64: one partial block
+                                           Shape{2, 70, 256, 2},   // hs 128: key tiles 64 + 6
+                                           Shape{2, 130, 128, 2},  // hs 64: blocks 128 + 2
+                                           Shape{2, 130, 256, 2},  // hs 128: backward steps 4 x 32 + 2
+                                           Shape{1, 290, 256, 2}), // hs 128: blocks 128 + 128 + 34
                          [](const auto& info) {
                            const Shape& s = info.param;
                            char text[64];
@@ -215,24 +306,38 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GpuFlash16Interpreted,
                            return std::string(text);
                          });
 
-// The products run on the tensor cores, over the tiles on or below the diagonal only: T = 70 at
-// hs 64 is two 64-row tiles, so 1 + 2 (query tile, key tile) pairs in forward, each S = Q K^T and
-// O += P V of 64 x 64 x 64; backward's 64-row steps make 3 pairs in each of dK/dV (4 products:
-// S^T, dP^T, dV, dK) and dQ (3: S, dP, dQ).
-TEST(GpuFlash16Interpreted, TheTileProductsRunOnMmaBelowTheDiagonalOnly) {
+// The products run on the tensor cores, and a warp runs only those of the staged tiles that some
+// of its 16 rows (before T) sees, key <= query: T = 70 at hs 64, counted here from that rule
+// alone, warp by warp: 6 (warp, key tile) pairs in the forward (S = Q K^T and O += P V, each
+// 2 x 16 x 64 x 64 FLOPs; the warps at rows 0-63 see key tile 0 only, the one at 64-69 both),
+// 9 (warp, query step) pairs in dK/dV (4 products: S^T, dP^T, dV, dK) and 6 (warp, key step)
+// pairs in dQ (3: S, dP, dQ), where every tile of every warp before T would be 10 each.
+TEST(GpuFlash16Interpreted, TheTileProductsRunOnMmaAtOrBelowTheDiagonalOnly) {
   for_both_types([](auto e) {
     using E = decltype(e);
-    const FlashRun<E> run({1, 70, 128, 2}, 83);
+    const int T = 70, kBlockRows = 128, kWarpRows = 16, kTile = 64;
+    const FlashRun<E> run({1, T, 128, 2}, 83);
     HostLaunch launch;
     std::vector<E> out;
     FVec lse;
     run.forward(launch, out, lse);
     run.backward(launch, out, lse);
+    uint64_t forward = 0, dkdv = 0, dq = 0;
+    for (int w0 = 0; w0 < T; w0 += kWarpRows) {
+      const int last = std::min(w0 + kWarpRows, T) - 1, block0 = w0 / kBlockRows * kBlockRows;
+      const int block_end = std::min(block0 + kBlockRows, T);
+      for (int c0 = 0; c0 < block_end; c0 += kTile) forward += c0 <= last;     // key tiles of the queries
+      for (int r0 = block0; r0 < T; r0 += kTile) dkdv += r0 + kTile - 1 >= w0;  // query steps of the keys
+      for (int c0 = 0; c0 < block_end; c0 += kTile) dq += c0 <= last;
+    }
+    EXPECT_EQ(forward, 6u);
+    EXPECT_EQ(dkdv, 9u);
+    EXPECT_EQ(dq, 6u);
     const auto& counts = launch.kernel_counts();
-    const uint64_t product = 2ull * 64 * 64 * 64, heads = 2, pairs = 3;
-    EXPECT_EQ(counts.at(gpu_ops::flash::ForwardKernel<E, 64>::kName).mma_flops, heads * pairs * 2 * product);
-    EXPECT_EQ(counts.at(gpu_ops::flash::BackwardDkdvKernel<E, 64>::kName).mma_flops, heads * pairs * 4 * product);
-    EXPECT_EQ(counts.at(gpu_ops::flash::BackwardDqKernel<E, 64>::kName).mma_flops, heads * pairs * 3 * product);
+    const uint64_t product = 2ull * kWarpRows * kTile * 64, heads = 2;
+    EXPECT_EQ(counts.at(gpu_ops::flash::ForwardKernel<E, 64>::kName).mma_flops, heads * forward * 2 * product);
+    EXPECT_EQ(counts.at(gpu_ops::flash::BackwardDkdvKernel<E, 64>::kName).mma_flops, heads * dkdv * 4 * product);
+    EXPECT_EQ(counts.at(gpu_ops::flash::BackwardDqKernel<E, 64>::kName).mma_flops, heads * dq * 3 * product);
     EXPECT_EQ(counts.at(gpu_ops::flash::DeltaKernel<E>::kName).launches, 1u);
     EXPECT_EQ(counts.size(), 4u);
   });

@@ -36,6 +36,7 @@
 #include "kernels/gpu_ops/layernorm_bf16.hpp"
 #include "kernels/gpu_ops/optimizer.hpp"
 #include "lib/base/random.hpp"
+#include "tests/unit/gradcheck.hpp"
 
 namespace {
 
@@ -46,6 +47,7 @@ using eth::kernels::fp16;
 using eth::kernels::emulated::HostLaunch;
 using eth::kernels::simt::from_float;
 using eth::kernels::simt::to_float;
+using eth::test::expect_each_close;
 using Vec = std::vector<float>;
 using Vec64 = std::vector<double>;
 
@@ -105,24 +107,6 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
 }
 
-// Every element within its tolerance tol(i); prints the largest error and the largest ratio
-// error / tolerance, and on failure the worst element. NaN (a poisoned element never written)
-// fails.
-void expect_close(const std::string& what, const Vec64& ours, const Vec64& ref, const std::function<double(size_t)>& tol) {
-  ASSERT_EQ(ours.size(), ref.size()) << what;
-  double max_err = 0, worst_ratio = 0;
-  size_t worst = 0;
-  for (size_t i = 0; i < ours.size(); i++) {
-    const double err = std::fabs(ours[i] - ref[i]);
-    const double ratio = std::isnan(err) ? INFINITY : err / tol(i);
-    max_err = std::max(max_err, std::isnan(err) ? INFINITY : err);
-    if (ratio > worst_ratio || (i == 0 && std::isnan(err))) worst_ratio = ratio, worst = i;
-  }
-  std::printf("  %-52s max |err| %.3e   max err/tol %.3f\n", what.c_str(), max_err, worst_ratio);
-  EXPECT_LE(worst_ratio, 1.0) << what << ": element " << worst << " is " << ours[worst] << ", reference " << ref[worst]
-                              << ", tolerance " << tol(worst);
-}
-
 template <class E>
 class Fused16 : public ::testing::Test {};
 using Formats = ::testing::Types<bf16, fp16>;
@@ -174,10 +158,10 @@ TYPED_TEST(Fused16, AdamWStateIsTheFp32OpsBitForBitAndCopiesAreTheRoundedParamet
   cpu::adamw_update<float>(p_cpu.data(), copies_cpu.data(), g.data(), m_cpu.data(), v_cpu.data(), segments.data(),
                            segments.size(), lr, beta1, beta2, eps, wd, grad_scale, step);
   EXPECT_TRUE(same_bits(copies_cpu, to16<E>(p_cpu))) << "a CPU copy is not its rounded parameter";
-  expect_close("adamw params vs CPU twin", doubles(p), doubles(p_cpu),
+  expect_each_close("adamw params vs CPU twin", doubles(p), doubles(p_cpu),
                [&](size_t i) { return 4 * kE * (std::fabs(p_cpu[i]) + std::fabs(p_cpu[i] - p0[i])) + 1e-30; });
-  expect_close("adamw m vs CPU twin", doubles(m), doubles(m_cpu), [&](size_t i) { return 4 * kE * std::fabs(m_cpu[i]) + 1e-30; });
-  expect_close("adamw v vs CPU twin", doubles(v), doubles(v_cpu), [&](size_t i) { return 4 * kE * std::fabs(v_cpu[i]) + 1e-30; });
+  expect_each_close("adamw m vs CPU twin", doubles(m), doubles(m_cpu), [&](size_t i) { return 4 * kE * std::fabs(m_cpu[i]) + 1e-30; });
+  expect_each_close("adamw v vs CPU twin", doubles(v), doubles(v_cpu), [&](size_t i) { return 4 * kE * std::fabs(v_cpu[i]) + 1e-30; });
 
   // (b) float64: m and v round 4 times (3 products, 1 sum), so |err| <= 8 e |terms|; the step
   // lr m^/(sqrt v^ + eps) carries ~8 more roundings and the error of m and v: relative 16 e of
@@ -186,15 +170,15 @@ TYPED_TEST(Fused16, AdamWStateIsTheFp32OpsBitForBitAndCopiesAreTheRoundedParamet
   cpu::adamw_update<double, double>(p64.data(), nullptr, doubles(g).data(), m64.data(), v64.data(), segments.data(),
                             segments.size(), lr, beta1, beta2, eps, wd, grad_scale, step);
   for (size_t i = 0; i < n; i++) step64[i] = std::fabs(p64[i] - p0[i]);
-  expect_close("adamw m vs float64", doubles(m), m64,
+  expect_each_close("adamw m vs float64", doubles(m), m64,
                [&](size_t i) { return 8 * kE * (beta1 * std::fabs(m0[i]) + std::fabs(grad_scale * g[i])); });
-  expect_close("adamw v vs float64", doubles(v), v64, [&](size_t i) {
+  expect_each_close("adamw v vs float64", doubles(v), v64, [&](size_t i) {
     return 8 * kE * (beta2 * v0[i] + grad_scale * grad_scale * g[i] * g[i]);
   });
-  expect_close("adamw params vs float64", doubles(p), p64,
+  expect_each_close("adamw params vs float64", doubles(p), p64,
                [&](size_t i) { return 2 * (kE * std::fabs(p64[i]) + 16 * kE * step64[i]); });
   // The copies against the float64 parameters: one rounding to E (u, tiny / 2) on top of the above.
-  expect_close("adamw copies vs float64", doubles(copies), p64, [&](size_t i) {
+  expect_each_close("adamw copies vs float64", doubles(copies), p64, [&](size_t i) {
     return kU * std::fabs(p64[i]) + Format<E>::kTiny / 2 + 2 * (kE * std::fabs(p64[i]) + 16 * kE * step64[i]);
   });
 }
@@ -236,12 +220,12 @@ void check_fused_forward(Shape s) {
   EXPECT_TRUE(same_bits(floats(residual), res_twin)) << "the residual is not the twin's";
   // Both sides sum the same values in double, in different orders (1e-16 relative), then round
   // to fp32: at most one fp32 ulp apart (2 e relative).
-  expect_close("mean vs twin", doubles(mean), doubles(mean_twin), [&](size_t i) { return 2 * kE * std::fabs(mean_twin[i]) + 1e-15; });
-  expect_close("rstd vs twin", doubles(rstd), doubles(rstd_twin), [&](size_t i) { return 2 * kE * rstd_twin[i]; });
+  expect_each_close("mean vs twin", doubles(mean), doubles(mean_twin), [&](size_t i) { return 2 * kE * std::fabs(mean_twin[i]) + 1e-15; });
+  expect_each_close("rstd vs twin", doubles(rstd), doubles(rstd_twin), [&](size_t i) { return 2 * kE * rstd_twin[i]; });
   // out: the fp32 values before storing agree to a few e (the statistics' last bits, and FMA
   // contraction on the GPU), so a stored value is the twin's or, where the two straddle a
   // rounding boundary, one ulp of E away: at most 2 u relative, or tiny.
-  expect_close("out vs twin", doubles(out), doubles(out_twin), [&](size_t i) { return 2 * kU * std::fabs(out_twin[i]) + kTiny; });
+  expect_each_close("out vs twin", doubles(out), doubles(out_twin), [&](size_t i) { return 2 * kU * std::fabs(out_twin[i]) + kTiny; });
 
   // (b) float64 from the same inputs in E: the residual exact, the layernorm unrounded.
   Vec64 res64(NC), out64(NC), mean64(static_cast<size_t>(N)), rstd64(static_cast<size_t>(N));
@@ -249,7 +233,7 @@ void check_fused_forward(Shape s) {
   cpu::layernorm_forward<double>(out64.data(), mean64.data(), rstd64.data(), res64.data(), doubles(weight).data(),
                                  doubles(bias).data(), N, C);
   // The stored residual: one rounding to E of the exact sum.
-  expect_close("residual vs float64", doubles(residual), res64,
+  expect_each_close("residual vs float64", doubles(residual), res64,
                [&](size_t i) { return kU * std::fabs(res64[i]) + kTiny / 2; });
   // The kernel normalises the rounded residual r' = r (1 + d), |d| <= u. Per row, with mean |r|
   // and rms r over the row: |mean' - mean| <= u mean|r| <= u rms r; the standard deviation moves
@@ -260,9 +244,9 @@ void check_fused_forward(Shape s) {
   Vec64 rms(static_cast<size_t>(N), 0.0);
   for (size_t i = 0; i < NC; i++) rms[i / C] += res64[i] * res64[i] / C;
   for (double& r : rms) r = std::sqrt(r);
-  expect_close("mean vs float64", doubles(mean), mean64, [&](size_t n) { return 2 * kU * rms[n] + 2 * kE * std::fabs(mean64[n]); });
-  expect_close("rstd vs float64", doubles(rstd), rstd64, [&](size_t n) { return 2 * (kU * rms[n] * rstd64[n] + kE) * rstd64[n]; });
-  expect_close("out vs float64", doubles(out), out64, [&](size_t i) {
+  expect_each_close("mean vs float64", doubles(mean), mean64, [&](size_t n) { return 2 * kU * rms[n] + 2 * kE * std::fabs(mean64[n]); });
+  expect_each_close("rstd vs float64", doubles(rstd), rstd64, [&](size_t n) { return 2 * (kU * rms[n] * rstd64[n] + kE) * rstd64[n]; });
+  expect_each_close("out vs float64", doubles(out), out64, [&](size_t i) {
     const size_t n = i / C, c = i % C;
     const double norm = (res64[i] - mean64[n]) * rstd64[n];
     const double dnorm = kU * (std::fabs(res64[i]) + rms[n] + std::fabs(norm) * rms[n]) * rstd64[n];
@@ -347,9 +331,9 @@ void check_backward(Shape s) {
     abs_db[c] += std::fabs(doutf[i]);
   }
   const double k_sum = 2.0 * (N + 4) * kE;
-  expect_close("dweight vs twin", doubles(r.dweight), doubles(dw_twin),
+  expect_each_close("dweight vs twin", doubles(r.dweight), doubles(dw_twin),
                [&](size_t c) { return k_sum * (abs_dw[c] + std::fabs(in.dweight0[c])); });
-  expect_close("dbias vs twin", doubles(r.dbias), doubles(db_twin),
+  expect_each_close("dbias vs twin", doubles(r.dbias), doubles(db_twin),
                [&](size_t c) { return k_sum * (abs_db[c] + std::fabs(in.dbias0[c])); });
 
   // (b) float64 on the same values (mean and rstd the fp32 ones the kernel reads).
@@ -383,13 +367,13 @@ void check_backward(Shape s) {
   const auto fp32_error = [&](size_t i, double sum_roundings) {
     return 2 * (sum_roundings * kE * (std::fabs(to_float(in.dinp0[i])) + std::fabs(dx64[i])) + err_dx[i]);
   };
-  expect_close("dinp vs float64", doubles(r.dinp), dinp64,
+  expect_each_close("dinp vs float64", doubles(r.dinp), dinp64,
                [&](size_t i) { return kU * std::fabs(dinp64[i]) + kTiny / 2 + fp32_error(i, 1); });
-  expect_close("dinp vs twin", doubles(r.dinp), doubles(dinp_twin),
+  expect_each_close("dinp vs twin", doubles(r.dinp), doubles(dinp_twin),
                [&](size_t i) { return 2 * kU * std::fabs(dinp_twin[i]) + kTiny + fp32_error(i, 3); });
-  expect_close("dweight vs float64", doubles(r.dweight), dw64,
+  expect_each_close("dweight vs float64", doubles(r.dweight), dw64,
                [&](size_t c) { return k_sum * (abs_dw[c] + std::fabs(in.dweight0[c])); });
-  expect_close("dbias vs float64", doubles(r.dbias), db64,
+  expect_each_close("dbias vs float64", doubles(r.dbias), db64,
                [&](size_t c) { return k_sum * (abs_db[c] + std::fabs(in.dbias0[c])); });
 
   // A rerun on a fresh launch with 4 host threads, so that blocks finish in another order and
@@ -458,9 +442,9 @@ TYPED_TEST(Fused16, ClassifierRowsInChunksMatchTheTwinAndFloat64) {
   // and rescaling is within ~4 e, so the sum is within (8 + 9 + 4) * 4 e ~ 2^-18 relative of
   // exact; the loss log(sum) - (x_t - max) then within 2^-18 absolute plus 2 e of its value.
   const double k_sum = 1.0 / (1 << 18);
-  expect_close("sample losses vs twin", doubles(losses), doubles(losses_twin),
+  expect_each_close("sample losses vs twin", doubles(losses), doubles(losses_twin),
                [&](size_t b) { return k_sum + 4 * kE * std::fabs(losses_twin[b]); });
-  expect_close("sample losses vs float64", doubles(losses), losses64,
+  expect_each_close("sample losses vs float64", doubles(losses), losses64,
                [&](size_t b) { return k_sum + 4 * kE * std::fabs(losses64[b]); });
   // dlogits = g (p - onehot): p within 2^-18 + a few e relative (the sum above, exp, the two
   // products), so before storing both sides agree to g (2^-18 p + 2^-18 onehot); stored in E,
@@ -471,10 +455,10 @@ TYPED_TEST(Fused16, ClassifierRowsInChunksMatchTheTwinAndFloat64) {
       ASSERT_EQ(logits[i].bits, 0u) << "padded column " << i % Vp << " of row " << i / Vp;
     }
   }
-  expect_close("dlogits vs twin", doubles(logits), doubles(twin),
+  expect_each_close("dlogits vs twin", doubles(logits), doubles(twin),
                [&](size_t i) { return 2 * kU * std::fabs(twin[i]) + kTiny + 2 * k_sum * ag; });
   // Against float64: one rounding to E (u, or tiny / 2) of the value plus the fp32 error above.
-  expect_close("dlogits vs float64", doubles(logits), ref64,
+  expect_each_close("dlogits vs float64", doubles(logits), ref64,
                [&](size_t i) { return kU * std::fabs(ref64[i]) + kTiny / 2 + 2 * k_sum * ag; });
 
   // Inference (dlogits_scale 0): the logits untouched, the same losses bit for bit.
