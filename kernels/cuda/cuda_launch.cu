@@ -1,6 +1,7 @@
 // CudaLaunch's library calls, in one translation unit so that CUB's sort kernels are compiled once.
 #include <cub/device/device_radix_sort.cuh>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -11,20 +12,12 @@
 namespace eth::kernels::cuda {
 namespace {
 
-// The descriptors of one cuBLASLt call, destroyed on every path out (host objects: creating them
-// allocates no device memory, and the heuristic caches its answer per descriptor contents).
-struct LtCall {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
-  cublasLtMatmulPreference_t preference = nullptr;
-  ~LtCall() {
-    if (preference) cublasLtMatmulPreferenceDestroy(preference);
-    if (d) cublasLtMatrixLayoutDestroy(d);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (op) cublasLtMatmulDescDestroy(op);
-  }
-};
+// The largest power of two, up to 256, that divides a pointer's address: what cuBLASLt's
+// algorithms differ in requiring of it (0 for none).
+int64_t alignment(const void* p) {
+  const auto a = static_cast<int64_t>(reinterpret_cast<uintptr_t>(p));
+  return p == nullptr ? 0 : std::min<int64_t>(256, a & -a);
+}
 
 cublasLtEpilogue_t lt_epilogue(gpu_ops::GemmEpilogue e) {
   using gpu_ops::GemmEpilogue;
@@ -87,49 +80,110 @@ CudaLaunch::~CudaLaunch() {
   cublasLtDestroy(cublaslt_);
 }
 
+// The descriptors of one gemm16 shape and the algorithm the heuristic chose for it, made once and
+// kept until the launch ends (host objects: creating them allocates no device memory).
+struct CudaLaunch::LtPlan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  LtPlan() = default;
+  LtPlan(const LtPlan&) = delete;
+  LtPlan& operator=(const LtPlan&) = delete;
+  ~LtPlan() {
+    if (d) cublasLtMatrixLayoutDestroy(d);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
 // The contract's column-major view maps one to one onto cuBLASLt's: A and B bf16 or fp16 as stored,
-// C = D (beta 1 accumulates in place), fp32 compute and scale.
+// C = D (beta 1 accumulates in place), fp32 compute and scale. What the heuristic's answer depends
+// on is the key: the type, transposes, sizes, leading dimensions, D's type, the epilogue and its
+// input's leading dimension, and the pointers' alignments; the pointers of the bias and of the
+// epilogue's input are set on each call.
+namespace {
+// The pointers of the bias (or the bias gradient) and of the epilogue's input, which change from
+// call to call of a shape: set on the descriptor each time.
 template <class E>
-void CudaLaunch::gemm16(const gpu_ops::Gemm16<E>& g) {
-  gpu_ops::check_gemm16(g);
+cublasStatus_t set_pointers(cublasLtMatmulDesc_t op, const gpu_ops::Gemm16<E>& g) {
+  cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+  if (gpu_ops::adds_bias(g.epilogue))
+    status = set(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(g.bias));
+  if (g.epilogue == gpu_ops::GemmEpilogue::bgradb)
+    status = set(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<void*>(g.bias_grad));
+  if (status == CUBLAS_STATUS_SUCCESS && gpu_ops::uses_aux(g.epilogue))
+    status = set(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, static_cast<void*>(g.aux));
+  return status;
+}
+}  // namespace
+
+template <class E>
+CudaLaunch::LtPlan& CudaLaunch::lt_plan(const gpu_ops::Gemm16<E>& g) {
+  const void* bias = g.bias ? static_cast<const void*>(g.bias) : static_cast<const void*>(g.bias_grad);
+  const void* d_pointer = g.D_16 ? static_cast<const void*>(g.D_16) : static_cast<const void*>(g.D_fp32);
+  const LtKey key{std::is_same_v<E, bf16>, g.trans_a, g.trans_b, g.m, g.n, g.k, g.lda, g.ldb, g.ldd, g.D_16 != nullptr,
+                  static_cast<int64_t>(g.epilogue), g.ldaux, alignment(g.A), alignment(g.B), alignment(d_pointer),
+                  512 * alignment(bias) + alignment(g.aux)};
+  std::unique_ptr<LtPlan>& slot = lt_plans_[key];
+  if (slot) return *slot;
+  auto plan = std::make_unique<LtPlan>();
   const cudaDataType_t half = std::is_same_v<E, bf16> ? CUDA_R_16BF : CUDA_R_16F;
-  LtCall call;
-  CUBLAS_CHECK(cublasLtMatmulDescCreate(&call.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_TRANSA, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N));
-  CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_TRANSB, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N));
-  CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_EPILOGUE, lt_epilogue(g.epilogue)));
-  if (gpu_ops::adds_bias(g.epilogue)) {  // the bias in D's type, E: cuBLASLt's default, said explicitly
-    CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(g.bias)));
-    CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(half)));
-  }
-  if (g.epilogue == gpu_ops::GemmEpilogue::bgradb) {  // the bias gradient in C's type, fp32
-    CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<void*>(g.bias_grad)));
-    CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(CUDA_R_32F)));
-  }
+  CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  CUBLAS_CHECK(set(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N));
+  CUBLAS_CHECK(set(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N));
+  CUBLAS_CHECK(set(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, lt_epilogue(g.epilogue)));
+  if (gpu_ops::adds_bias(g.epilogue))  // the bias in D's type, E: cuBLASLt's default, said explicitly
+    CUBLAS_CHECK(set(plan->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(half)));
+  if (g.epilogue == gpu_ops::GemmEpilogue::bgradb)  // the bias gradient in C's type, fp32
+    CUBLAS_CHECK(set(plan->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(CUDA_R_32F)));
   if (gpu_ops::uses_aux(g.epilogue)) {
-    CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, static_cast<void*>(g.aux)));
-    CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, static_cast<int64_t>(g.ldaux)));
-    CUBLAS_CHECK(set(call.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, static_cast<int32_t>(half)));
+    CUBLAS_CHECK(set(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, static_cast<int64_t>(g.ldaux)));
+    CUBLAS_CHECK(set(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, static_cast<int32_t>(half)));
   }
+  CUBLAS_CHECK(set_pointers(plan->op, g));  // the heuristic sees the first call's, of the key's alignments
   const cudaDataType_t d_type = g.D_16 ? half : CUDA_R_32F;
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.a, half, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.b, half, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call.d, d_type, g.m, g.n, g.ldd));
-  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&call.preference));
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(call.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                    &kCublasWorkspaceBytes, sizeof kCublasWorkspaceBytes));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->a, half, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->b, half, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->d, d_type, g.m, g.n, g.ldd));
+  cublasLtMatmulPreference_t preference = nullptr;
+  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  const auto prefer = [&](cublasLtMatmulPreferenceAttributes_t attribute, auto value) {
+    return cublasLtMatmulPreferenceSetAttribute(preference, attribute, &value, sizeof value);
+  };
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
-  CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(cublaslt_, call.op, call.a, call.b, call.d, call.d, call.preference, 1,
-                                              &heuristic, &found));
+  cublasStatus_t status = prefer(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, kCublasWorkspaceBytes);
+  const auto aligned = [&](cublasLtMatmulPreferenceAttributes_t attribute, int64_t bytes) {
+    if (status == CUBLAS_STATUS_SUCCESS) status = prefer(attribute, static_cast<uint32_t>(bytes));
+  };
+  aligned(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key[12]);
+  aligned(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key[13]);
+  aligned(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key[14]);
+  aligned(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key[14]);
+  if (status == CUBLAS_STATUS_SUCCESS)
+    status = cublasLtMatmulAlgoGetHeuristic(cublaslt_, plan->op, plan->a, plan->b, plan->d, plan->d, preference, 1,
+                                            &heuristic, &found);
+  cublasLtMatmulPreferenceDestroy(preference);
+  CUBLAS_CHECK(status);
   if (found == 0)
     throw std::runtime_error(std::string("cuBLASLt error at ") + __FILE__ + ":" + std::to_string(__LINE__) +
                              ": no algorithm for gemm16 m " + std::to_string(g.m) + " n " + std::to_string(g.n) +
                              " k " + std::to_string(g.k) + " epilogue " + std::to_string(static_cast<int>(g.epilogue)));
+  plan->algo = heuristic.algo;
+  slot = std::move(plan);
+  return *slot;
+}
+
+template <class E>
+void CudaLaunch::gemm16(const gpu_ops::Gemm16<E>& g) {
+  gpu_ops::check_gemm16(g);
+  LtPlan& plan = lt_plan(g);
+  CUBLAS_CHECK(set_pointers(plan.op, g));
   const float alpha = 1.f, beta = g.accumulate ? 1.f : 0.f;
   void* d = g.D_16 ? static_cast<void*>(g.D_16) : static_cast<void*>(g.D_fp32);
-  CUBLAS_CHECK(cublasLtMatmul(cublaslt_, call.op, &alpha, g.A, call.a, g.B, call.b, &beta, d, call.d, d, call.d,
-                              &heuristic.algo, lt_workspace_, kCublasWorkspaceBytes, stream_));
+  CUBLAS_CHECK(cublasLtMatmul(cublaslt_, plan.op, &alpha, g.A, plan.a, g.B, plan.b, &beta, d, plan.d, d, plan.d,
+                              &plan.algo, lt_workspace_, kCublasWorkspaceBytes, stream_));
 }
 
 template void CudaLaunch::gemm16<bf16>(const gpu_ops::Gemm16<bf16>& g);

@@ -7,8 +7,10 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <type_traits>
 
@@ -96,8 +98,16 @@ class CudaLaunch {
   std::map<std::string, uint64_t> launches_;
   bool reserved_ = false;
 
+  // One gemm16 shape's cuBLASLt descriptors and algorithm (cuda_launch.cu), made on its first
+  // call: a step's 147 GEMMs come in a dozen shapes.
+  struct LtPlan;
+  using LtKey = std::array<int64_t, 16>;
+  std::map<LtKey, std::unique_ptr<LtPlan>> lt_plans_;
+
   // `asked`, checked against what reserve() sized (`held`) once it has run.
   size_t within_reserve(const char* what, size_t asked, size_t held) const;
+  template <class E>
+  LtPlan& lt_plan(const gpu_ops::Gemm16<E>& g);
 };
 
 }  // namespace eth::kernels::cuda
