@@ -11,11 +11,15 @@
 namespace eth::test::bf16_kernels {
 
 // One output of one kernel call, widened to double; `type` says how it was stored: "bf16",
-// "fp16" or "fp32".
+// "fp16" or "fp32". For an fp32 output of a GEMM, `magnitude` holds each element's sum of the
+// absolute values of its terms (the initial value, the bias, every product) and `terms` their
+// number, from which bf16_kernel_check bounds the element's error; empty for the others.
 struct Output {
   std::string name;
   std::string type;
   std::vector<double> values;
+  std::vector<double> magnitude = {};
+  int terms = 0;
 };
 
 std::vector<Output> run_on_gpu();

@@ -79,26 +79,48 @@ void run_cases(Launch& launch, Memory& mem, std::vector<Output>& outputs) {
   }
 
   // The MLP (N = 2 x 100 rows): fc with GELU in its epilogue, then fc_proj's backward with dGELU
-  // in its dinp GEMM's epilogue, on fc's pre-activation: the gradient of pre_gelu.
+  // in its dinp GEMM's epilogue: the gradient of pre_gelu. The backward reads inputs of its own,
+  // not the forward's outputs: those differ between the sides where an fp32 value straddles a
+  // rounding boundary of E (and by GELU's formula), and fed on they would add those differences
+  // to the fp32 sums that the backward's bound is about.
   {
     const int N = 200, C = 768, H = 4 * C;
     const E* inp = mem.put(randoms<E>(size_t(N) * C, 3, 1.f));
     const E* fc_w = mem.put(randoms<E>(size_t(H) * C, 4, 0.06f));
     const E* fc_b = mem.put(randoms<E>(size_t(H), 5, 0.5f));
     const E* proj_w = mem.put(randoms<E>(size_t(C) * H, 6, 0.03f));
-    const E* dout = mem.put(randoms<E>(size_t(N) * C, 7, 1.f));
+    const std::vector<E> dout_h = randoms<E>(size_t(N) * C, 7, 1.f), act = randoms<E>(size_t(N) * H, 41, 1.f);
+    const E* dout = mem.put(dout_h);
+    const E* act_d = mem.put(act);
+    const E* pre = mem.put(randoms<E>(size_t(N) * H, 42, 2.f));
     E* out = mem.filled(size_t(N) * H, e_nan);
     E* pre_gelu = mem.filled(size_t(N) * H, e_nan);
     E* dpre_gelu = mem.filled(size_t(N) * H, e_nan);
-    float* dweight = mem.put(uniforms(size_t(C) * H, 8, 1.f));
-    float* dbias = mem.put(uniforms(size_t(C), 40, 1.f));
+    const std::vector<float> dweight0 = uniforms(size_t(C) * H, 8, 1.f), dbias0 = uniforms(size_t(C), 40, 1.f);
+    float* dweight = mem.put(dweight0);
+    float* dbias = mem.put(dbias0);
     kernels::gpu_ops::matmul_forward16(launch, out, pre_gelu, inp, fc_w, fc_b, N, C, H);
-    kernels::gpu_ops::matmul_backward16(launch, dpre_gelu, dweight, dbias, dout, out, proj_w, pre_gelu, N, H, C);
+    kernels::gpu_ops::matmul_backward16(launch, dpre_gelu, dweight, dbias, dout, act_d, proj_w, pre, N, H, C);
     keep("matmul + GELU: out", out, size_t(N) * H);
     keep("matmul + GELU: pre_gelu", pre_gelu, size_t(N) * H);
     keep("matmul + dGELU: dpre_gelu", dpre_gelu, size_t(N) * H);
+    // dweight (C, H) += dout^T act and dbias (C) += the column sums of dout, over the N rows.
     keep("matmul + dGELU: dweight", dweight, size_t(C) * H);
+    outputs.back().terms = N + 1;
+    outputs.back().magnitude.assign(dweight0.begin(), dweight0.end());
+    for (double& m : outputs.back().magnitude) m = std::fabs(m);
+    for (int n = 0; n < N; n++)
+      for (int c = 0; c < C; c++)
+        for (int h = 0; h < H; h++)
+          outputs.back().magnitude[size_t(c) * H + h] +=
+              std::fabs(widen(dout_h[size_t(n) * C + c]) * widen(act[size_t(n) * H + h]));
     keep("matmul + dGELU: dbias", dbias, size_t(C));
+    outputs.back().terms = N + 1;
+    for (int c = 0; c < C; c++) {
+      double m = std::fabs(dbias0[size_t(c)]);
+      for (int n = 0; n < N; n++) m += std::fabs(widen(dout_h[size_t(n) * C + c]));
+      outputs.back().magnitude.push_back(m);
+    }
   }
 
   // Residual + layernorm forward, layernorm backward (the rows' launch, then the column sums of its partials).
