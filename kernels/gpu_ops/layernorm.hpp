@@ -1,6 +1,9 @@
-// LayerNorm over the C channels of each row, eps 1e-5. One warp per row; row statistics are
-// accumulated in double like the CPU twin (the kernels are memory-bound, so it costs nothing),
-// with the variance in two passes. dweight and dbias go through the deterministic column sums.
+// LayerNorm over the C channels of each row, eps 1e-5, on E = float, bf16 or fp16 (activations
+// and parameter copies; statistics and parameter gradients fp32). The forward, one warp per row,
+// sums a row's statistics in double like the CPU twin, the variance in a second pass (its bits are
+// the twin's). The backward computes in fp32 alone (no FP64: the consumer cards of a mixed cluster
+// run it at 1/64 rate): a warp per row for dinp and each block's column partials of dweight and
+// dbias, which the deterministic column sums then add.
 #pragma once
 
 #include "kernels/gpu_ops/column_sums.hpp"
@@ -11,6 +14,7 @@ namespace eth::kernels::gpu_ops {
 
 constexpr int kLayerNormRowsPerBlock = 8;  // warps per block, one row each
 constexpr double kLayerNormEps = 1e-5;
+constexpr int kLayerNormBackwardThreads = kLayerNormRowsPerBlock * kWarp;
 
 // The row warp w of block b owns: 8 b + w.
 SIMT_DEVICE int layernorm_row(Thread& t) {
@@ -67,57 +71,78 @@ struct LayerNormForwardKernel {
   }
 };
 
-// dinp += (dnorm - mean(dnorm) - norm * mean(dnorm * norm)) * rstd, with dnorm = weight * dout.
-// The same ownership as the forward kernel: warp w of block b owns row 8 b + w, lane l its
-// columns l, l + 32, ...
+// Block b owns rows [32 b, 32 b + 32), read in pieces of W values (16 bytes: W = 16 / sizeof E). Phase 1,
+// dinp: warp w takes rows 32 b + w, + 8, ...; lane l its pieces l, l + 32, ...:
+// dinp += (dnorm - mean(dnorm) - norm * mean(dnorm * norm)) * rstd, dnorm = weight * dout and
+// norm = (x - mean) rstd, all in fp32, read in E, stored in E. The row is read twice, the second time for the update,
+// from the cache the first read filled. Phase 2, the block's share of dweight and dbias: thread
+// i owns pieces i, i + 256, ... of the columns and adds the block's rows in order into
+// partials[b] (the rows again from the cache, where phase 1 left them). The partials are added by
+// the column sums (column_sums.hpp) in a second launch, many blocks at once; the grid depends on N
+// alone, so the order of every sum, and the bits, never depend on the device or on scheduling.
+template <class E, int W>
 struct LayerNormBackwardKernel {
-  static constexpr const char* kName = "layernorm_backward";
-  Global<float> dinp;                   // (N, C) accumulated
-  Global<const float> dout;             // (N, C)
-  Global<const float> inp;              // (N, C)
-  Global<const float> weight;           // (C)
-  Global<const float> mean, rstd;       // (N)
+  static constexpr const char* kName =
+      simt::named<E>("layernorm_backward", "layernorm_backward_bf16", "layernorm_backward_fp16");
+  using Piece = Packed<E, W>;
+  Global<Piece> dinp;              // (N, C / W) accumulated
+  Global<Float2> partials;         // (blocks, C): (dweight, dbias) of each block's rows
+  Global<const Piece> dout;        // (N, C / W)
+  Global<const Piece> inp;         // (N, C / W)
+  Global<const Piece> weight;      // (C / W)
+  Global<const float> mean, rstd;  // (N)
   int N, C;
 
   SIMT_DEVICE void operator()(Thread& t) const {
-    const int lane = t.lane(), n = layernorm_row(t);
-    if (n >= N) return;
-    const Global<const float> x = inp + static_cast<size_t>(n) * C;
-    const Global<const float> d = dout + static_cast<size_t>(n) * C;
-    const float m = mean[n];
-    const double s = rstd[n];
-    double dnorm_mean = 0.0, dnorm_norm_mean = 0.0;
-    for (int c = lane; c < C; c += kWarp) {
-      const float xc = x[c];
-      const double norm = (xc - m) * s;  // x - mean in float, as in the CPU twin
-      const double dnorm = static_cast<double>(weight[c]) * d[c];
-      dnorm_mean += dnorm;
-      dnorm_norm_mean += dnorm * norm;
-    }
-    dnorm_mean = warp_sum(t, dnorm_mean) / C;
-    dnorm_norm_mean = warp_sum(t, dnorm_norm_mean) / C;
-    const Global<float> dx = dinp + static_cast<size_t>(n) * C;
-    for (int c = lane; c < C; c += kWarp) {
-      const float xc = x[c];
-      const double norm = (xc - m) * s;
-      const double dnorm = static_cast<double>(weight[c]) * d[c];
-      dx[c] += static_cast<float>((dnorm - dnorm_mean - norm * dnorm_norm_mean) * s);
+    const int block = static_cast<int>(t.block_idx().x), pieces = C / W;
+    const int begin = block * kLayerNormBackwardRowsPerBlock;
+    const int end = simt::imin(N, begin + kLayerNormBackwardRowsPerBlock);
+    for (int n = begin + t.warp(); n < end; n += kLayerNormRowsPerBlock) dinp_row(t, n);
+
+    for (int p = static_cast<int>(t.thread_idx().x); p < pieces; p += static_cast<int>(t.block_dim().x)) {
+      Float2 sum[W] = {};
+      for (int n = begin; n < end; n++) {
+        const size_t i = static_cast<size_t>(n) * pieces + p;
+        const Piece x = inp[i], g = dout[i];
+        const float m = mean[n], s = rstd[n];
+        SIMT_UNROLL
+        for (int k = 0; k < W; k++) {
+          const float gk = simt::to_float(g.h[k]);
+          sum[k].x += (simt::to_float(x.h[k]) - m) * s * gk;  // norm * dout, as the CPU twin
+          sum[k].y += gk;
+        }
+      }
+      SIMT_UNROLL
+      for (int k = 0; k < W; k++) partials[static_cast<size_t>(block) * C + static_cast<size_t>(p) * W + k] = sum[k];
     }
   }
-};
 
-// The two per-row terms of dweight and dbias: (norm * dout, dout) at (n, c).
-struct LayerNormParamTerm {
-  static constexpr const char* kName = "layernorm_backward_param_partials";
-  Global<const float> dout;        // (N, C)
-  Global<const float> inp;         // (N, C)
-  Global<const float> mean, rstd;  // (N)
-  int C;
-
-  SIMT_DEVICE Float2 operator()(size_t n, int c) const {
-    const size_t i = n * C + c;
-    const float x = inp[i], m = mean[n], s = rstd[n], g = dout[i];
-    return Float2{(x - m) * s * g, g};
+  SIMT_DEVICE void dinp_row(Thread& t, int n) const {
+    const int pieces = C / W;
+    const size_t row = static_cast<size_t>(n) * pieces;
+    const float m = mean[n], s = rstd[n];
+    float dnorm_sum = 0.f, dnorm_norm_sum = 0.f;
+    for (int p = t.lane(); p < pieces; p += kWarp) {
+      const Piece x = inp[row + p], g = dout[row + p], w = weight[p];
+      SIMT_UNROLL
+      for (int k = 0; k < W; k++) {
+        const float dnorm = simt::to_float(w.h[k]) * simt::to_float(g.h[k]);  // exact for two 16-bit values
+        dnorm_sum += dnorm;
+        dnorm_norm_sum += dnorm * ((simt::to_float(x.h[k]) - m) * s);
+      }
+    }
+    const float dnorm_mean = warp_sum(t, dnorm_sum) / C, dnorm_norm_mean = warp_sum(t, dnorm_norm_sum) / C;
+    for (int p = t.lane(); p < pieces; p += kWarp) {
+      const Piece x = inp[row + p], g = dout[row + p], w = weight[p];
+      Piece d = dinp[row + p];
+      SIMT_UNROLL
+      for (int k = 0; k < W; k++) {
+        const float dnorm = simt::to_float(w.h[k]) * simt::to_float(g.h[k]);
+        const float norm = (simt::to_float(x.h[k]) - m) * s;
+        d.h[k] = simt::from_float<E>(simt::to_float(d.h[k]) + (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s);
+      }
+      dinp[row + p] = d;
+    }
   }
 };
 
@@ -133,12 +158,44 @@ void layernorm_forward(Launch& launch, E* out, float* mean, float* rstd, const E
   launch.kernel(LayerNormForwardKernel<E>{out, mean, rstd, inp, weight, bias, N, C}, layernorm_shape(N));
 }
 
+namespace layernorm_rows {
+// The rows' kernel on pieces of W values.
+template <int W, class Launch, class E>
+void backward_rows(Launch& launch, int blocks, E* dinp, Float2* partials, const E* dout, const E* inp, const E* weight,
+                   const float* mean, const float* rstd, int N, int C) {
+  using Piece = Packed<E, W>;
+  launch.kernel(LayerNormBackwardKernel<E, W>{reinterpret_cast<Piece*>(dinp), partials,
+                                                reinterpret_cast<const Piece*>(dout),
+                                                reinterpret_cast<const Piece*>(inp),
+                                                reinterpret_cast<const Piece*>(weight), mean, rstd, N, C},
+                LaunchShape{Dim3(static_cast<unsigned>(blocks)), Dim3(kLayerNormBackwardThreads), 0});
+}
+}  // namespace layernorm_rows
+
+// The backward on E (float, bf16 or fp16): 16-byte pieces where every row starts on 16 bytes (C a
+// multiple of 16 / sizeof E, the tensors aligned), the values one by one otherwise.
+template <class Launch, class E>
+void layernorm_backward_of(Launch& launch, E* dinp, float* dweight, float* dbias, const E* dout, const E* inp,
+                           const E* weight, const float* mean, const float* rstd, int N, int C) {
+  if (N == 0 || C == 0) return;
+  const int blocks = static_cast<int>(ceil_div(static_cast<size_t>(N), kLayerNormBackwardRowsPerBlock));
+  constexpr int kWide = 16 / sizeof(E);
+  const LayerNormBackwardScratch at(static_cast<size_t>(N), static_cast<size_t>(C));
+  auto* scratch = static_cast<unsigned char*>(launch.scratch(at.total));
+  auto* partials = reinterpret_cast<Float2*>(scratch + at.block_partials);
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (C % kWide == 0 && aligned(dinp) && aligned(dout) && aligned(inp) && aligned(weight))
+    layernorm_rows::backward_rows<kWide>(launch, blocks, dinp, partials, dout, inp, weight, mean, rstd, N, C);
+  else
+    layernorm_rows::backward_rows<1>(launch, blocks, dinp, partials, dout, inp, weight, mean, rstd, N, C);
+  add_column_sums(launch, dweight, dbias, PartialsTerm{partials, C}, blocks, C,
+                  reinterpret_cast<Float2*>(scratch + at.chunk_partials));
+}
+
 template <class Launch>
 void layernorm_backward(Launch& launch, float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean, const float* rstd, int N, int C) {
-  if (N == 0 || C == 0) return;
-  launch.kernel(LayerNormBackwardKernel{dinp, dout, inp, weight, mean, rstd, N, C}, layernorm_shape(N));
-  add_column_sums(launch, dweight, dbias, LayerNormParamTerm{dout, inp, mean, rstd, C}, N, C);
+  layernorm_backward_of(launch, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
 }
 
 }  // namespace eth::kernels::gpu_ops

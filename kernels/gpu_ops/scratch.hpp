@@ -19,7 +19,7 @@ namespace eth::kernels::gpu_ops {
 constexpr int kRowsPerChunk = 128;
 // Blocks of the sum of squares' fixed grid (optimizer.hpp): one double partial each.
 constexpr int kSumBlocks = 1024;
-// Rows per block of the 16-bit layernorm backward (layernorm_bf16.hpp): 4 per warp, 512 blocks
+// Rows per block of the layernorm backward (layernorm.hpp): 4 per warp, 512 blocks
 // for GPT-2's B T = 16384; one (dweight, dbias) partial per block and column.
 constexpr int kLayerNormBackwardRowsPerBlock = 32;
 
@@ -61,11 +61,11 @@ struct EncoderBackwardScratch {
 inline size_t attention_backward_bf16_scratch_bytes(size_t B, size_t T, size_t NH) {
   return sizeof(float) * B * NH * T;
 }
-// The 16-bit layernorm backward: each block's (dweight, dbias) partials, (blocks, C) pairs of
-// floats, and the column sums' partials over those rows, at these byte offsets.
-struct LayerNormBackward16Scratch {
+// The layernorm backward: each block's (dweight, dbias) partials, (blocks, C) pairs of floats,
+// and the column sums' partials over those rows, at these byte offsets.
+struct LayerNormBackwardScratch {
   size_t block_partials, chunk_partials, total;
-  LayerNormBackward16Scratch(size_t N, size_t C) {
+  LayerNormBackwardScratch(size_t N, size_t C) {
     const size_t blocks = chunks_of(N, kLayerNormBackwardRowsPerBlock);
     ScratchCarver carve;
     block_partials = carve.add<float>(2 * blocks * C);
@@ -73,9 +73,7 @@ struct LayerNormBackward16Scratch {
     total = carve.total();
   }
 };
-inline size_t layernorm_backward_bf16_scratch_bytes(size_t N, size_t C) {
-  return LayerNormBackward16Scratch(N, C).total;
-}
+inline size_t layernorm_backward_scratch_bytes(size_t N, size_t C) { return LayerNormBackwardScratch(N, C).total; }
 // The bf16 matmul backward: the bias gradient's partial sums, (OC) floats, where there is a bias.
 inline size_t matmul_backward_bf16_scratch_bytes(size_t OC, bool dbias) { return dbias ? sizeof(float) * OC : 0; }
 // The sum of squares: the partials and the result, in double.
@@ -90,12 +88,12 @@ inline size_t sorted_rows(const StageShape& s) {
 // precision path (fp32 GPU ops and bf16 kernels alike: the larger of the two is reserved).
 inline size_t launch_scratch_bytes(const StageShape& s) {
   const size_t N = static_cast<size_t>(s.B) * s.T, C = static_cast<size_t>(s.C);
-  // A layer's backward ops with scratch, fp32 and bf16: layernorm's column sums and its one-launch
-  // bf16 form; the matmul bias gradients (the widest is fc's, 4C); flash attention's D. Then the
-  // head's loss (the fp32 op's token losses in double; the bf16 one's in float), the embedding's
-  // sort, and the gradient norm's sum of squares.
-  size_t bytes = std::max({column_sums_scratch_bytes(N, C), column_sums_scratch_bytes(N, 4 * C),
-                           layernorm_backward_bf16_scratch_bytes(N, C), matmul_backward_bf16_scratch_bytes(4 * C, true),
+  // A layer's backward ops with scratch, fp32 and bf16: layernorm's partials; the matmul bias
+  // gradients (the widest is fc's, 4C); flash attention's D. Then the head's loss (the fp32 op's
+  // token losses in double; the bf16 one's in float), the embedding's sort, and the gradient
+  // norm's sum of squares.
+  size_t bytes = std::max({column_sums_scratch_bytes(N, 4 * C),
+                           layernorm_backward_scratch_bytes(N, C), matmul_backward_bf16_scratch_bytes(4 * C, true),
                            attention_backward_bf16_scratch_bytes(s.B, s.T, s.NH), sum_of_squares_scratch_bytes()});
   if (s.head) bytes = std::max(bytes, crossentropy_scratch_bytes(N));
   if (sorted_rows(s) > 0) bytes = std::max(bytes, EncoderBackwardScratch(sorted_rows(s)).total);

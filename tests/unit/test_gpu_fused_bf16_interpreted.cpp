@@ -309,7 +309,7 @@ void check_backward(Shape s) {
   HostLaunch launch;
   const BackwardResult<E> r = in.run(launch);
   // One launch of the rows' kernel, then the column sums of its partials (two launches).
-  EXPECT_EQ(launch.kernel_counts().at(gpu_ops::LayerNormBackward16Kernel<E, 1>::kName).launches, 1u);
+  EXPECT_EQ(launch.kernel_counts().at(gpu_ops::LayerNormBackwardKernel<E, 1>::kName).launches, 1u);
   EXPECT_EQ(launch.kernel_counts().at(gpu_ops::PartialsTerm::kName).launches, 1u);
   EXPECT_EQ(launch.kernel_counts().at(gpu_ops::ColumnFinishKernel::kName).launches, 1u);
   EXPECT_EQ(launch.kernel_counts().size(), 3u) << "and no other kernel";
