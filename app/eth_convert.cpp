@@ -14,6 +14,7 @@
 #include "lib/io/hf_folder.hpp"
 #include "lib/io/llmc_model.hpp"
 #include "lib/model/model_config.hpp"
+#include "lib/model/stage.hpp"
 #include "mpi_topology/mpi_session.hpp"
 
 namespace po = boost::program_options;
@@ -39,7 +40,8 @@ int main(int argc, char** argv) {
     if (given != 1)
       eth::fail_input("--import-llmc/--export-llmc/--import-hf/--export-hf", "value", "exactly one of the four",
                       given == 0 ? "none" : std::to_string(given));
-    const eth::GptConfig model = eth::load_model_config(model_path);
+    const eth::ModelConfig model = eth::load_model_config(model_path);
+    eth::Stage::check_computes(model, model_path);  // llm.c's and Hugging Face's GPT-2 files
     std::string note;
     if (!import_llmc.empty()) eth::import_llmc_model(import_llmc, model, out);
     else if (!export_llmc.empty()) eth::export_llmc_model(export_llmc, model, out);

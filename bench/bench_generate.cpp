@@ -49,13 +49,13 @@ int main(int argc, char** argv) {
   try {
     if (!eth::parse_command_line(argc, argv, desc)) return 0;
     const double load_at_start = eth::bench::load_now();
-    const eth::GptConfig model = eth::load_model_config(model_path);
+    const eth::ModelConfig model = eth::load_model_config(model_path);
     if (prompt_tokens < 1 || prompt_tokens + new_tokens > model.max_seq_len || new_tokens < 1 || repeats < 1)
       eth::fail_input("--prompt-tokens/--new-tokens", "value", "a prompt and new tokens that fit max_seq_len together",
                       std::to_string(prompt_tokens) + " + " + std::to_string(new_tokens));
     const eth::ParamLayout layout(model, {0, model.num_layers});
     std::vector<float> params(layout.size());
-    eth::init_gpt2_parameters(model, layout, 1337, params.data());
+    eth::init_parameters(model, layout, 1337, params.data());
     std::vector<int32_t> prompt(static_cast<size_t>(prompt_tokens));
     for (size_t i = 0; i < prompt.size(); i++)
       prompt[i] = static_cast<int32_t>(eth::uniform_at(7, i) * model.vocab_size);

@@ -52,13 +52,13 @@ struct StepCounts {
   double loss = 0, seconds = 0;
 };
 
-StepCounts count_step(const eth::GptConfig& model, int B, int T, bool bf16) {
+StepCounts count_step(const eth::ModelConfig& model, int B, int T, bool bf16) {
   std::unique_ptr<eth::kernels::Backend> backend =
       eth::kernels::make_cuda_emulated_backend(0, bf16 ? eth::kernels::Precision::bf16 : eth::kernels::Precision::fp32);
   eth::kernels::emulated::HostLaunch& launch = *eth::kernels::cuda_emulated_launch(*backend);
   eth::Stage stage(model, eth::LayerRange{0, model.num_layers}, B, T, 1, *backend);
   std::vector<float> params(stage.layout().size());
-  eth::init_gpt2_parameters(model, stage.layout(), 1, params.data());
+  eth::init_parameters(model, stage.layout(), 1, params.data());
   backend->copy_to_device(stage.params(), params.data(), params.size() * sizeof(float));
   stage.params_written();
   std::vector<int32_t> tokens(static_cast<size_t>(B) * T), targets(tokens.size());
@@ -129,14 +129,14 @@ int main(int argc, char** argv) {
   try {
     if (!eth::parse_command_line(argc, argv, desc, true)) return 0;
     const double load_at_start = eth::bench::load_now();
-    const eth::GptConfig model = eth::load_model_config(model_path);
+    const eth::ModelConfig model = eth::load_model_config(model_path);
     if (precision_name != "fp32" && precision_name != "bf16")
       eth::fail_input("command line", "--precision", "fp32 or bf16", precision_name);
     const bool bf16 = precision_name == "bf16";
     if (peak_tflops <= 0) peak_tflops = bf16 ? 990 : 67;
     StepCounts counts;
     if (from_two_layers && model.num_layers > 2) {
-      eth::GptConfig shallow = model;
+      eth::ModelConfig shallow = model;
       shallow.num_layers = 1;
       const StepCounts one = count_step(shallow, B, T, bf16);
       shallow.num_layers = 2;

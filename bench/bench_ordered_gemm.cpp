@@ -84,7 +84,7 @@ void add_matmul(std::vector<Product>& products, const std::string& name, int BT,
 }
 
 json run(const Options& o) {
-  const eth::GptConfig m = eth::load_model_config(o.model_path);
+  const eth::ModelConfig m = eth::load_model_config(o.model_path);
   const int BT = o.B * o.T, C = m.channels;
   std::vector<Product> products;
   add_matmul(products, "qkv", BT, C, 3 * C, m.num_layers);

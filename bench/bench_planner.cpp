@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
       const Scenario s = load_scenario(f);
       if (!only.empty() && s.name.find(only) == std::string::npos) continue;
       const eth::Topology topo = eth::load_topology(s.topology_path);
-      const eth::GptConfig model = eth::load_model_config(s.model_path);
+      const eth::ModelConfig model = eth::load_model_config(s.model_path);
       const auto t0 = std::chrono::steady_clock::now();
       const double cpu0 = thread_cpu_ms();
       const eth::PrecisionPaths paths =

@@ -128,7 +128,7 @@ class InitialParameters {
   void copy_into(eth::Stage& stage, eth::kernels::Backend& backend, uint64_t seed) {
     if (host_.empty()) {
       host_.resize(stage.layout().size());
-      eth::init_gpt2_parameters(stage.config(), stage.layout(), seed, host_.data());
+      eth::init_parameters(stage.config(), stage.layout(), seed, host_.data());
     }
     backend.copy_to_device(stage.params(), host_.data(), host_.size() * sizeof(float));
     stage.params_written();
@@ -217,7 +217,7 @@ std::string openblas_parallel_name() {
 }
 
 json run(const Options& o) {
-  eth::GptConfig model = eth::load_model_config(o.model_path);
+  eth::ModelConfig model = eth::load_model_config(o.model_path);
   if (o.layers > 0) model.num_layers = o.layers;
   if (o.T > model.max_seq_len)
     eth::fail_input("--seq-len", "value", "at most max_seq_len = " + std::to_string(model.max_seq_len), std::to_string(o.T));

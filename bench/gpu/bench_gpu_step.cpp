@@ -49,8 +49,8 @@ struct Options {
 };
 
 // The shapes of inputs/models/gpt2-{124m,350m}.yaml (this program builds without yaml-cpp).
-eth::GptConfig model_config(const std::string& name, int* default_batch) {
-  eth::GptConfig c;
+eth::ModelConfig model_config(const std::string& name, int* default_batch) {
+  eth::ModelConfig c;
   c.name = name;
   c.vocab_size = 50257;
   c.padded_vocab_size = 50304;
@@ -64,6 +64,9 @@ eth::GptConfig model_config(const std::string& name, int* default_batch) {
   } else {
     throw std::invalid_argument("--model: expected gpt2-124m or gpt2-350m, got " + name);
   }
+  c.num_kv_heads = c.num_heads;  // GPT-2's parts (eth::gpt2_config, which reads no YAML either)
+  c.head_dim = c.channels / c.num_heads;
+  c.ffn_channels = 4 * c.channels;
   return c;
 }
 
@@ -94,7 +97,7 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-double flops_per_token(const eth::GptConfig& c, int T) {
+double flops_per_token(const eth::ModelConfig& c, int T) {
   const double L = c.num_layers, C = c.channels, Vp = c.padded_vocab_size;
   return 6.0 * (12.0 * L * C * C + Vp * C) + 12.0 * L * T * C;
 }
@@ -105,7 +108,7 @@ int main(int argc, char** argv) {
   try {
     const Options o = parse(argc, argv);
     int default_batch = 0;
-    const eth::GptConfig config = model_config(o.model, &default_batch);
+    const eth::ModelConfig config = model_config(o.model, &default_batch);
     const int B = o.batch > 0 ? o.batch : default_batch, T = o.seq;
     if (T > config.max_seq_len) throw std::invalid_argument("--seq: at most " + std::to_string(config.max_seq_len));
 
@@ -121,7 +124,7 @@ int main(int argc, char** argv) {
     const eth::ParamLayout layout(config, all);
     const size_t P = layout.size(), BT = static_cast<size_t>(B) * T;
     std::vector<float> params(P);  // (P), once for every precision
-    eth::init_gpt2_parameters(config, layout, 1337, params.data());
+    eth::init_parameters(config, layout, 1337, params.data());
     // A few fixed batches of random tokens (throughput does not depend on their values).
     constexpr int kBatches = 4;
     std::vector<int32_t> tokens(kBatches * BT), targets(kBatches * BT);  // (kBatches, B, T)

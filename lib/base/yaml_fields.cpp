@@ -86,6 +86,12 @@ std::string Field::as_string() const {
   return node.Scalar();
 }
 
+bool Field::as_bool() const {
+  const std::string v = node && node.IsScalar() ? node.Scalar() : "";
+  if (v != "true" && v != "false") fail("true or false", text());
+  return v == "true";
+}
+
 std::vector<int> Field::as_ints(long long min, long long max) const {
   std::vector<int> out;
   for (size_t i = 0; i < size(); i++) out.push_back(at(i).as_int(min, max));

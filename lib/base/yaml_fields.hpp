@@ -23,6 +23,7 @@ struct Field {
   int as_int(long long min, long long max) const;
   double as_double(double min) const;
   std::string as_string() const;
+  bool as_bool() const;                        // true or false
   std::vector<int> as_ints(long long min, long long max) const;
 
   [[noreturn]] void fail(const std::string& expected, const std::string& got) const;

@@ -59,7 +59,7 @@ const char* group_path(CheckpointGroup g) {
 }
 
 // The integers a checkpoint records about the model, by attribute name.
-std::vector<std::pair<const char*, int>> model_dimensions(const GptConfig& m) {
+std::vector<std::pair<const char*, int>> model_dimensions(const ModelConfig& m) {
   return {{"vocab_size", m.vocab_size},   {"padded_vocab_size", m.padded_vocab_size}, {"max_seq_len", m.max_seq_len},
           {"num_layers", m.num_layers},   {"num_heads", m.num_heads},                 {"channels", m.channels}};
 }
@@ -116,7 +116,7 @@ std::string dataset_path(CheckpointGroup group, const std::string& tensor) {
 }
 
 // Every dataset's name, in the order of the checksums: group by group, tensors in layout order.
-std::vector<std::string> dataset_names(const GptConfig& model) {
+std::vector<std::string> dataset_names(const ModelConfig& model) {
   const ParamLayout whole(model, {0, model.num_layers});
   std::vector<std::string> names;
   for (CheckpointGroup g : kGroups)
@@ -126,7 +126,7 @@ std::vector<std::string> dataset_names(const GptConfig& model) {
 
 }  // namespace
 
-CheckpointWriter::CheckpointWriter(const std::string& path, const GptConfig& model, const CheckpointHeader& header,
+CheckpointWriter::CheckpointWriter(const std::string& path, const ModelConfig& model, const CheckpointHeader& header,
                                    MPI_Comm comm)
     : comm_(comm) {
   silence_hdf5();
@@ -196,7 +196,7 @@ void CheckpointWriter::finish() {
   H5_CHECK(H5Fclose(file));  // flushes: the file is complete when every rank returns
 }
 
-CheckpointReader::CheckpointReader(const std::string& path, const GptConfig& model) : path_(path) {
+CheckpointReader::CheckpointReader(const std::string& path, const ModelConfig& model) : path_(path) {
   silence_hdf5();
   if (H5Fis_hdf5(path.c_str()) <= 0)
     fail_input(path, "checkpoint", "an HDF5 file written by eth_train --checkpoint-every", "a missing or non-HDF5 file");
@@ -238,7 +238,7 @@ CheckpointReader::CheckpointReader(const std::string& path, const GptConfig& mod
   }
 }
 
-void CheckpointReader::read_checksums(const GptConfig& model) {
+void CheckpointReader::read_checksums(const ModelConfig& model) {
   const std::vector<std::string> names = dataset_names(model);
   std::vector<uint64_t> values(names.size());
   const H5Object set(H5Lexists(file_, kChecksums, H5P_DEFAULT) > 0 ? H5Dopen2(file_, kChecksums, H5P_DEFAULT) : -1, H5Dclose);
@@ -280,7 +280,7 @@ void CheckpointReader::read(CheckpointGroup group, const ParamTensor& t, float* 
     fail_input(path_, name, "values matching the checkpoint's checksum", "damaged values");
 }
 
-std::string verify_checkpoint(const std::string& path, const GptConfig& model) {
+std::string verify_checkpoint(const std::string& path, const ModelConfig& model) {
   try {
     CheckpointReader reader(path, model);
     const ParamLayout whole(model, {0, model.num_layers});

@@ -39,7 +39,7 @@ class CheckpointWriter {
  public:
   // Collective over `comm`: creates `path` (an InputError when it cannot) with the header, the
   // model's dimensions and a dataset for every tensor of the whole model in every group.
-  CheckpointWriter(const std::string& path, const GptConfig& model, const CheckpointHeader& header, MPI_Comm comm);
+  CheckpointWriter(const std::string& path, const ModelConfig& model, const CheckpointHeader& header, MPI_Comm comm);
   ~CheckpointWriter();  // closes what finish() did not (an error path)
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
@@ -62,7 +62,7 @@ class CheckpointReader {
  public:
   // Opens `path` on this rank alone; an InputError naming the file and field unless it is an
   // ETH checkpoint of a model with `model`'s dimensions.
-  CheckpointReader(const std::string& path, const GptConfig& model);
+  CheckpointReader(const std::string& path, const ModelConfig& model);
   ~CheckpointReader();
   CheckpointReader(const CheckpointReader&) = delete;
   CheckpointReader& operator=(const CheckpointReader&) = delete;
@@ -73,7 +73,7 @@ class CheckpointReader {
   void read(CheckpointGroup group, const ParamTensor& t, float* host);
 
  private:
-  void read_checksums(const GptConfig& model);
+  void read_checksums(const ModelConfig& model);
 
   std::string path_;
   hid_t file_ = -1;
@@ -83,6 +83,6 @@ class CheckpointReader {
 
 // Reads every tensor of `path` and checks it against its checksum: empty when the checkpoint is
 // complete and undamaged, else the reason (one line naming file and dataset).
-std::string verify_checkpoint(const std::string& path, const GptConfig& model);
+std::string verify_checkpoint(const std::string& path, const ModelConfig& model);
 
 }  // namespace eth

@@ -117,7 +117,7 @@ void seal_checkpoint(const std::string& path) {
   replace_file(seal_path(path), strprintf("%016llx\n", static_cast<unsigned long long>(*sum)));
 }
 
-std::string verify_sealed_checkpoint(const std::string& path, const GptConfig& model) {
+std::string verify_sealed_checkpoint(const std::string& path, const ModelConfig& model) {
   const std::optional<uint64_t> sum = fs::is_regular_file(path) ? file_checksum(path) : std::nullopt;
   if (!sum) return path + ": checkpoint: expected a checkpoint file written by eth_train, got a missing or unreadable file";
   std::ifstream seal(seal_path(path));
@@ -131,7 +131,7 @@ std::string verify_sealed_checkpoint(const std::string& path, const GptConfig& m
   return verify_checkpoint(path, model);
 }
 
-std::string resolve_latest_checkpoint(const std::string& output_dir, const GptConfig& model, std::ostream& log) {
+std::string resolve_latest_checkpoint(const std::string& output_dir, const ModelConfig& model, std::ostream& log) {
   const CheckpointFiles files(output_dir);
   std::vector<std::string> candidates;
   std::ifstream pointer(files.latest_pointer());

@@ -46,11 +46,11 @@ void seal_checkpoint(const std::string& path);
 
 // Empty when PATH matches PATH.checksum and then every dataset matches its own checksum, else
 // the reason (one line naming the file). Only a file that matches its seal reaches HDF5.
-std::string verify_sealed_checkpoint(const std::string& path, const GptConfig& model);
+std::string verify_sealed_checkpoint(const std::string& path, const ModelConfig& model);
 
 // `--resume latest`: the newest checkpoint of OUTPUT_DIR that verifies, trying `latest`'s target
 // first, then every other complete one, newest first. Each damaged one is named on `log` with
 // its reason and the fallback. An InputError when there is none.
-std::string resolve_latest_checkpoint(const std::string& output_dir, const GptConfig& model, std::ostream& log);
+std::string resolve_latest_checkpoint(const std::string& output_dir, const ModelConfig& model, std::ostream& log);
 
 }  // namespace eth

@@ -26,18 +26,18 @@ constexpr double kLayerNormEps = 1e-5;  // ETH's layernorm (kernels), GPT-2's
 struct Dimension {
   const char* hf;
   const char* yaml;
-  int GptConfig::*value;
+  int ModelConfig::*value;
 };
-constexpr Dimension kDimensions[] = {{"vocab_size", "vocab_size", &GptConfig::vocab_size},
-                                     {"n_positions", "max_seq_len", &GptConfig::max_seq_len},
-                                     {"n_embd", "channels", &GptConfig::channels},
-                                     {"n_layer", "num_layers", &GptConfig::num_layers},
-                                     {"n_head", "num_heads", &GptConfig::num_heads}};
+constexpr Dimension kDimensions[] = {{"vocab_size", "vocab_size", &ModelConfig::vocab_size},
+                                     {"n_positions", "max_seq_len", &ModelConfig::max_seq_len},
+                                     {"n_embd", "channels", &ModelConfig::channels},
+                                     {"n_layer", "num_layers", &ModelConfig::num_layers},
+                                     {"n_head", "num_heads", &ModelConfig::num_heads}};
 
 // GPT-2's end-of-text token where the vocabulary is GPT-2's; none in a smaller one.
-json end_of_text(const GptConfig& m) { return m.vocab_size > kEndOfText ? json(kEndOfText) : json(nullptr); }
+json end_of_text(const ModelConfig& m) { return m.vocab_size > kEndOfText ? json(kEndOfText) : json(nullptr); }
 
-json gpt2_config(const GptConfig& m) {
+json gpt2_config(const ModelConfig& m) {
   json c = {{"architectures", {"GPT2LMHeadModel"}},
             {"model_type", "gpt2"},
             {"activation_function", "gelu_new"},  // GELU's tanh approximation, ETH's
@@ -71,7 +71,7 @@ void copy_into(const fs::path& from, const fs::path& to) {
 }
 
 // Writes the tokenizer files, or returns why not.
-std::string write_tokenizer(const GptConfig& m, const fs::path& dir, const std::string& tokenizer_dir) {
+std::string write_tokenizer(const ModelConfig& m, const fs::path& dir, const std::string& tokenizer_dir) {
   if (m.vocab_size != kGpt2Vocab)
     return strprintf("no tokenizer written: the model's vocab_size %d is not GPT-2's %d", m.vocab_size, kGpt2Vocab);
   const Gpt2Bpe check(tokenizer_dir);  // an InputError unless the two files are GPT-2's
@@ -85,7 +85,7 @@ std::string write_tokenizer(const GptConfig& m, const fs::path& dir, const std::
 }
 
 // An InputError naming the field and both values unless config.json describes `m`'s GPT-2.
-void check_config(const fs::path& path, const GptConfig& m) {
+void check_config(const fs::path& path, const ModelConfig& m) {
   std::ifstream in(path);
   if (!in) fail_input(path.string(), "config.json", "a GPT2Config beside model.safetensors", "no readable file");
   json c;
@@ -122,7 +122,7 @@ void check_config(const fs::path& path, const GptConfig& m) {
 
 }  // namespace
 
-std::string export_hf_model(const std::string& checkpoint_path, const GptConfig& model, const std::string& dir,
+std::string export_hf_model(const std::string& checkpoint_path, const ModelConfig& model, const std::string& dir,
                             const std::string& tokenizer_dir) {
   const std::vector<float> whole = read_whole_params(checkpoint_path, model);  // (P)
   if (!is_rank_zero()) return "";
@@ -138,13 +138,13 @@ std::string export_hf_model(const std::string& checkpoint_path, const GptConfig&
   return write_tokenizer(model, dir, tokenizer_dir);
 }
 
-std::vector<float> read_hf_model(const std::string& dir, const GptConfig& model) {
+std::vector<float> read_hf_model(const std::string& dir, const ModelConfig& model) {
   check_config(fs::path(dir) / "config.json", model);
   SafetensorsReader file((fs::path(dir) / "model.safetensors").string());
   return read_hf_gpt2_tensors(file, model);
 }
 
-void import_hf_model(const std::string& dir, const GptConfig& model, const std::string& checkpoint_path) {
+void import_hf_model(const std::string& dir, const ModelConfig& model, const std::string& checkpoint_path) {
   write_step0_checkpoint(checkpoint_path, model, read_hf_model(dir, model));
 }
 

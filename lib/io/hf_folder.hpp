@@ -20,17 +20,17 @@ namespace eth {
 // (created). The tokenizer comes from `tokenizer_dir` (encoder.json, vocab.bpe). Returns a note
 // for the user, empty unless something was left out. Collective over every rank of the job;
 // rank 0 writes.
-std::string export_hf_model(const std::string& checkpoint_path, const GptConfig& model, const std::string& dir,
+std::string export_hf_model(const std::string& checkpoint_path, const ModelConfig& model, const std::string& dir,
                             const std::string& tokenizer_dir);
 
 // The folder's model.safetensors (F32, F16 or BF16) as the whole model's fp32 parameters in ETH's
 // one-stage layout, on this rank alone; its config.json must describe `model` (an InputError
 // names the field and both values otherwise). What eth_sample --hf generates from.
-std::vector<float> read_hf_model(const std::string& dir, const GptConfig& model);
+std::vector<float> read_hf_model(const std::string& dir, const ModelConfig& model);
 
 // eth_convert --import-hf: the folder's model.safetensors (F32, F16 or BF16) into a step-0
 // checkpoint for `eth_train --resume`. Its config.json must describe `model`: an InputError
 // names the field and both values otherwise. Collective over every rank of the job.
-void import_hf_model(const std::string& dir, const GptConfig& model, const std::string& checkpoint_path);
+void import_hf_model(const std::string& dir, const ModelConfig& model, const std::string& checkpoint_path);
 
 }  // namespace eth

@@ -21,7 +21,7 @@ struct Mapping {
   std::vector<size_t> shape; // transformers' shape
 };
 
-std::vector<Mapping> mappings(const GptConfig& model, const ParamLayout& layout) {
+std::vector<Mapping> mappings(const ModelConfig& model, const ParamLayout& layout) {
   std::map<std::string, const ParamTensor*> eth;
   for (const ParamTensor& t : layout.tensors()) eth[t.name] = &t;
   struct Kind {
@@ -65,7 +65,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
-std::vector<SafetensorsTensor> hf_gpt2_tensors(const GptConfig& model, const std::vector<float>& whole,
+std::vector<SafetensorsTensor> hf_gpt2_tensors(const ModelConfig& model, const std::vector<float>& whole,
                                                std::vector<std::vector<float>>& storage) {
   const ParamLayout layout(model, {0, model.num_layers});
   std::vector<SafetensorsTensor> out;
@@ -81,7 +81,7 @@ std::vector<SafetensorsTensor> hf_gpt2_tensors(const GptConfig& model, const std
   return out;
 }
 
-std::vector<float> read_hf_gpt2_tensors(SafetensorsReader& file, const GptConfig& model) {
+std::vector<float> read_hf_gpt2_tensors(SafetensorsReader& file, const ModelConfig& model) {
   const ParamLayout layout(model, {0, model.num_layers});
   const std::vector<Mapping> maps = mappings(model, layout);
   std::string prefix = kPrefix;  // GPT2LMHeadModel's names; GPT2Model's have none

@@ -34,11 +34,11 @@ namespace eth {
 
 // The model's tensors in transformers' layout, named with the "transformer." prefix, in the
 // order above; `whole` (P) must outlive the result, and `storage` receives the transposed copies.
-std::vector<SafetensorsTensor> hf_gpt2_tensors(const GptConfig& model, const std::vector<float>& whole,
+std::vector<SafetensorsTensor> hf_gpt2_tensors(const ModelConfig& model, const std::vector<float>& whole,
                                                std::vector<std::vector<float>>& storage);
 
 // The parameters (P) from a file of transformers' GPT-2 tensors (F32, F16 or BF16, with or
 // without the prefix); an InputError naming the file and tensor for anything else.
-std::vector<float> read_hf_gpt2_tensors(SafetensorsReader& file, const GptConfig& model);
+std::vector<float> read_hf_gpt2_tensors(SafetensorsReader& file, const ModelConfig& model);
 
 }  // namespace eth

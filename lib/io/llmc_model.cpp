@@ -34,7 +34,7 @@ std::vector<const ParamTensor*> llmc_order(const ParamLayout& whole, int num_lay
   return order;
 }
 
-std::vector<std::pair<const char*, int32_t>> header_fields(const GptConfig& m) {
+std::vector<std::pair<const char*, int32_t>> header_fields(const ModelConfig& m) {
   return {{"magic", kMagic},       {"version", kVersion},       {"max_seq_len", m.max_seq_len},
           {"vocab_size", m.vocab_size}, {"num_layers", m.num_layers}, {"num_heads", m.num_heads},
           {"channels", m.channels},     {"padded_vocab_size", m.padded_vocab_size}};
@@ -42,7 +42,7 @@ std::vector<std::pair<const char*, int32_t>> header_fields(const GptConfig& m) {
 
 }  // namespace
 
-void write_llmc_model(const std::string& path, const GptConfig& model, const std::vector<float>& whole) {
+void write_llmc_model(const std::string& path, const ModelConfig& model, const std::vector<float>& whole) {
   const ParamLayout layout(model, {0, model.num_layers});
   std::vector<int32_t> header(kHeaderInts, 0);
   const auto fields = header_fields(model);
@@ -55,7 +55,7 @@ void write_llmc_model(const std::string& path, const GptConfig& model, const std
   if (!out.flush()) fail_input(path, "--out", "a file that can be written in full", "a write error");
 }
 
-std::vector<float> read_llmc_model(const std::string& path, const GptConfig& model) {
+std::vector<float> read_llmc_model(const std::string& path, const ModelConfig& model) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail_input(path, "llm.c model", "a readable llm.c model file", "a missing or unreadable file");
   std::vector<int32_t> header(kHeaderInts, 0);
@@ -80,11 +80,11 @@ std::vector<float> read_llmc_model(const std::string& path, const GptConfig& mod
   return whole;
 }
 
-void import_llmc_model(const std::string& llmc_path, const GptConfig& model, const std::string& checkpoint_path) {
+void import_llmc_model(const std::string& llmc_path, const ModelConfig& model, const std::string& checkpoint_path) {
   write_step0_checkpoint(checkpoint_path, model, read_llmc_model(llmc_path, model));
 }
 
-void export_llmc_model(const std::string& checkpoint_path, const GptConfig& model, const std::string& llmc_path) {
+void export_llmc_model(const std::string& checkpoint_path, const ModelConfig& model, const std::string& llmc_path) {
   const std::vector<float> whole = read_whole_params(checkpoint_path, model);
   if (is_rank_zero()) write_llmc_model(llmc_path, model, whole);  // one writer of the one file
 }

@@ -22,16 +22,16 @@ namespace eth {
 
 // Writes `whole` (ParamLayout(model, {0, L}).size() floats). An InputError when the file cannot
 // be written.
-void write_llmc_model(const std::string& path, const GptConfig& model, const std::vector<float>& whole);
+void write_llmc_model(const std::string& path, const ModelConfig& model, const std::vector<float>& whole);
 
 // The parameters of an llm.c model file in ETH's one-stage layout. An InputError naming the file
 // and field unless it is a version-3 llm.c file of `model`'s dimensions and full length.
-std::vector<float> read_llmc_model(const std::string& path, const GptConfig& model);
+std::vector<float> read_llmc_model(const std::string& path, const ModelConfig& model);
 
 // eth_convert: an llm.c model file into an ETH checkpoint of step 0 (its parameters, zero AdamW
 // moments), which `eth_train --resume` starts from under any plan; and a checkpoint's parameters
 // (any step) into an llm.c model file. Collective over every rank of the job (world_comm()) (one rank is enough).
-void import_llmc_model(const std::string& llmc_path, const GptConfig& model, const std::string& checkpoint_path);
-void export_llmc_model(const std::string& checkpoint_path, const GptConfig& model, const std::string& llmc_path);
+void import_llmc_model(const std::string& llmc_path, const ModelConfig& model, const std::string& checkpoint_path);
+void export_llmc_model(const std::string& checkpoint_path, const ModelConfig& model, const std::string& llmc_path);
 
 }  // namespace eth

@@ -7,7 +7,7 @@
 
 namespace eth {
 
-PromptTokens encode_prompt(const Gpt2Bpe& bpe, std::string text, const GptConfig& model, const std::string& option) {
+PromptTokens encode_prompt(const Gpt2Bpe& bpe, std::string text, const ModelConfig& model, const std::string& option) {
   repair_utf8(text);
   std::vector<uint16_t> ids;
   if (text.empty()) ids.push_back(kEndOfText);

@@ -22,7 +22,7 @@ struct PromptTokens {
 // The tokens of `text` (invalid UTF-8 repaired as eth_tokenize does); an empty text stands for
 // GPT-2's <|endoftext|>, the start of a document. An InputError naming `option` when a token is
 // not below the model's vocab_size (a model of its own vocabulary, not GPT-2's).
-PromptTokens encode_prompt(const Gpt2Bpe& bpe, std::string text, const GptConfig& model, const std::string& option);
+PromptTokens encode_prompt(const Gpt2Bpe& bpe, std::string text, const ModelConfig& model, const std::string& option);
 
 // Generates `new_tokens` tokens after `prompt` and returns their text; on_text, when given,
 // receives it piece by piece as it completes. Ids past GPT-2's vocabulary decode to nothing.

@@ -7,7 +7,7 @@
 
 namespace eth {
 
-std::vector<float> read_whole_params(const std::string& checkpoint_path, const GptConfig& model) {
+std::vector<float> read_whole_params(const std::string& checkpoint_path, const ModelConfig& model) {
   CheckpointReader reader(checkpoint_path, model);
   const ParamLayout layout(model, {0, model.num_layers});
   std::vector<float> whole(layout.size());  // (P)
@@ -15,7 +15,7 @@ std::vector<float> read_whole_params(const std::string& checkpoint_path, const G
   return whole;
 }
 
-void write_step0_checkpoint(const std::string& checkpoint_path, const GptConfig& model, const std::vector<float>& whole) {
+void write_step0_checkpoint(const std::string& checkpoint_path, const ModelConfig& model, const std::vector<float>& whole) {
   const ParamLayout layout(model, {0, model.num_layers});
   const std::vector<float> zeros(layout.wte_size());  // the largest tensor
   CheckpointWriter writer(checkpoint_path, model, CheckpointHeader{}, world_comm());

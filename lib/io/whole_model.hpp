@@ -12,12 +12,12 @@ namespace eth {
 
 // Every parameter of the checkpoint (any step) in the one-stage layout: (P). An InputError
 // naming the file unless it is an undamaged checkpoint of `model`.
-std::vector<float> read_whole_params(const std::string& checkpoint_path, const GptConfig& model);
+std::vector<float> read_whole_params(const std::string& checkpoint_path, const ModelConfig& model);
 
 // A checkpoint of step 0 holding `whole` (P) and zero AdamW moments, which `eth_train --resume`
 // starts from under any plan. Collective over every rank of the job (world_comm()); rank 0
 // writes, so one rank is enough.
-void write_step0_checkpoint(const std::string& checkpoint_path, const GptConfig& model, const std::vector<float>& whole);
+void write_step0_checkpoint(const std::string& checkpoint_path, const ModelConfig& model, const std::vector<float>& whole);
 
 // Whether this rank is the job's rank 0, the one writer of a converted file.
 bool is_rank_zero();

@@ -13,7 +13,7 @@ namespace eth::planner {
 namespace {
 
 // Rank 0: the plan for `topology`, printed to `log` and written beside the metrics.
-Plan plan_on_rank0(const TrainOptions& o, const GptConfig& model, const Topology& topology, const PrecisionPaths& paths,
+Plan plan_on_rank0(const TrainOptions& o, const ModelConfig& model, const Topology& topology, const PrecisionPaths& paths,
                    std::ostream& log) {
   const CostModel cost = job_cost_model(o, model, topology, paths, &log);
   const PlanRequest request{o.global_batch, kDefaultMicroBatches, 1, 0};
@@ -30,14 +30,14 @@ Plan plan_on_rank0(const TrainOptions& o, const GptConfig& model, const Topology
 
 }  // namespace
 
-CostModel job_cost_model(const TrainOptions& o, const GptConfig& model, const Topology& topology, const PrecisionPaths& paths,
+CostModel job_cost_model(const TrainOptions& o, const ModelConfig& model, const Topology& topology, const PrecisionPaths& paths,
                          std::ostream* log) {
   std::vector<Profile> profiles = job_profiles(topology, model, o.seq_len, o.profiles_dir, o.profile_files, kDefaultMicroBatches,
                                                paths, log);
   return CostModel(topology, model, o.seq_len, std::move(profiles));
 }
 
-Plan plan_this_job(const TrainOptions& options, const GptConfig& model, const Topology& topology,
+Plan plan_this_job(const TrainOptions& options, const ModelConfig& model, const Topology& topology,
                    const PrecisionPaths& paths, std::ostream& log) {
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(world_comm(), &rank));

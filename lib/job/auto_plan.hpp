@@ -20,14 +20,14 @@ namespace eth::planner {
 // profiles used and the plan (one table) to `log`, and writes OUTPUT_DIR/topology.yaml and
 // OUTPUT_DIR/plan.yaml; every rank returns the same plan. A mistake (no plan fits, an
 // unreadable profile) is an AgreedError on every rank.
-Plan plan_this_job(const TrainOptions& options, const GptConfig& model, const Topology& topology,
+Plan plan_this_job(const TrainOptions& options, const ModelConfig& model, const Topology& topology,
                    const PrecisionPaths& paths, std::ostream& log);
 
 // The cost model of a job: the profiles of --profiles and --profile for the topology's device
 // types on their paths (`paths`), roofline estimates for the rest (named on `log` when given).
 // Keeps a reference to `topology`. Throws InputError for an unreadable profile or one of
 // another path.
-CostModel job_cost_model(const TrainOptions& options, const GptConfig& model, const Topology& topology,
+CostModel job_cost_model(const TrainOptions& options, const ModelConfig& model, const Topology& topology,
                          const PrecisionPaths& paths, std::ostream* log);
 
 }  // namespace eth::planner

@@ -12,6 +12,7 @@
 #include "lib/job/device_check.hpp"
 #include "lib/job/job_rules.hpp"
 #include "lib/job/topology_discovery.hpp"
+#include "lib/model/stage.hpp"
 #include "lib/runtime/preemption.hpp"
 #include "lib/runtime/rebalance.hpp"
 #include "mpi_topology/watchdog.hpp"
@@ -22,7 +23,7 @@ namespace {
 // The checkpoint to resume from, checked by rank 0 before any rank opens it (its seal, then every
 // dataset: HDF5 itself may crash on a damaged file). `--resume latest`: OUTPUT_DIR's newest
 // undamaged checkpoint, naming those it skipped. Collective; "" without --resume.
-std::string resolve_resume(const TrainOptions& o, const GptConfig& model, int rank, std::ostream& log) {
+std::string resolve_resume(const TrainOptions& o, const ModelConfig& model, int rank, std::ostream& log) {
   if (o.resume_path.empty()) return "";
   std::string path = o.resume_path;
   agreed([&] {
@@ -47,7 +48,7 @@ Topology discovered_topology(int world_size, const kernels::DeviceSettings& devi
 }
 
 // One rank without a plan: the whole model in one stage, the batch in micro-batches.
-Plan whole_model_plan(const TrainOptions& o, const GptConfig& model) {
+Plan whole_model_plan(const TrainOptions& o, const ModelConfig& model) {
   Plan plan;
   plan.source = "(one rank, no --plan)";
   plan.global_batch = o.global_batch;
@@ -95,6 +96,7 @@ Job load_job(const TrainOptions& options, std::ostream& log) {
   agreed([&] {
     check_options(o, job.world_size);
     job.model = load_model_config(o.model_path);
+    Stage::check_computes(job.model, o.model_path);
     check_against_model(o, job.model);
     if (job.plan_source == PlanSource::file) {
       job.topology = load_topology(o.topology_path);

@@ -28,7 +28,7 @@ enum class PlanSource {
 struct Job {
   TrainOptions options;       // as given, but --resume resolved ("latest": the file it found)
   int world_size = 1;
-  GptConfig model;            // read once, here
+  ModelConfig model;            // read once, here
   Topology topology;          // --topology, or the job as it describes itself
   PrecisionPaths precision;   // --precision resolved for the job, and each device type's path
   Plan plan;                  // validated against topology, model and world size

@@ -43,7 +43,7 @@ void save_checkpoint(RankRuntime& runtime, const std::string& output_dir, int ke
   if (rank == 0) log << "checkpoint " << files.complete_path(header.step) << '\n';
 }
 
-void save_parameters(RankRuntime& runtime, const GptConfig& model, const std::string& path, int rank) {
+void save_parameters(RankRuntime& runtime, const ModelConfig& model, const std::string& path, int rank) {
   std::vector<float> full(rank == 0 ? ParamLayout(model, {0, model.num_layers}).size() : 0);
   runtime.gather_parameters(full.data());
   if (rank != 0) return;

@@ -26,7 +26,7 @@ void save_checkpoint(RankRuntime& runtime, const std::string& output_dir, int ke
                      int rank, std::ostream& log);
 
 // Collective: the whole model after the last step, raw float32 in the one-stage layout, by rank 0.
-void save_parameters(RankRuntime& runtime, const GptConfig& model, const std::string& path, int rank);
+void save_parameters(RankRuntime& runtime, const ModelConfig& model, const std::string& path, int rank);
 
 // Collective: every rank's spans in one Chrome trace, a row per rank named by its place in `plan`.
 void write_trace(StepTrace& trace, const Plan& plan, int world, const std::string& path);

@@ -90,7 +90,7 @@ void check_options(const TrainOptions& o, int world_size) {
                strprintf("%g", o.modelled_compute_ms));
 }
 
-void check_against_model(const TrainOptions& o, const GptConfig& model) {
+void check_against_model(const TrainOptions& o, const ModelConfig& model) {
   if (o.seq_len <= 0 || o.seq_len > model.max_seq_len)
     fail_input("--seq-len", "value", "1 to max_seq_len = " + std::to_string(model.max_seq_len) + " of " + o.model_path,
                std::to_string(o.seq_len));

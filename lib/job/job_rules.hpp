@@ -12,7 +12,7 @@ namespace eth {
 void check_options(const TrainOptions& options, int world_size);
 
 // The rules between the options and the model: the sequence length.
-void check_against_model(const TrainOptions& options, const GptConfig& model);
+void check_against_model(const TrainOptions& options, const ModelConfig& model);
 
 // The rules between the options and what they resolved to: the world size against the
 // topology, the plan against topology and model (validate_plan), sharding against the gradient

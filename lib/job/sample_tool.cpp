@@ -9,6 +9,7 @@
 #include "lib/io/llmc_model.hpp"
 #include "lib/io/text_generation.hpp"
 #include "lib/io/whole_model.hpp"
+#include "lib/model/stage.hpp"
 
 namespace eth {
 
@@ -30,7 +31,7 @@ void check_sample_request(const SampleRequest& r) {
   if (!(s.top_p > 0 && s.top_p <= 1)) fail_input("--top-p", "value", "a probability in (0, 1]", strprintf("%g", s.top_p));
 }
 
-std::vector<float> load_sample_parameters(const SampleRequest& r, const GptConfig& model) {
+std::vector<float> load_sample_parameters(const SampleRequest& r, const ModelConfig& model) {
   if (!r.checkpoint_path.empty()) return read_whole_params(r.checkpoint_path, model);
   if (!r.hf_dir.empty()) return read_hf_model(r.hf_dir, model);
   return read_llmc_model(r.llmc_path, model);
@@ -38,7 +39,8 @@ std::vector<float> load_sample_parameters(const SampleRequest& r, const GptConfi
 
 void run_sample(const SampleRequest& r, kernels::Backend& backend, std::ostream& out, std::ostream& log) {
   check_sample_request(r);
-  const GptConfig model = load_model_config(r.model_path);
+  const ModelConfig model = load_model_config(r.model_path);
+  Stage::check_computes(model, r.model_path);
   if (model.vocab_size > kEndOfText + 1)
     fail_input(r.model_path, "vocab_size", strprintf("at most GPT-2's %d tokens", kEndOfText + 1),
                std::to_string(model.vocab_size));

@@ -34,7 +34,7 @@ struct SampleRequest {
 void check_sample_request(const SampleRequest& request);
 
 // The whole model's parameters from the request's source; an InputError naming the file.
-std::vector<float> load_sample_parameters(const SampleRequest& request, const GptConfig& model);
+std::vector<float> load_sample_parameters(const SampleRequest& request, const ModelConfig& model);
 
 // Checks, loads and generates: each sample's text (the prompt, then the new text as it comes)
 // on `out`, notes (a prompt cut to the context) on `log`.

@@ -49,7 +49,7 @@ std::string plan_text(const Job& job) {
 // One path for every rank, or each path with the ranks that take it, in rank order; and where
 // ranks run the bf16 kernels but the model's head size is not one the flash attention takes,
 // that attention computes in fp32 there.
-std::string precision_text(const std::vector<std::string>& paths, const GptConfig& model) {
+std::string precision_text(const std::vector<std::string>& paths, const ModelConfig& model) {
   std::vector<std::pair<std::string, std::string>> groups;  // path, its ranks
   for (size_t r = 0; r < paths.size(); r++) {
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == paths[r]; });
@@ -75,7 +75,7 @@ std::string precision_text(const std::vector<std::string>& paths, const GptConfi
 void print_settings(const Job& job, const RankRuntime& runtime, const kernels::Backend& backend,
                     const std::vector<std::string>& precision_paths, std::ostream& log) {
   const TrainOptions& o = job.options;
-  const GptConfig& m = job.model;
+  const ModelConfig& m = job.model;
   const double parameters = static_cast<double>(ParamLayout(m, {0, m.num_layers}).size());
   const auto every = [](int n, const char* none) { return n > 0 ? strprintf("every %d steps and after the last", n) : std::string(none); };
   const std::vector<std::pair<std::string, std::string>> rows = {

@@ -12,7 +12,7 @@
 
 namespace eth {
 
-TrainSamples::TrainSamples(const TrainOptions& o, const GptConfig& model, int rank)
+TrainSamples::TrainSamples(const TrainOptions& o, const ModelConfig& model, int rank)
     : options_(o), model_(model), rank_(rank) {
   if (o.sample_every == 0) return;
   agreed([&] {

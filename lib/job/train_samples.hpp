@@ -27,7 +27,7 @@ class TrainSamples {
 
   // Collective when sampling is on: rank 0 reads the tokenizer and encodes the prompt; either
   // failing is an AgreedError on every rank.
-  TrainSamples(const TrainOptions& options, const GptConfig& model, int rank);
+  TrainSamples(const TrainOptions& options, const ModelConfig& model, int rank);
 
   bool due(int step) const;  // after 0-based step `step`
   // Collective: the sample after step `step`, from the runtime's current parameters.
@@ -36,7 +36,7 @@ class TrainSamples {
 
  private:
   const TrainOptions& options_;
-  GptConfig model_;
+  ModelConfig model_;
   int rank_;
   bool off_ = false;            // the model did not fit: said once, no more samples
   std::optional<Gpt2Bpe> bpe_;  // rank 0's

@@ -13,22 +13,22 @@ namespace {
 struct Sizes {
   size_t params, cache, rows_c, rows, rows_3c, rows_4c, vp;
 };
-Sizes sizes(const GptConfig& config, int capacity) {
+Sizes sizes(const ModelConfig& config, int capacity) {
   const size_t T = static_cast<size_t>(capacity), C = static_cast<size_t>(config.channels);
   return {ParamLayout(config, {0, config.num_layers}).size(), static_cast<size_t>(config.num_layers) * T * C,
           T * C, T, 3 * T * C, 4 * T * C, static_cast<size_t>(config.padded_vocab_size)};
 }
-int resolved_capacity(const GptConfig& config, int capacity) { return capacity == 0 ? config.max_seq_len : capacity; }
+int resolved_capacity(const ModelConfig& config, int capacity) { return capacity == 0 ? config.max_seq_len : capacity; }
 
 // The floats of the layout up to the end of wpe: the embedding, which the one-stage layout starts with.
-size_t embedding_floats(const GptConfig& config, const ParamLayout& layout) {
+size_t embedding_floats(const ModelConfig& config, const ParamLayout& layout) {
   assert(layout.wte() == 0);
   return layout.wpe() + static_cast<size_t>(config.max_seq_len) * config.channels;
 }
 
 }  // namespace
 
-size_t Generator::device_bytes(const GptConfig& config, kernels::ElementType storage, int capacity) {
+size_t Generator::device_bytes(const ModelConfig& config, kernels::ElementType storage, int capacity) {
   const Sizes s = sizes(config, resolved_capacity(config, capacity));
   const size_t e = kernels::element_bytes(storage);
   const bool sixteen = storage != kernels::ElementType::f32;
@@ -39,7 +39,7 @@ size_t Generator::device_bytes(const GptConfig& config, kernels::ElementType sto
          e * (2 * s.cache + 5 * s.rows_c + s.rows_3c + 2 * s.rows_4c + s.vp) + sizeof(float) * 2 * s.rows;
 }
 
-Generator::Generator(const GptConfig& config, kernels::Backend& backend, const float* host_params, int capacity)
+Generator::Generator(const ModelConfig& config, kernels::Backend& backend, const float* host_params, int capacity)
     : config_(config),
       layout_(config, {0, config.num_layers}),
       backend_(backend),

@@ -30,13 +30,13 @@ class Generator {
  public:
   // host_params: ParamLayout(config, {0, L}).size() floats. capacity: the positions the cache
   // holds, 1 to max_seq_len (0: max_seq_len).
-  Generator(const GptConfig& config, kernels::Backend& backend, const float* host_params, int capacity = 0);
+  Generator(const ModelConfig& config, kernels::Backend& backend, const float* host_params, int capacity = 0);
 
   // Device bytes a Generator of this capacity allocates on a backend of this storage type:
   // parameters (fp32 masters, or the embedding's and bf16 copies of all), caches, activations.
-  static size_t device_bytes(const GptConfig& config, kernels::ElementType storage, int capacity = 0);
+  static size_t device_bytes(const ModelConfig& config, kernels::ElementType storage, int capacity = 0);
 
-  const GptConfig& config() const { return config_; }
+  const ModelConfig& config() const { return config_; }
   int capacity() const { return capacity_; }
   int position() const { return position_; }  // positions cached
 
@@ -50,7 +50,7 @@ class Generator {
   kernels::ConstTensor weights() const;  // the bf16 copies on the bf16 path, else the masters
   size_t master_floats() const;          // what params_ holds
 
-  GptConfig config_;
+  ModelConfig config_;
   ParamLayout layout_;
   kernels::Backend& backend_;
   kernels::ElementType storage_;

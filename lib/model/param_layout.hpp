@@ -1,14 +1,14 @@
 // Where every parameter of a pipeline stage lives in its one flat buffer. The same layout
-// serves parameters, gradients and both AdamW moments, llm.c style.
+// serves parameters, gradients and both AdamW moments, llm.c style. The tensors themselves are
+// lib/model/model_tensors.hpp's; this file places them.
 //
-// The model is a sequence of blocks: the embedding (wte, wpe), transformer layers 0..L-1, and
-// the final layernorm; the LM head is tied to wte. A stage owns the layers [begin, end) plus the
-// embedding when begin == 0 and the final layernorm and head when end == L. Its buffer is:
+// A stage owns the layers [begin, end) plus the embedding when begin == 0 and the final norm and
+// head when end == L. Its buffer is:
 //
-//   [embedding: wte (Vp, C), wpe (maxT, C)]            when first
-//   [layer begin] ... [layer end-1]                    each layer_size floats, stacked
-//   [final: lnf_w (C), lnf_b (C)]                      when last
-//   [head: wte (Vp, C), the tied copy]                 when last and not first
+//   [embedding: wte (Vp, C), wpe (maxT, C) when learned]   when first
+//   [layer begin] ... [layer end-1]                        each layer_size floats, stacked
+//   [final: lnf_w (C), lnf_b (C) when layernorm]           when last
+//   [head: lm_head_w (Vp, C) untied, or the tied copy of wte when not also first]   when last
 //
 // so any block is a contiguous slice, which is what block-wise gradient reduction needs.
 #pragma once
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "lib/model/model_config.hpp"
+#include "lib/model/model_tensors.hpp"
 
 namespace eth {
 
@@ -29,7 +30,8 @@ struct ParamTensor {
   std::vector<size_t> shape;
   size_t offset = 0;           // in floats, within the stage buffer
   size_t size = 0;
-  bool weight_decay = false;   // matrices decay; biases, layernorms do not
+  bool weight_decay = false;   // matrices decay; biases, norm weights do not
+  TensorInit init = TensorInit::normal;
 };
 
 struct ParamBlock {
@@ -39,20 +41,25 @@ struct ParamBlock {
   size_t size = 0;
 };
 
-// Offsets of the twelve tensors inside one transformer layer block.
+// Offsets of the tensors inside one transformer layer block; kAbsent for those the model lacks
+// (biases, a layernorm's bias).
 struct LayerOffsets {
+  static constexpr size_t kAbsent = SIZE_MAX;
+
   size_t ln1_w, ln1_b;          // (C)
-  size_t qkv_w, qkv_b;          // (3C, C), (3C)
-  size_t attproj_w, attproj_b;  // (C, C), (C)
+  size_t qkv_w, qkv_b;          // (QKV, C), (QKV)
+  size_t attproj_w, attproj_b;  // (C, NH hs), (C)
   size_t ln2_w, ln2_b;          // (C)
-  size_t fc_w, fc_b;            // (4C, C), (4C)
-  size_t fcproj_w, fcproj_b;    // (C, 4C), (C)
+  size_t fc_w, fc_b;            // (F, C), (F)
+  size_t fcproj_w, fcproj_b;    // (C, FC), (C)
   size_t size;
 };
 
 class ParamLayout {
  public:
-  ParamLayout(const GptConfig& config, LayerRange layers);
+  ParamLayout(const ModelConfig& config, LayerRange layers);
+
+  static constexpr size_t kAbsent = LayerOffsets::kAbsent;
 
   bool has_embedding() const { return layers_.begin == 0; }
   bool has_head() const { return layers_.end == num_layers_; }
@@ -61,16 +68,18 @@ class ParamLayout {
 
   size_t wte() const { return embedding_offset_; }                    // (Vp, C)
   size_t wte_size() const { return wte_size_; }
-  size_t wpe() const { return embedding_offset_ + wte_size_; }        // (maxT, C)
+  size_t wpe() const { return embedding_offset_ + wte_size_; }        // (maxT, C), learned positions only
   size_t layer(int l) const;                                          // block of global layer l
   const LayerOffsets& layer_offsets() const { return layer_offsets_; }
   size_t lnf_w() const { return final_offset_; }                      // (C)
-  size_t lnf_b() const { return final_offset_ + channels_; }          // (C)
-  size_t head_wte() const { return has_embedding() ? wte() : head_offset_; }  // (Vp, C)
+  size_t lnf_b() const { return has_norm_bias_ ? final_offset_ + channels_ : kAbsent; }  // (C), layernorm only
+  // The LM head's matrix: lm_head_w when untied; tied, the embedding's wte or its copy.
+  size_t head_wte() const { return has_embedding() && tied_ ? wte() : head_offset_; }  // (Vp, C)
 
-  // Model units (lib/plan/grad_blocks.hpp): 0 = the embedding's wpe, 1..L = layers, L+1 = final
-  // layernorm. The units a stage holds are contiguous in its buffer; wte (the embedding's and
-  // the head's copy) lies outside them and is reduced with the tied-embedding group.
+  // Model units (lib/plan/grad_blocks.hpp): 0 = the embedding, 1..L = layers, L+1 = the final
+  // norm. The units a stage holds are contiguous in its buffer. Tied, wte (the embedding's and
+  // the head's copy) lies outside them (unit 0 is wpe, empty with rotary positions) and is
+  // reduced with the tied-embedding group; untied, unit 0 holds wte and unit L+1 the head.
   size_t unit_offset(int unit) const;
   size_t unit_size(int unit) const;
 
@@ -81,6 +90,8 @@ class ParamLayout {
   LayerRange layers_;
   int num_layers_;
   size_t channels_;
+  bool tied_;
+  bool has_norm_bias_;
   size_t wte_size_;
   size_t wpe_size_;
   LayerOffsets layer_offsets_;
@@ -90,11 +101,11 @@ class ParamLayout {
   std::vector<ParamTensor> tensors_;
 };
 
-// GPT-2 initialisation (normal(0, 0.02) matrices and embeddings, residual projections scaled by
-// 1/sqrt(2L), zero biases, unit layernorm weights). Each value depends only on the seed, its
-// tensor's global name and its index, so every way of splitting the model into stages gets the
-// same numbers. Fills `host_params` (layout.size() floats).
-void init_gpt2_parameters(const GptConfig& config, const ParamLayout& layout, uint64_t seed,
+// GPT-2's initialisation for every family (each tensor's TensorInit: normal(0, 0.02) matrices and
+// embeddings, residual projections scaled by 1/sqrt(2L), zero biases, unit norm weights). Each
+// value depends only on the seed, its tensor's global name and its index, so every way of
+// splitting the model into stages gets the same numbers. Fills `host_params` (layout.size() floats).
+void init_parameters(const ModelConfig& config, const ParamLayout& layout, uint64_t seed,
                           float* host_params);
 
 }  // namespace eth

@@ -4,11 +4,14 @@
 #include <cassert>
 #include <optional>
 
+#include "lib/base/input_error.hpp"
+#include "lib/base/strprintf.hpp"
 #include "lib/model/block_forward.hpp"
+#include "lib/model/model_tensors.hpp"
 
 namespace eth {
 
-Stage::ActLayout Stage::act_layout(const GptConfig& config, LayerRange layers, int B, int T,
+Stage::ActLayout Stage::act_layout(const ModelConfig& config, LayerRange layers, int B, int T,
                                    kernels::AttentionPath attention, kernels::ElementType storage,
                                    Recompute recompute) {
   using kernels::ElementType;
@@ -18,8 +21,9 @@ Stage::ActLayout Stage::act_layout(const GptConfig& config, LayerRange layers, i
   const size_t n = static_cast<size_t>(layers.count());
   const bool last = layers.end == config.num_layers, full = recompute == Recompute::full;
   const size_t saved = kernels::attention_saved_floats(attention, static_cast<size_t>(B), NH, static_cast<size_t>(T));
-  const std::array<size_t, kActs> elements = {BT * C, BT, BT, BT * 3 * C, saved, BT * C,
-                                              BT * C, BT * C, BT, BT, BT * 4 * C, BT * 4 * C, BT * C};
+  const LayerWidths W = layer_widths(config);
+  const std::array<size_t, kActs> elements = {BT * C, BT, BT, BT * W.qkv, saved, BT * W.atty,
+                                              BT * C, BT * C, BT, BT, BT * W.fc, BT * W.fc_act, BT * C};
   auto type_of = [storage](int t) {
     const bool statistic = t == ln1_mean || t == ln1_rstd || t == att_saved || t == ln2_mean || t == ln2_rstd;
     return statistic ? ElementType::f32 : storage;
@@ -59,7 +63,24 @@ Stage::ActLayout Stage::act_layout(const GptConfig& config, LayerRange layers, i
   return out;
 }
 
-Stage::ActivationFootprint Stage::activation_footprint(const GptConfig& config, LayerRange layers, int B, int T,
+void Stage::check_computes(const ModelConfig& c, const std::string& where) {
+  const std::string why = " (ETH's stage computes GPT-2's parts so far; this model can be planned with eth_plan)";
+  auto need = [&](bool ok, const char* field, const std::string& expected, const std::string& got) {
+    if (!ok) fail_input(where, field, expected + why, got);
+  };
+  need(c.norm == NormKind::layernorm, "norm", "layernorm", norm_name(c.norm));
+  need(c.positions == PositionKind::learned, "positions", "learned", positions_name(c.positions));
+  need(c.mlp == MlpKind::gelu, "mlp", "gelu", mlp_name(c.mlp));
+  need(c.num_kv_heads == c.num_heads, "num_kv_heads", "num_heads (" + std::to_string(c.num_heads) + ")",
+       std::to_string(c.num_kv_heads));
+  need(c.q_channels() == c.channels, "head_dim", "channels / num_heads", std::to_string(c.head_dim));
+  need(c.ffn_channels == 4 * c.channels, "ffn_channels", "4 x channels", std::to_string(c.ffn_channels));
+  need(c.attention_bias && c.mlp_bias, "attention_bias", "biases on every matrix", "none on some");
+  need(c.tied_head, "tied_head", "true", "false");
+  need(c.norm_eps == 1e-5, "norm_eps", "1e-05", strprintf("%g", c.norm_eps));
+}
+
+Stage::ActivationFootprint Stage::activation_footprint(const ModelConfig& config, LayerRange layers, int B, int T,
                                                        kernels::AttentionPath attention, kernels::ElementType storage,
                                                        Recompute recompute) {
   const size_t BT = static_cast<size_t>(B) * T;
@@ -69,12 +90,13 @@ Stage::ActivationFootprint Stage::activation_footprint(const GptConfig& config, 
   // The last stage's logits (storage type), per-sample losses (B floats) and loss sum (a double).
   const size_t head = last ? BT * static_cast<size_t>(config.padded_vocab_size) * e + 4 * B + 8 : 0;
   const ActLayout acts = act_layout(config, layers, B, T, attention, storage, recompute);
-  // branch, dresidual, dbtc (C each), dqkv (3C), dfch (4C), the head's, the shared recomputed set
-  const size_t scratch = BT * 10 * C * e + head + acts.shared_size;
+  // branch, dresidual, dbtc (C each), dqkv, dfch, the head's, the shared recomputed set
+  const LayerWidths W = layer_widths(config);
+  const size_t scratch = BT * (3 * C + W.qkv + W.fc) * e + head + acts.shared_size;
   return {acts.slot_size, scratch};
 }
 
-Stage::Stage(const GptConfig& config, LayerRange layers, int B, int T, int slots,
+Stage::Stage(const ModelConfig& config, LayerRange layers, int B, int T, int slots,
              kernels::Backend& backend, Recompute recompute)
     : config_(config),
       layout_(config, layers),
@@ -120,8 +142,9 @@ Stage::Stage(const GptConfig& config, LayerRange layers, int B, int T, int slots
   branch_ = kernels::DeviceBuffer<std::byte>(backend, BT * C * e);
   dresidual_ = kernels::DeviceBuffer<std::byte>(backend, BT * C * e);
   dbtc_ = kernels::DeviceBuffer<std::byte>(backend, BT * C * e);
-  dqkv_ = kernels::DeviceBuffer<std::byte>(backend, BT * 3 * C * e);
-  dfch_ = kernels::DeviceBuffer<std::byte>(backend, BT * 4 * C * e);
+  const LayerWidths W = layer_widths(config);
+  dqkv_ = kernels::DeviceBuffer<std::byte>(backend, BT * W.qkv * e);
+  dfch_ = kernels::DeviceBuffer<std::byte>(backend, BT * W.fc * e);
   zero_grads();
 }
 

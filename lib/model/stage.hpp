@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "kernels/backend.hpp"
@@ -52,10 +53,16 @@ struct KeptEmbeddingRows {
 
 class Stage {
  public:
-  Stage(const GptConfig& config, LayerRange layers, int B, int T, int slots,
+  // An InputError naming `where` and the first part of `config` the stage cannot compute yet: it
+  // runs GPT-2's parts (layernorm, learned positions, GELU, one K/V head per query head of C / NH
+  // channels, biases, a tied head); the Llama family is described, laid out and priced
+  // (eth_plan) but not yet trained, sampled, profiled or converted.
+  static void check_computes(const ModelConfig& config, const std::string& where);
+
+  Stage(const ModelConfig& config, LayerRange layers, int B, int T, int slots,
         kernels::Backend& backend, Recompute recompute = Recompute::none);
 
-  const GptConfig& config() const { return config_; }
+  const ModelConfig& config() const { return config_; }
   const ParamLayout& layout() const { return layout_; }
   int micro_batch() const { return B_; }
   int seq_len() const { return T_; }
@@ -107,7 +114,7 @@ class Stage {
     size_t per_slot;  // bytes
     size_t scratch;   // bytes
   };
-  static ActivationFootprint activation_footprint(const GptConfig& config, LayerRange layers, int B, int T,
+  static ActivationFootprint activation_footprint(const ModelConfig& config, LayerRange layers, int B, int T,
                                                   kernels::AttentionPath attention, kernels::ElementType storage,
                                                   Recompute recompute = Recompute::none);
 
@@ -140,7 +147,7 @@ class Stage {
     Place output;                   // in the slot (B, T, C), full only: the last layer's res3
     size_t slot_size, shared_size;  // bytes
   };
-  static ActLayout act_layout(const GptConfig& config, LayerRange layers, int B, int T,
+  static ActLayout act_layout(const ModelConfig& config, LayerRange layers, int B, int T,
                               kernels::AttentionPath attention, kernels::ElementType storage, Recompute recompute);
 
   kernels::Tensor slot_tensor(int slot, Place place, int local_layer = 0);
@@ -156,7 +163,7 @@ class Stage {
   void ln1_forward(int slot, int local_layer);
   void attention_forward(int slot, int local_layer);
 
-  GptConfig config_;
+  ModelConfig config_;
   ParamLayout layout_;
   int B_, T_;
   [[maybe_unused]] int slots_;  // checked by assertions only
@@ -191,8 +198,8 @@ class Stage {
   kernels::DeviceBuffer<std::byte> branch_;     // (B, T, C)
   kernels::DeviceBuffer<std::byte> dresidual_;  // (B, T, C) running gradient of the residual stream
   kernels::DeviceBuffer<std::byte> dbtc_;       // (B, T, C)
-  kernels::DeviceBuffer<std::byte> dqkv_;       // (B, T, 3C)
-  kernels::DeviceBuffer<std::byte> dfch_;       // (B, T, 4C)
+  kernels::DeviceBuffer<std::byte> dqkv_;       // (B, T, QKV)
+  kernels::DeviceBuffer<std::byte> dfch_;       // (B, T, F)
 };
 
 }  // namespace eth

@@ -58,8 +58,8 @@ int tied_rows_kept_late(const Plan& plan, int seq_len) {
   return samples * seq_len;
 }
 
-bool tied_sum_starts_early(const Plan& plan, const GptConfig& model, int seq_len) {
-  return tied_embedding_group(plan).size() > 1 && 4 * tied_rows_kept_late(plan, seq_len) <= model.padded_vocab_size;
+bool tied_sum_starts_early(const Plan& plan, const ModelConfig& model, int seq_len) {
+  return model.tied_head && tied_embedding_group(plan).size() > 1 && 4 * tied_rows_kept_late(plan, seq_len) <= model.padded_vocab_size;
 }
 
 }  // namespace eth

@@ -43,8 +43,8 @@ std::vector<int> tied_embedding_group(const Plan& plan);
 // Rows (token positions) the tied group's members keep out of dwte per step in all: every
 // pipeline's last micro-batch, T each sample.
 int tied_rows_kept_late(const Plan& plan, int seq_len);
-// Whether a plan's tied group sums early: the kept rows at most a quarter of the padded
-// vocabulary (the same answer on every rank).
-bool tied_sum_starts_early(const Plan& plan, const GptConfig& model, int seq_len);
+// Whether a plan's tied group sums early: the head is tied and the kept rows at most a quarter
+// of the padded vocabulary (the same answer on every rank).
+bool tied_sum_starts_early(const Plan& plan, const ModelConfig& model, int seq_len);
 
 }  // namespace eth

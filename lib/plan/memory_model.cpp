@@ -5,23 +5,14 @@
 #include "kernels/gpu_ops/scratch.hpp"
 #include "kernels/workspace.hpp"
 
+#include "lib/model/model_tensors.hpp"
 #include "lib/plan/grad_blocks.hpp"
 #include "lib/plan/optimizer_shards.hpp"
 #include "lib/plan/schedule.hpp"
 
 namespace eth {
 
-size_t stage_param_floats(const GptConfig& model, LayerRange layers) {
-  const size_t C = static_cast<size_t>(model.channels), Vp = static_cast<size_t>(model.padded_vocab_size);
-  const size_t maxT = static_cast<size_t>(model.max_seq_len);
-  const bool first = layers.begin == 0, last = layers.end == model.num_layers;
-  size_t n = static_cast<size_t>(layers.count()) * (12 * C * C + 13 * C);  // per layer: attention and MLP
-  if (first) n += (Vp + maxT) * C;                                          // wte, wpe
-  if (last) n += 2 * C + (first ? 0 : Vp * C);                              // final layernorm, the head's wte copy
-  return n;
-}
-
-MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T, int slots, Recompute recompute,
+MemoryBytes stage_memory(const ModelConfig& model, LayerRange layers, int b, int T, int slots, Recompute recompute,
                          const JobMemoryOptions& options) {
   return stage_memory(model, layers, b, T, slots,
                       Stage::activation_footprint(model, layers, b, T, options.attention, options.storage, recompute),
@@ -31,24 +22,24 @@ MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T
 namespace {
 
 // The segments of AdamW's table over all of a stage (lib/model/optimizer.hpp: adamw_segments):
-// each tensor cut into runs of kAdamWSegmentFloats, in closed form as stage_param_floats.
-size_t stage_adamw_segments(const GptConfig& model, LayerRange layers) {
-  const size_t C = static_cast<size_t>(model.channels), Vp = static_cast<size_t>(model.padded_vocab_size);
-  const size_t maxT = static_cast<size_t>(model.max_seq_len);
-  auto runs = [](size_t n) { return (n + kernels::kAdamWSegmentFloats - 1) / kernels::kAdamWSegmentFloats; };
+// each tensor cut into runs of kAdamWSegmentFloats, counted from the model's tensor list.
+size_t stage_adamw_segments(const ModelConfig& model, LayerRange layers) {
+  auto runs = [](const std::vector<TensorSpec>& tensors) {
+    size_t n = 0;
+    for (const TensorSpec& t : tensors) n += (t.size() + kernels::kAdamWSegmentFloats - 1) / kernels::kAdamWSegmentFloats;
+    return n;
+  };
   const bool first = layers.begin == 0, last = layers.end == model.num_layers;
-  // Per layer: ln1 w, b; qkv w, b; attproj w, b; ln2 w, b; fc w, b; fcproj w, b.
-  size_t n = static_cast<size_t>(layers.count()) * (6 * runs(C) + runs(3 * C * C) + runs(3 * C) + runs(C * C) +
-                                                     2 * runs(4 * C * C) + runs(4 * C));
-  if (first) n += runs(Vp * C) + runs(maxT * C);
-  if (last) n += 2 * runs(C) + (first ? 0 : runs(Vp * C));
+  size_t n = static_cast<size_t>(layers.count()) * runs(layer_tensors(model));
+  if (first) n += runs(embedding_tensors(model));
+  if (last) n += runs(final_norm_tensors(model)) + (model.tied_head && first ? 0 : runs({head_tensor(model)}));
   return n;
 }
 
 // The backend's workspace (kernels/workspace.hpp), with `gathered_rows` rows of late embedding
 // rows added by an embedding backward: the bf16 path's working copies and the GPU ops' launch
 // workspace, as Backend::reserve_workspace holds them.
-double backend_workspace_bytes(const GptConfig& model, LayerRange layers, int b, int T, size_t gathered_rows,
+double backend_workspace_bytes(const ModelConfig& model, LayerRange layers, int b, int T, size_t gathered_rows,
                                const JobMemoryOptions& options) {
   const kernels::StageShape shape{b, T, model.channels, model.num_heads, model.padded_vocab_size,
                                   layers.begin == 0, layers.end == model.num_layers, gathered_rows};
@@ -59,9 +50,9 @@ double backend_workspace_bytes(const GptConfig& model, LayerRange layers, int b,
 
 }  // namespace
 
-MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T, int slots,
+MemoryBytes stage_memory(const ModelConfig& model, LayerRange layers, int b, int T, int slots,
                          const Stage::ActivationFootprint& acts, const JobMemoryOptions& options) {
-  const double floats = double(stage_param_floats(model, layers));
+  const double floats = double(stage_params(model, layers));
   const double params = 4.0 * floats;
   // On the 16-bit paths the kernels read 16-bit copies of the parameters, kept beside the masters.
   const double copies = options.storage != kernels::ElementType::f32 ? 2.0 * floats : 0.0;
@@ -78,13 +69,13 @@ MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T
           double(kernels::element_bytes(options.storage)) * rows * (slots + 1)};
 }
 
-double rank_optimizer_bytes(const GptConfig& model, const Plan& plan, int world_rank, bool shard_all) {
+double rank_optimizer_bytes(const ModelConfig& model, const Plan& plan, int world_rank, bool shard_all) {
   const size_t segments = adamw_segment_count(model, plan, world_rank, shard_all);
   return 8.0 * double(moment_floats(model, plan, world_rank, shard_all)) +
          double(sizeof(kernels::AdamWSegment) * segments);
 }
 
-MemoryBytes rank_memory(const GptConfig& model, const Plan& plan, const RankRole& role, int world_rank, int seq_len,
+MemoryBytes rank_memory(const ModelConfig& model, const Plan& plan, const RankRole& role, int world_rank, int seq_len,
                         const JobMemoryOptions& options) {
   const PlanPipeline& pipe = plan.pipelines[role.pipeline];
   const PlanStage& stage = pipe.stages[role.stage];
@@ -105,7 +96,7 @@ MemoryBytes rank_memory(const GptConfig& model, const Plan& plan, const RankRole
   return bytes;
 }
 
-std::vector<size_t> plan_device_bytes(const GptConfig& model, const Plan& plan, int world_size, int seq_len,
+std::vector<size_t> plan_device_bytes(const ModelConfig& model, const Plan& plan, int world_size, int seq_len,
                                       const JobMemoryOptions& options) {
   std::vector<size_t> bytes;
   const std::vector<RankRole> roles = rank_roles(plan, world_size);

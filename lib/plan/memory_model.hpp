@@ -35,8 +35,6 @@ struct MemoryBytes {
   double total() const { return parameters + gradients + optimizer + activations + workspace + transfers; }
 };
 
-// Parameters (floats) of a stage holding `layers`: ParamLayout's size, in closed form.
-size_t stage_param_floats(const GptConfig& model, LayerRange layers);
 
 // How a job runs, as far as a rank's memory goes.
 struct JobMemoryOptions {
@@ -56,27 +54,27 @@ struct JobMemoryOptions {
 // A stage holding `layers` on a rank with b samples per micro-batch of T tokens, `slots`
 // micro-batches in flight (activation_slots), activations kept as `recompute` says, attention
 // backward state and storage as `options` says. Moments unsharded, no late embedding rows.
-MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T, int slots, Recompute recompute,
+MemoryBytes stage_memory(const ModelConfig& model, LayerRange layers, int b, int T, int slots, Recompute recompute,
                          const JobMemoryOptions& options);
 // The same from the stage's activation footprint already in hand (Stage::activation_footprint of
 // these layers, b, T, attention path, storage and recomputation): for a caller that asks about
 // the same stage shapes many times (the planner's cost model keeps the footprints it has computed).
-MemoryBytes stage_memory(const GptConfig& model, LayerRange layers, int b, int T, int slots,
+MemoryBytes stage_memory(const ModelConfig& model, LayerRange layers, int b, int T, int slots,
                          const Stage::ActivationFootprint& acts, const JobMemoryOptions& options);
 
 // AdamW's bytes on world_rank (not idle) under plan: its two moments, of its shards only where
 // sharded (sharded_block_flags(plan, ..., shard_all)), and its segment table.
-double rank_optimizer_bytes(const GptConfig& model, const Plan& plan, int world_rank, bool shard_all);
+double rank_optimizer_bytes(const ModelConfig& model, const Plan& plan, int world_rank, bool shard_all);
 
 // `role` (not idle) of `world_rank` in `plan` at seq_len: its stage's memory, with the moments
 // of its shards only in the plan's sharded blocks (and every block of several owners under
 // shard_all), and the late embedding rows where the plan keeps them.
-MemoryBytes rank_memory(const GptConfig& model, const Plan& plan, const RankRole& role, int world_rank, int seq_len,
+MemoryBytes rank_memory(const ModelConfig& model, const Plan& plan, const RankRole& role, int world_rank, int seq_len,
                         const JobMemoryOptions& options);
 
 // rank_memory's total for each of the `world_size` ranks of `plan`, 0 for an idle one: what
 // eth_train checks against each device and reports as planned_bytes.
-std::vector<size_t> plan_device_bytes(const GptConfig& model, const Plan& plan, int world_size, int seq_len,
+std::vector<size_t> plan_device_bytes(const ModelConfig& model, const Plan& plan, int world_size, int seq_len,
                                       const JobMemoryOptions& options);
 
 }  // namespace eth

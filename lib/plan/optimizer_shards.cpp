@@ -70,7 +70,7 @@ std::vector<FloatRange> updated_spans(const std::vector<BlockShard>& shards, siz
 namespace {
 
 // The layout of world_rank's stage and the spans of it that the rank's optimizer updates.
-std::pair<ParamLayout, std::vector<FloatRange>> rank_optimizer_spans(const GptConfig& model, const Plan& plan,
+std::pair<ParamLayout, std::vector<FloatRange>> rank_optimizer_spans(const ModelConfig& model, const Plan& plan,
                                                                      int world_rank, bool shard_all) {
   LayerRange layers{};
   bool found = false;
@@ -92,11 +92,11 @@ std::pair<ParamLayout, std::vector<FloatRange>> rank_optimizer_spans(const GptCo
 
 }  // namespace
 
-size_t moment_floats(const GptConfig& model, const Plan& plan, int world_rank, bool shard_all) {
+size_t moment_floats(const ModelConfig& model, const Plan& plan, int world_rank, bool shard_all) {
   return total_size(rank_optimizer_spans(model, plan, world_rank, shard_all).second);
 }
 
-size_t adamw_segment_count(const GptConfig& model, const Plan& plan, int world_rank, bool shard_all) {
+size_t adamw_segment_count(const ModelConfig& model, const Plan& plan, int world_rank, bool shard_all) {
   const auto [layout, spans] = rank_optimizer_spans(model, plan, world_rank, shard_all);
   return adamw_segments(layout, spans).size();
 }

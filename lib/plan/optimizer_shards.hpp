@@ -54,8 +54,8 @@ std::vector<FloatRange> updated_spans(const std::vector<BlockShard>& shards, siz
 
 // Floats of AdamW moment (one of m, v) that `world_rank` (not idle) allocates under `plan`, its
 // sharded blocks those of sharded_block_flags(plan, ..., shard_all).
-size_t moment_floats(const GptConfig& model, const Plan& plan, int world_rank, bool shard_all);
+size_t moment_floats(const ModelConfig& model, const Plan& plan, int world_rank, bool shard_all);
 // The segments of that rank's AdamW table (lib/model/optimizer.hpp: adamw_segments), likewise.
-size_t adamw_segment_count(const GptConfig& model, const Plan& plan, int world_rank, bool shard_all);
+size_t adamw_segment_count(const ModelConfig& model, const Plan& plan, int world_rank, bool shard_all);
 
 }  // namespace eth

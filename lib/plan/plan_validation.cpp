@@ -67,7 +67,7 @@ namespace {
 // and the field; the first broken invariant is the one reported.
 class PlanCheck {
  public:
-  PlanCheck(const Plan& plan, const Topology& topology, const GptConfig& model)
+  PlanCheck(const Plan& plan, const Topology& topology, const ModelConfig& model)
       : plan_(plan), topology_(topology), model_(model), file_(plan.source), world_(topology.world_size()),
         seen_(static_cast<size_t>(world_)) {}
 
@@ -166,7 +166,7 @@ class PlanCheck {
 
   const Plan& plan_;
   const Topology& topology_;
-  const GptConfig& model_;
+  const ModelConfig& model_;
   const std::string& file_;
   const int world_;
   std::vector<std::string> seen_;  // per rank: where it was placed, "" while not yet
@@ -174,7 +174,7 @@ class PlanCheck {
 
 }  // namespace
 
-void validate_plan(const Plan& plan, const Topology& topology, const GptConfig& model) {
+void validate_plan(const Plan& plan, const Topology& topology, const ModelConfig& model) {
   PlanCheck(plan, topology, model).run();
 }
 

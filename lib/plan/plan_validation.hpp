@@ -15,6 +15,6 @@ namespace eth {
 // samples add up to the global batch; each sharded block exists, has at least two owners and is
 // named once; predicted memory fits each device. Throws InputError
 // naming plan.source and the field.
-void validate_plan(const Plan& plan, const Topology& topology, const GptConfig& model);
+void validate_plan(const Plan& plan, const Topology& topology, const ModelConfig& model);
 
 }  // namespace eth

@@ -10,7 +10,7 @@
 
 namespace eth::planner {
 
-CostModel::CostModel(const Topology& topology, const GptConfig& model, int seq_len, std::vector<Profile> profiles)
+CostModel::CostModel(const Topology& topology, const ModelConfig& model, int seq_len, std::vector<Profile> profiles)
     : topology_(topology),
       model_(model),
       seq_len_(seq_len),
@@ -67,9 +67,9 @@ std::optional<Recompute> CostModel::lightest_recompute(int type, LayerRange laye
 }
 
 double CostModel::attention_share() const {
-  const double C = model_.channels, T = seq_len_;
-  const double attention_half = 6 * C * C + 2 * T * C;  // per token: qkv, then QK^T and PV over the causal half
-  return attention_half / (24 * C * C + 2 * T * C);
+  // Per token: the q, k, v projection, then QK^T and PV over the causal half; of the layer's forward.
+  const double causal_scores = attention_score_flops(model_, seq_len_) / 2;
+  return (attention_projection_flops(model_) + causal_scores) / (layer_matmul_flops(model_) + causal_scores);
 }
 
 double CostModel::recompute_ms(const ProfileEntry& e, LayerRange layers, Recompute recompute, int slots) const {
@@ -178,12 +178,13 @@ ComputeMs rank_compute(const CostModel& cost, const PlanPipeline& pipe, int stag
 }
 
 std::vector<Reduction> plan_reductions(const CostModel& cost, const Plan& plan) {
-  const GptConfig& m = cost.model();
-  const double C = m.channels;
+  const ModelConfig& m = cost.model();
+  // A unit's floats (ParamLayout::unit_size): tied, wte is reduced as the tied group, apart.
+  const double tied_wte = m.tied_head ? double(head_params(m)) : 0.0;
   auto unit_floats = [&](int u) {
-    if (u == 0) return double(m.max_seq_len) * C;           // wpe (wte is reduced as the tied group)
-    if (u == m.num_layers + 1) return 2 * C;                 // final layernorm
-    return 12 * C * C + 13 * C;
+    if (u == 0) return double(embedding_params(m)) - tied_wte;
+    if (u == m.num_layers + 1) return double(final_norm_params(m) + head_params(m)) - tied_wte;
+    return double(layer_params(m));
   };
   std::vector<Reduction> out;
   const std::vector<GradBlock> blocks = derive_grad_blocks(plan, m.num_layers);
@@ -199,6 +200,8 @@ std::vector<Reduction> plan_reductions(const CostModel& cost, const Plan& plan) 
       out.push_back({block.unit_begin, block.unit_end, block.owners, cost.allreduce_ms(block.owners, 4 * floats)});
     }
   }
+  if (!m.tied_head) return out;  // an untied wte and head are reduced in units 0 and L+1
+  const double C = m.channels;
   const std::vector<int> tied = tied_embedding_group(plan);
   out.push_back({Reduction::kTiedSum, Reduction::kTiedSum, tied, cost.allreduce_ms(tied, 4.0 * m.padded_vocab_size * C)});
   if (tied_sum_starts_early(plan, m, cost.seq_len())) {

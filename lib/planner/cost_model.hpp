@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lib/model/model_config.hpp"
+#include "lib/model/model_tensors.hpp"
 #include "lib/plan/memory_model.hpp"
 #include "lib/plan/plan.hpp"
 #include "lib/plan/topology.hpp"
@@ -36,10 +37,10 @@ struct Estimate {
 class CostModel {
  public:
   // `profiles` are indexed like topology.device_types (see profiles_for).
-  CostModel(const Topology& topology, const GptConfig& model, int seq_len, std::vector<Profile> profiles);
+  CostModel(const Topology& topology, const ModelConfig& model, int seq_len, std::vector<Profile> profiles);
 
   const Topology& topology() const { return topology_; }
-  const GptConfig& model() const { return model_; }
+  const ModelConfig& model() const { return model_; }
   int seq_len() const { return seq_len_; }
   const Profile& profile(int type) const { return profiles_[type]; }
 
@@ -47,8 +48,8 @@ class CostModel {
   ComputeMs compute(int type, LayerRange layers, int b) const { return compute(profiles_[type].at(b), layers); }
   // The same from the profile's entry at that micro-batch size.
   ComputeMs compute(const ProfileEntry& costs, LayerRange layers) const;
-  // Parameters (floats) of a stage holding `layers` (stage_param_floats).
-  double param_floats(LayerRange layers) const { return double(stage_param_floats(model_, layers)); }
+  // Parameters (floats) of a stage holding `layers` (lib/model/model_tensors.hpp).
+  double param_floats(LayerRange layers) const { return double(stage_params(model_, layers)); }
   // What one rank needs (stage_memory, lib/plan/memory_model.hpp, under the CPU backend's
   // attention rule: attention_memory.hpp): 16 bytes per parameter (fp32 weights, gradients, two
   // AdamW moments) plus `slots` micro-batches of b samples of activations, as `recompute` keeps
@@ -110,7 +111,7 @@ class CostModel {
   const Stage::ActivationFootprint& footprint(LayerRange layers, int b, Recompute recompute) const;
 
   const Topology& topology_;
-  GptConfig model_;
+  ModelConfig model_;
   int seq_len_;
   // What activations and transfers are stored in: bf16 when the profiles are of the bf16 path
   // (a job has one precision: every profile is at it), fp32 otherwise.

@@ -559,7 +559,7 @@ AuditCase random_audit_case(uint64_t seed, const std::vector<DeviceType>& catalo
   // The model and the request.
   const int C = shape.channels[draw(0, static_cast<int>(shape.channels.size()) - 1)];
   const int L = draw(shape.min_layers, shape.max_layers);
-  c.model = {strprintf("gpt-L%d-C%d", L, C), 50257, 50304, 1024, L, C / 128, C};
+  c.model = gpt2_config(strprintf("gpt-L%d-C%d", L, C), 50257, 50304, 1024, L, C / 128, C);
   c.seq_len = 1024;
   c.request.global_batch = draw(shape.min_batch, shape.max_batch);
   c.request.micro_batches = shape.micro_batches;

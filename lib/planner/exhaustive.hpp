@@ -91,7 +91,7 @@ struct AuditShape {
 struct AuditCase {
   std::string name;      // e.g. "2xA100-80GB+1xT4-16GB/2 nodes L6 C4096 B8"
   Topology topology;
-  GptConfig model;
+  ModelConfig model;
   int seq_len = 1024;
   PlanRequest request;
 };

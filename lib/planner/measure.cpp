@@ -44,13 +44,13 @@ class LockstepTimer {
 };
 
 // Forward and backward ms of a one-layer stage at `layer` of the 3-layer model.
-ComputeMs time_stage(kernels::Backend& backend, LockstepTimer& timer, const GptConfig& model, int layer, int B, int T,
+ComputeMs time_stage(kernels::Backend& backend, LockstepTimer& timer, const ModelConfig& model, int layer, int B, int T,
                      int reps) {
   // Real values throughout, as in training: zero weights or constant activations would send
   // exp and tanh down their fast paths for tiny arguments and time too little.
   Stage stage(model, {layer, layer + 1}, B, T, 1, backend);
   std::vector<float> params(stage.layout().size());
-  init_gpt2_parameters(model, stage.layout(), 1234, params.data());
+  init_parameters(model, stage.layout(), 1234, params.data());
   backend.copy_to_device(stage.params(), params.data(), params.size() * sizeof(float));
   stage.params_written();
   const size_t BT = static_cast<size_t>(B) * T;
@@ -79,10 +79,10 @@ ComputeMs time_stage(kernels::Backend& backend, LockstepTimer& timer, const GptC
 
 }  // namespace
 
-Profile measure_profile(kernels::Backend& backend, const kernels::PrecisionPath& path, const GptConfig& model,
+Profile measure_profile(kernels::Backend& backend, const kernels::PrecisionPath& path, const ModelConfig& model,
                         const std::string& device_type, const MeasureOptions& options, MPI_Comm ranks) {
   LockstepTimer timer(ranks, backend);
-  GptConfig three = model;
+  ModelConfig three = model;
   three.num_layers = 3;
   // The roofline supplies activation and parameter bytes (exact counts); times are measured.
   Profile p = roofline_profile({.name = device_type, .memory_gb = 1, .peak_tflops_fp32 = 1, .memory_bandwidth_gbs = 1}, model, options.seq_len, options.micro_batches, "eth_profile",

@@ -30,7 +30,7 @@ struct MeasureOptions {
 
 // The profile of `device_type` on `backend`, which computes on `path`: the profile records the
 // path it measured (fp32 arithmetic where a bf16 path ran without bf16 kernels).
-Profile measure_profile(kernels::Backend& backend, const kernels::PrecisionPath& path, const GptConfig& model,
+Profile measure_profile(kernels::Backend& backend, const kernels::PrecisionPath& path, const ModelConfig& model,
                         const std::string& device_type, const MeasureOptions& options, MPI_Comm ranks);
 
 }  // namespace eth::planner

@@ -113,7 +113,13 @@ std::string stage_box(const Scene& sc, const PlanPipeline& pipe, int s, double x
   const Topology& topo = sc.cost.topology();
   const PlanStage& st = pipe.stages[s];
   std::string inner = rect(0.5, 0.5, w - 1, h - 1, "#fff", "stage", " stroke=\"#333\"");
-  inner += text(6, kLine, strprintf("stage %d: layers [%d, %d)", s, st.layers.begin, st.layers.end), " font-weight=\"bold\"");
+  // The blocks beside the layers: the embedding on a first stage, the final norm and LM head
+  // (whose V x C matmul can outweigh several layers) on a last one.
+  const ModelConfig& m = sc.cost.model();
+  const std::string ends = std::string(st.layers.begin == 0 ? " + embedding" : "") +
+                           (st.layers.end == m.num_layers ? (m.tied_head ? " + head (tied)" : " + head") : "");
+  inner += text(6, kLine, strprintf("stage %d: layers [%d, %d)%s", s, st.layers.begin, st.layers.end, ends.c_str()),
+                " font-weight=\"bold\"");
   inner += text(6, 2 * kLine, strprintf("%.1f ms/step%s", sc.compute_ms[st.ranks.front()],
                                         st.recompute == Recompute::none ? "" : (", recompute " + to_string(st.recompute)).c_str()));
   for (size_t i = 0; i < st.ranks.size(); i++) {
@@ -246,8 +252,8 @@ void write_plan_drawing(const CostModel& cost, const Plan& plan, const std::stri
 
   std::string body = text(kMargin, 26, strprintf("plan %s on %s", plan.source.empty() ? "(unnamed)" : plan.source.c_str(),
                                                  cost.topology().source.c_str()), " font-size=\"16\" font-weight=\"bold\"");
-  body += text(kMargin, 46, strprintf("model %s (%d layers), T = %d, global batch %d; simulated %.1f ms per step, analytic %.1f ms",
-                                      cost.model().name.c_str(), cost.model().num_layers, cost.seq_len(), plan.global_batch,
+  body += text(kMargin, 46, strprintf("model %s (%s), T = %d, global batch %d; simulated %.1f ms per step, analytic %.1f ms",
+                                      cost.model().name.c_str(), describe_model(cost.model()).c_str(), cost.seq_len(), plan.global_batch,
                                       sc.sim.iteration_ms, sc.estimate.iteration_ms));
   body += legend(sc, 60);
   double width = kMargin + kLabel + kPlot + kMargin;

@@ -78,7 +78,7 @@ std::vector<Candidate> choose_plans(const PlanToolOptions& o, const PlanInputs& 
 void run_plan_tool(const PlanToolOptions& o, std::ostream& out) {
   const PlanInputs in = plan_inputs(o);
   const Topology topo = load_topology(in.topology_path);
-  const GptConfig model = load_model_config(in.model_path);
+  const ModelConfig model = load_model_config(in.model_path);
   if (in.seq_len < 1 || in.seq_len > model.max_seq_len)
     fail_input(in.where, "seq_len", strprintf("1 .. %d, the model's max_seq_len", model.max_seq_len), std::to_string(in.seq_len));
   const PrecisionPaths paths = precision_paths(topo, o.precision);

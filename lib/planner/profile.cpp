@@ -9,6 +9,7 @@
 #include "lib/base/input_error.hpp"
 #include "lib/base/strprintf.hpp"
 #include "lib/base/yaml_fields.hpp"
+#include "lib/model/model_tensors.hpp"
 
 namespace eth::planner {
 namespace {
@@ -157,7 +158,7 @@ void check_profile_path(const Profile& profile, const Topology& topology, const 
   }
 }
 
-Profile roofline_profile(const DeviceType& type, const GptConfig& model, int T,
+Profile roofline_profile(const DeviceType& type, const ModelConfig& model, int T,
                          const std::vector<int>& micro_batches, const std::string& where,
                          const kernels::PrecisionPath& path) {
   const double rate_tflops = path.peak_tflops;
@@ -167,8 +168,9 @@ Profile roofline_profile(const DeviceType& type, const GptConfig& model, int T,
   const double flop_per_ms = rate_tflops * 1e9 * kMatmulEfficiency;
   const double byte_per_ms = type.memory_bandwidth_gbs * 1e6 * kMemoryEfficiency;
   auto ms = [&](double flops, double bytes) { return flops / flop_per_ms + bytes / byte_per_ms; };
-  const double C = model.channels, Vp = model.padded_vocab_size, maxT = model.max_seq_len;
+  const double C = model.channels, Vp = model.padded_vocab_size;
   const double NH = model.num_heads;
+  const double tables = model.positions == PositionKind::learned ? 2 : 1;  // wte, and wpe where learned
   // Bytes of an activation or a parameter copy on this path; gradients, optimizer state and
   // logits are fp32 on every path. The recorded activation_bytes and param_bytes stay fp32's, as
   // eth_profile records them.
@@ -187,28 +189,30 @@ Profile roofline_profile(const DeviceType& type, const GptConfig& model, int T,
     const double BT = double(b) * T;
     ProfileEntry e;
     e.micro_batch = b;
-    // Embedding: gather wte and wpe rows, write (B, T, C); backward reads its gradient and adds
-    // it into the fp32 gradients of both tables (a read and a write).
-    e.embedding = {ms(0, 3 * w * BT * C), ms(0, (w + 12) * BT * C), 4 * BT * (C + 1), 4 * (Vp + maxT) * C};
-    // Layer: 24 B T C^2 GEMM FLOPs + 4 B T^2 C attention FLOPs; activations written and read
-    // once each forward, twice backward; weights read once, their fp32 gradients written once.
-    const double layer_act_elements = BT * (16 * C + 4 + NH);  // attention keeps (B, NH, T) statistics
-    const double layer_param_elements = 12 * C * C + 13 * C;
-    const double layer_flops = 24 * BT * C * C + 4 * BT * T * C;
+    // Embedding: gather a row of each table, write (B, T, C); backward reads its gradient and
+    // adds it into the fp32 gradients of each table (a read and a write).
+    e.embedding = {ms(0, (tables + 1) * w * BT * C), ms(0, (w + 6 * tables) * BT * C), 4 * BT * (C + 1),
+                   4 * double(embedding_params(model))};
+    // Layer: its GEMMs (GPT-2: 24 B T C^2 FLOPs) + attention's 4 B T^2 NH hs; activations written
+    // and read once each forward, twice backward; weights read once, their fp32 gradients written once.
+    const double layer_act_elements = BT * (double(layer_widths(model).kept(model.channels)) + 4 + NH);  // + norm and
+                                                                                   // attention (B, NH, T) statistics
+    const double layer_param_elements = double(layer_params(model));
+    const double layer_flops = BT * (layer_matmul_flops(model) + attention_score_flops(model, T));
     e.layer = {ms(layer_flops, 2 * w * layer_act_elements + w * layer_param_elements),
                ms(2 * layer_flops, 4 * w * layer_act_elements + (w + 4) * layer_param_elements), 4 * layer_act_elements,
                4 * layer_param_elements};
-    // Head: final layernorm, logits GEMM 2 B T C Vp, softmax + cross-entropy over the fp32
+    // Head: final norm, logits GEMM 2 B T C Vp, softmax + cross-entropy over the fp32
     // (B, T, Vp) logits (read, write dlogits); backward is the GEMM's two products.
     const double logits = 4 * BT * Vp;
     e.head = {ms(2 * BT * C * Vp, 3 * logits + 3 * w * BT * C), ms(4 * BT * C * Vp, 2 * logits + 4 * w * BT * C),
-              4 * BT * (C + 2), 4 * (Vp * C + 2 * C)};
+              4 * BT * (C + 2), 4 * double(head_params(model) + final_norm_params(model))};
     p.entries.push_back(e);
   }
   return p;
 }
 
-std::vector<Profile> profiles_for(const Topology& topology, const GptConfig& model, int seq_len,
+std::vector<Profile> profiles_for(const Topology& topology, const ModelConfig& model, int seq_len,
                                   const std::vector<Profile>& available, const std::vector<int>& micro_batches,
                                   const PrecisionPaths& paths) {
   std::vector<Profile> out;
@@ -224,7 +228,7 @@ std::vector<Profile> profiles_for(const Topology& topology, const GptConfig& mod
   return out;
 }
 
-std::vector<Profile> job_profiles(const Topology& topology, const GptConfig& model, int seq_len, const std::string& dir,
+std::vector<Profile> job_profiles(const Topology& topology, const ModelConfig& model, int seq_len, const std::string& dir,
                                   const std::vector<std::string>& files, const std::vector<int>& micro_batches,
                                   const PrecisionPaths& paths, std::ostream* log) {
   std::vector<Profile> available;

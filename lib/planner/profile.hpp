@@ -70,21 +70,21 @@ void check_profile_path(const Profile& profile, const Topology& topology, const 
 // (bf16 tensor cores, TF32 ones, or fp32), activations and parameter copies moved in the path's
 // storage type and the rest of the traffic in fp32, at a fraction of memory bandwidth. Fails
 // (InputError naming `where`) when the type has no positive peak rates.
-Profile roofline_profile(const DeviceType& type, const GptConfig& model, int seq_len,
+Profile roofline_profile(const DeviceType& type, const ModelConfig& model, int seq_len,
                          const std::vector<int>& micro_batches, const std::string& where,
                          const kernels::PrecisionPath& path);
 
 // The profile of each device type of `topology` (indexed like topology.device_types): the
 // given profiles matching the model, the sequence length and the type's path in `paths`, else a
 // roofline estimate on that path.
-std::vector<Profile> profiles_for(const Topology& topology, const GptConfig& model, int seq_len,
+std::vector<Profile> profiles_for(const Topology& topology, const ModelConfig& model, int seq_len,
                                   const std::vector<Profile>& available,
                                   const std::vector<int>& micro_batches, const PrecisionPaths& paths);
 
 // The profiles a job is planned with: each --profile file (`files`, which must be on its device
 // type's path: check_profile_path), then `dir`'s (when it is a directory), then roofline
 // estimates, as profiles_for chooses; each device type's is printed to `log` when given.
-std::vector<Profile> job_profiles(const Topology& topology, const GptConfig& model, int seq_len, const std::string& dir,
+std::vector<Profile> job_profiles(const Topology& topology, const ModelConfig& model, int seq_len, const std::string& dir,
                                   const std::vector<std::string>& files, const std::vector<int>& micro_batches,
                                   const PrecisionPaths& paths, std::ostream* log);
 

@@ -7,6 +7,7 @@
 #include "kernels/device_info.hpp"
 #include "lib/base/input_error.hpp"
 #include "lib/base/strprintf.hpp"
+#include "lib/model/stage.hpp"
 #include "lib/planner/measure.hpp"
 #include "lib/planner/profile.hpp"
 #include "mpi_topology/mpi_session.hpp"
@@ -18,7 +19,7 @@ void run_profile_tool(const ProfileToolOptions& o, MPI_Comm ranks, std::ostream&
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(ranks, &rank));
   if (o.model.empty()) fail_input("command line", "--model", "a model YAML", "none");
-  const GptConfig model = load_model_config(o.model);
+  const ModelConfig model = load_model_config(o.model);
   if (o.seq_len < 1 || o.seq_len > model.max_seq_len)
     fail_input("command line", "--seq-len", strprintf("1 .. %d, the model's max_seq_len", model.max_seq_len), std::to_string(o.seq_len));
   check_micro_batches(o.micro_batches);
@@ -37,6 +38,7 @@ void run_profile_tool(const ProfileToolOptions& o, MPI_Comm ranks, std::ostream&
     }
     return;
   }
+  Stage::check_computes(model, o.model);  // the measurement runs the stage
   // The backend eth_train would use on this rank: the GPU of its local rank, or the CPU, on the
   // path a job of that device alone takes at --precision.
   kernels::BackendChoice choice;

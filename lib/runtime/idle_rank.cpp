@@ -8,7 +8,7 @@
 
 namespace eth {
 
-IdleRank::IdleRank(const GptConfig& model, const Plan& plan, const ParallelContext& ctx, std::string training_path)
+IdleRank::IdleRank(const ModelConfig& model, const Plan& plan, const ParallelContext& ctx, std::string training_path)
     : model_(model), plan_(plan), whole_(model, {0, model.num_layers}),
       owners_(tensor_owners(model, plan, ctx.world_size)), rank_(ctx.world_rank),
       training_path_(std::move(training_path)) {}

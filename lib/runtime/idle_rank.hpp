@@ -14,7 +14,7 @@ namespace eth {
 class IdleRank final : public RankRuntime {
  public:
   // `training_path`: how the training ranks sum their gradients, for the log of an idle rank 0.
-  IdleRank(const GptConfig& model, const Plan& plan, const ParallelContext& ctx, std::string training_path);
+  IdleRank(const ModelConfig& model, const Plan& plan, const ParallelContext& ctx, std::string training_path);
 
   StepResult step(int step, SampleStream& train, float lr, float loss_scale, StepTrace& trace) override;
   double evaluate(SampleStream& val, int samples) override;
@@ -25,7 +25,7 @@ class IdleRank final : public RankRuntime {
   std::string reduction_path() const override { return "idle; the training ranks: " + training_path_; }
 
  private:
-  const GptConfig& model_;
+  const ModelConfig& model_;
   const Plan& plan_;
   ParamLayout whole_;        // the one-stage layout rank 0 gathers into
   std::vector<int> owners_;  // tensor_owners: none of them this rank

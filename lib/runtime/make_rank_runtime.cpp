@@ -5,7 +5,7 @@
 
 namespace eth {
 
-std::unique_ptr<RankRuntime> make_rank_runtime(const GptConfig& model, const Plan& plan, const ParallelContext& ctx,
+std::unique_ptr<RankRuntime> make_rank_runtime(const ModelConfig& model, const Plan& plan, const ParallelContext& ctx,
                                                int seq_len, GradSyncMode sync, const AdamWConfig& adamw,
                                                kernels::Backend& backend, CommChoice comm, uint64_t seed,
                                                const StageState* carried) {

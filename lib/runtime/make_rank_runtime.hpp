@@ -15,7 +15,7 @@ namespace eth {
 // stage transfers `comm` chose (mpi_topology/sum_reducer.hpp). Its parameters are
 // initialised from `seed`, or, given `carried` (what the same rank's runtime under another batch
 // split of the same stages released: online re-balancing), taken from it with its AdamW state.
-std::unique_ptr<RankRuntime> make_rank_runtime(const GptConfig& model, const Plan& plan, const ParallelContext& ctx,
+std::unique_ptr<RankRuntime> make_rank_runtime(const ModelConfig& model, const Plan& plan, const ParallelContext& ctx,
                                                int seq_len, GradSyncMode sync, const AdamWConfig& adamw,
                                                kernels::Backend& backend, CommChoice comm, uint64_t seed,
                                                const StageState* carried = nullptr);

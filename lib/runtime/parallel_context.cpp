@@ -38,7 +38,7 @@ ParallelContext::Exchanges neighbour_exchanges(const PlanPipeline& pipe, int s, 
 
 }  // namespace
 
-ParallelContext build_parallel_context(const Topology& topology, const Plan& plan, const GptConfig& model,
+ParallelContext build_parallel_context(const Topology& topology, const Plan& plan, const ModelConfig& model,
                                        const PrecisionPaths& precision) {
   ParallelContext ctx;
   MPI_CHECK(MPI_Comm_rank(world_comm(), &ctx.world_rank));

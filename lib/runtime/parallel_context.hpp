@@ -49,7 +49,7 @@ struct ParallelContext {
 // Collective over every rank of the job (world_comm()), on a plan valid for the topology and model
 // (validate_plan) and a topology of the job's ranks: eth_train's load_job checks both, once.
 // `precision`: the job's paths on `topology` (precision_paths).
-ParallelContext build_parallel_context(const Topology& topology, const Plan& plan, const GptConfig& model,
+ParallelContext build_parallel_context(const Topology& topology, const Plan& plan, const ModelConfig& model,
                                        const PrecisionPaths& precision);
 
 // The same job under `plan`, a plan of the same stages with another batch split (re-balancing):

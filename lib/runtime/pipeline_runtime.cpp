@@ -29,7 +29,7 @@ const char* phase_of(ActionKind kind) {
 
 }  // namespace
 
-PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const ParallelContext& ctx, int seq_len,
+PipelineRuntime::PipelineRuntime(const ModelConfig& model, const Plan& plan, const ParallelContext& ctx, int seq_len,
                                  GradSyncMode sync, const AdamWConfig& adamw, kernels::Backend& backend,
                                  CommChoice comm, uint64_t seed, const StageState* carried)
     : model_(model),
@@ -60,7 +60,7 @@ PipelineRuntime::PipelineRuntime(const GptConfig& model, const Plan& plan, const
     take_state(*carried);
   } else {
     std::vector<float> host(stage_.layout().size());
-    init_gpt2_parameters(model, stage_.layout(), seed, host.data());
+    init_parameters(model, stage_.layout(), seed, host.data());
     backend.copy_to_device(stage_.params(), host.data(), host.size() * sizeof(float));
     stage_.params_written();
   }

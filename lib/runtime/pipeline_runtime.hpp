@@ -40,7 +40,7 @@ namespace eth {
 
 class PipelineRuntime final : public RankRuntime {
  public:
-  PipelineRuntime(const GptConfig& model, const Plan& plan, const ParallelContext& ctx, int seq_len,
+  PipelineRuntime(const ModelConfig& model, const Plan& plan, const ParallelContext& ctx, int seq_len,
                   GradSyncMode sync, const AdamWConfig& adamw, kernels::Backend& backend,
                   CommChoice comm, uint64_t seed, const StageState* carried = nullptr);
 
@@ -90,7 +90,7 @@ class PipelineRuntime final : public RankRuntime {
   std::vector<GatheredMoments> gather_sharded_moments();
   void take_state(const StageState& state);    // parameters, moments and step count from the host
 
-  const GptConfig& model_;
+  const ModelConfig& model_;
   const Plan& plan_;
   const ParallelContext& ctx_;
   kernels::Backend& backend_;

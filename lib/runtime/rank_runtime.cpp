@@ -8,7 +8,7 @@
 
 namespace eth {
 
-std::vector<int> tensor_owners(const GptConfig& model, const Plan& plan, int world_size) {
+std::vector<int> tensor_owners(const ModelConfig& model, const Plan& plan, int world_size) {
   // The names of the tensors each rank holds; an idle rank holds none.
   std::vector<std::set<std::string>> held(static_cast<size_t>(world_size));
   const std::vector<RankRole> roles = rank_roles(plan, world_size);

@@ -93,7 +93,7 @@ class RankRuntime {
 
 // Per tensor of the one-stage layout of `model`: the lowest rank that holds it (never an idle
 // one): the rank that writes it to checkpoints and sends it to rank 0.
-std::vector<int> tensor_owners(const GptConfig& model, const Plan& plan, int world_size);
+std::vector<int> tensor_owners(const ModelConfig& model, const Plan& plan, int world_size);
 
 // Collective: rank 0 assembles the whole model in `full` (the one-stage layout `whole`); each
 // owner hands its tensors over with read_mine(tensor, host buffer of tensor.size floats).

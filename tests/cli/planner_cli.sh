@@ -76,4 +76,27 @@ sed 's/method: measured/method: guessed/' "$work/profile.yaml" >"$work/guessed.y
 expect_one_error eth_plan "plan: malformed profile" "$work/guessed.yaml" "method" -- \
   plan --topology "$topology" --model "$model" --batch 8 --seq-len 16 --profile "$work/guessed.yaml"
 
+# The llama family: planned from a Hugging Face config.json (Llama-3-8B at T 8192 on A100s and
+# V100s), its drawing naming the stages that hold the embedding and the untied head; a config
+# ETH does not compute refused in one line; the programs that run the stage refuse its parts.
+plan --scenario "$src/inputs/scenarios/llama/llama3-8b-a100-v100.yaml" --out "$work/llama.yaml" \
+  --draw "$work/llama.svg" >"$work/out" 2>&1
+check "plan: Llama-3-8B from its config.json" $? "$(cat "$work/out")"
+grep -q "layers \[0, [0-9]*) + embedding<" "$work/llama.svg" && grep -q ", 32) + head<" "$work/llama.svg" &&
+  grep -q "NH 32 / NKV 8, hs 128, FC 14336, rmsnorm 1e-05, rotary 500000, swiglu, untied head" "$work/llama.svg"
+check "plan: the drawing names the model and the stages of the embedding and the head" $? \
+  "$(grep -o 'stage [0-9]*: layers[^<]*' "$work/llama.svg" | sort -u)"
+mkdir -p "$work/yarn"
+sed 's/"rope_scaling": null/"rope_scaling": {"rope_type": "yarn", "factor": 4.0}/' \
+  "$src/inputs/models/hf/Llama-3-8B/config.json" >"$work/yarn/config.json"
+expect_one_error eth_plan "plan: a rope type ETH does not compute" "yarn/config.json" "rope_scaling.rope_type" \
+  "\"yarn\"" -- plan --topology "$topology" --model "$work/yarn/config.json" --batch 8 --seq-len 16
+llama="$src/inputs/models/demo-llama.yaml"
+expect_one_error eth_profile "profile: the stage does not compute RMSNorm yet, from 2 ranks" "demo-llama.yaml" \
+  "norm: expected layernorm" "got rmsnorm" -- profile --model "$llama" --seq-len 16 --out "$work/bad.yaml"
+expect_one_error eth_train "train: the stage does not compute RMSNorm yet, from 4 ranks" "demo-llama.yaml" \
+  "norm: expected layernorm" -- timeout 120 mpirun -np 4 "$build/app/eth_train" --model "$llama" \
+  --topology "$topology" --plan "$work/plan.yaml" --train-data "$work/data.bin" --seq-len 16 --steps 1 \
+  --output-dir "$work/llama-run"
+
 finish

@@ -7,7 +7,7 @@
 #include "tests/fuzz/fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const eth::GptConfig model{"fuzz-micro", 8, 8, 4, 1, 1, 4};
+  static const eth::ModelConfig model = eth::gpt2_config("fuzz-micro", 8, 8, 4, 1, 1, 4);
   constexpr size_t kSeal = 17;
   const size_t seal = size < kSeal ? size : kSeal;
   return eth::fuzz::parse_file(data + seal, size - seal, [&](const std::string& path) {

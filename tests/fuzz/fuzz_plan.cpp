@@ -8,7 +8,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const eth::Topology topology = eth::load_topology(ETH_SOURCE_DIR "/tests/mpi/plans/cpu-2nodes-4.yaml");
-  static const eth::GptConfig model = eth::load_model_config(ETH_SOURCE_DIR "/inputs/models/tiny-4l.yaml");
+  static const eth::ModelConfig model = eth::load_model_config(ETH_SOURCE_DIR "/inputs/models/tiny-4l.yaml");
   return eth::fuzz::parse_text(data, size, [](const std::string& text) {
     eth::validate_plan(eth::plan_from_yaml(text, "fuzz"), topology, model);
   });

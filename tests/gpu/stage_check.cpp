@@ -21,23 +21,15 @@ namespace {
 
 constexpr int kB = 3, kT = 33, kMicroBatches = 2;
 
-GptConfig check_model() {
-  GptConfig c;
-  c.name = "gpu-check";
-  c.vocab_size = 300;
-  c.padded_vocab_size = 320;
-  c.max_seq_len = 40;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.channels = 64;
-  return c;
+ModelConfig check_model() {
+  return gpt2_config("gpu-check", 300, 320, 40, 2, 4, 64);
 }
 
 // GPT-2 init plus noise on every element, so that no bias is zero and no layernorm weight one
 // (an all-zero tensor would hide a missing term), as tests/oracle does.
-std::vector<float> check_params(const GptConfig& config, const ParamLayout& layout) {
+std::vector<float> check_params(const ModelConfig& config, const ParamLayout& layout) {
   std::vector<float> p(layout.size());
-  init_gpt2_parameters(config, layout, 1234, p.data());
+  init_parameters(config, layout, 1234, p.data());
   const uint64_t noise = hash_string("gpu_check.noise");
   for (size_t i = 0; i < p.size(); i++) p[i] += static_cast<float>(0.05 * normal_at(noise, i));
   return p;
@@ -59,7 +51,7 @@ struct StepResult {
 
 // One step: an evaluation forward, then forward, loss, backward per micro-batch. `input` (host,
 // (B, T, C) per micro-batch) feeds a stage without the embedding.
-StepResult run_step(const GptConfig& config, LayerRange layers, kernels::Backend& backend,
+StepResult run_step(const ModelConfig& config, LayerRange layers, kernels::Backend& backend,
                     const std::vector<float>& params, const std::vector<int32_t>& tokens,
                     const std::vector<int32_t>& targets, const std::vector<float>& input) {
   Stage stage(config, layers, kB, kT, 1, backend);
@@ -114,14 +106,14 @@ void compare_steps(const std::string& label, const ParamLayout& layout, const St
 }  // namespace
 
 void run_stage_step(kernels::Backend& backend) {
-  const GptConfig config = check_model();
+  const ModelConfig config = check_model();
   const LayerRange all{0, config.num_layers};
   run_step(config, all, backend, check_params(config, ParamLayout(config, all)), ids(hash_string("gpu_check.tokens"), config.vocab_size),
            ids(hash_string("gpu_check.targets"), config.vocab_size), {});
 }
 
 std::vector<Comparison> stage_step_check(const Backends& be) {
-  const GptConfig config = check_model();
+  const ModelConfig config = check_model();
   const std::vector<int32_t> tokens = ids(hash_string("gpu_check.tokens"), config.vocab_size);
   const std::vector<int32_t> targets = ids(hash_string("gpu_check.targets"), config.vocab_size);
   std::vector<Comparison> out;

@@ -78,10 +78,8 @@ Plan plan_for(int world) {
   return p;
 }
 
-GptConfig four_layers() {
-  GptConfig m;
-  m.num_layers = 4;
-  return m;
+ModelConfig four_layers() {
+  return gpt2_config("four layers", 97, 128, 16, 4, 2, 8);
 }
 
 TEST(Communicators, MembershipFollowsThePlan) {

@@ -109,7 +109,7 @@ json file_entry(const std::string& path, const char* dtype, std::vector<size_t> 
 // a test names the path it covers and fails when the backend's choice moves away from it.
 void dump(const fs::path& dir, const std::string& model_path, int T, const std::string& attention,
           eth::kernels::Precision precision, const std::string& params_checkpoint, const std::string& tokens_path) {
-  const eth::GptConfig model = eth::load_model_config(model_path);
+  const eth::ModelConfig model = eth::load_model_config(model_path);
   const int B = kMicroBatch, V = model.vocab_size, Vp = model.padded_vocab_size;
   if (T > model.max_seq_len)
     eth::fail_input(model_path, "max_seq_len", "at least " + std::to_string(T), std::to_string(model.max_seq_len));
@@ -138,7 +138,7 @@ void dump(const fs::path& dir, const std::string& model_path, int T, const std::
   // layout is the stage's).
   std::vector<float> params(P);  // (P)
   if (params_checkpoint.empty()) {
-    eth::init_gpt2_parameters(model, layout, kSeed, params.data());
+    eth::init_parameters(model, layout, kSeed, params.data());
     const uint64_t noise_stream = eth::hash_string("oracle.noise") ^ kSeed;
     for (size_t i = 0; i < P; i++) params[i] += static_cast<float>(kNoise * eth::normal_at(noise_stream, i));
   } else {

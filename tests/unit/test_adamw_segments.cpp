@@ -54,22 +54,14 @@ void expect_covers(const ParamLayout& layout, const std::vector<FloatRange>& spa
   EXPECT_EQ(wrong_decay, 0u) << what << ": parameters with another tensor's weight decay";
 }
 
-GptConfig segmented_model() {
-  GptConfig m;
-  m.name = "segmented";
-  m.num_layers = 4;
-  m.num_heads = 3;
-  m.channels = 192;
-  m.max_seq_len = 100;
-  m.vocab_size = 1000;
-  m.padded_vocab_size = 1024;
-  return m;
+ModelConfig segmented_model() {
+  return gpt2_config("segmented", 1000, 1024, 100, 4, 3, 192);
 }
 
 TEST(AdamWSegments, CoverTheUpdatedSpansOnceWithTheirMomentsAndDecay) {
   // Matrices and wte of several segments each (C * C = 36,864 floats), layernorms and biases of
   // one, a stage boundary and a shard cut inside segments.
-  const GptConfig model = segmented_model();
+  const ModelConfig model = segmented_model();
   for (LayerRange layers : {LayerRange{0, 1}, LayerRange{1, 3}, LayerRange{3, 4}, LayerRange{0, 4}}) {
     const ParamLayout layout(model, layers);
     const std::string what = "layers [" + std::to_string(layers.begin) + ", " + std::to_string(layers.end) + ")";
@@ -83,7 +75,7 @@ TEST(AdamWSegments, CoverTheUpdatedSpansOnceWithTheirMomentsAndDecay) {
 
 TEST(AdamWSegments, TheMemoryModelCountsTheTable) {
   for (const char* file : {"inputs/models/gpt2-124m.yaml", "inputs/models/tiny-4l.yaml", ""}) {
-    const GptConfig model = *file ? load_model_config(file) : segmented_model();
+    const ModelConfig model = *file ? load_model_config(file) : segmented_model();
     const int L = model.num_layers;
     for (LayerRange layers : {LayerRange{0, L}, LayerRange{0, 1}, LayerRange{1, L - 1}, LayerRange{L - 1, L}}) {
       const ParamLayout layout(model, layers);

@@ -65,7 +65,7 @@ TEST(ExecutionModel, EventsMarkQueuedWork) {
 // A stage's forward, loss and backward over three micro-batches in two slots: the asynchronous
 // mode gives bit-for-bit the synchronous mode's loss and gradients (same ops, same order).
 TEST(ExecutionModel, AsyncStageEqualsSyncStage) {
-  const GptConfig config = load_model_config("inputs/models/tiny-4l.yaml");
+  const ModelConfig config = load_model_config("inputs/models/tiny-4l.yaml");
   const int B = 2, T = 8, slots = 2;
   const size_t BT = static_cast<size_t>(B) * T;
   std::vector<int32_t> tokens(3 * BT), targets(3 * BT);
@@ -80,7 +80,7 @@ TEST(ExecutionModel, AsyncStageEqualsSyncStage) {
   auto run = [&](kernels::Backend& backend) {
     Stage stage(config, {0, config.num_layers}, B, T, slots, backend);
     std::vector<float> params(stage.layout().size());
-    init_gpt2_parameters(config, stage.layout(), 7, params.data());
+    init_parameters(config, stage.layout(), 7, params.data());
     backend.copy_to_device(stage.params(), params.data(), params.size() * sizeof(float));
     stage.params_written();
     for (int mb = 0; mb < 3; mb++) {

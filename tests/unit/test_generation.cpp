@@ -26,12 +26,12 @@ namespace eth::test {
 namespace {
 
 struct TinyModel {
-  GptConfig config = load_model_config("inputs/models/tiny.yaml");  // V 97, Vp 128, maxT 16, L 2, C 32
+  ModelConfig config = load_model_config("inputs/models/tiny.yaml");  // V 97, Vp 128, maxT 16, L 2, C 32
   std::vector<float> params;
   TinyModel() {
     const ParamLayout whole(config, {0, config.num_layers});
     params.resize(whole.size());
-    init_gpt2_parameters(config, whole, 11, params.data());
+    init_parameters(config, whole, 11, params.data());
   }
 };
 
@@ -113,7 +113,7 @@ TEST(Generation, Bf16StoresTwoBytesAndFollowsTheBf16Forward) {
   const TinyModel m;
   const std::unique_ptr<kernels::Backend> backend = kernels::make_twin_backend(kernels::make_cpu_backend(), kernels::Precision::bf16);
   const size_t bf16_bytes = Generator::device_bytes(m.config, kernels::ElementType::bf16);
-  const GptConfig gpt2 = load_model_config("inputs/models/gpt2-124m.yaml");
+  const ModelConfig gpt2 = load_model_config("inputs/models/gpt2-124m.yaml");
   EXPECT_LT(Generator::device_bytes(gpt2, kernels::ElementType::bf16),
             Generator::device_bytes(gpt2, kernels::ElementType::f32));
   const size_t before = backend->allocated_bytes();

@@ -50,7 +50,7 @@ std::string replace_line(std::string text, const std::string& key, const std::st
 // (the first two leaked HDF5 objects on their error paths; the third made HDF5 allocate a
 // conversion buffer of a damaged type's size).
 TEST_F(InputErrors, DamagedCheckpointsAreReported) {
-  const GptConfig micro{"fuzz-micro", 8, 8, 4, 1, 1, 4};
+  const ModelConfig micro = gpt2_config("fuzz-micro", 8, 8, 4, 1, 1, 4);
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator("tests/unit/data/damaged_checkpoints")) {
     const std::string reason = verify_checkpoint(e.path().string(), micro);
@@ -62,7 +62,7 @@ TEST_F(InputErrors, DamagedCheckpointsAreReported) {
 }
 
 TEST_F(InputErrors, GoodModelLoads) {
-  const GptConfig c = load_model_config(write_text("good.yaml", kGoodModel));
+  const ModelConfig c = load_model_config(write_text("good.yaml", kGoodModel));
   EXPECT_EQ(c.vocab_size, 97);
   EXPECT_EQ(c.head_size(), 16);
 }

@@ -33,10 +33,10 @@ constexpr int B = 5, T = 64;
 // `gemm`: the library call each of the step's matmuls makes in the interpreter.
 void expect_step_within_reserve(std::unique_ptr<kernels::Backend> backend, kernels::emulated::HostLaunch& launch,
                                 const std::string& gemm) {
-  const GptConfig model = load_model_config("inputs/models/tiny-hs64.yaml");
+  const ModelConfig model = load_model_config("inputs/models/tiny-hs64.yaml");
   Stage stage(model, LayerRange{0, model.num_layers}, B, T, 1, *backend);
   std::vector<float> params(stage.layout().size());
-  init_gpt2_parameters(model, stage.layout(), 1, params.data());
+  init_parameters(model, stage.layout(), 1, params.data());
   backend->copy_to_device(stage.params(), params.data(), params.size() * sizeof(float));
   stage.params_written();
   const AdamWConfig adamw;
@@ -73,7 +73,7 @@ void expect_step_within_reserve(std::unique_ptr<kernels::Backend> backend, kerne
 }
 
 TEST(LaunchWorkspace, TheShapeMakesFcsBiasColumnSumsTheLargestRequest) {
-  const GptConfig model = load_model_config("inputs/models/tiny-hs64.yaml");
+  const ModelConfig model = load_model_config("inputs/models/tiny-hs64.yaml");
   const size_t N = size_t{B} * T, C = static_cast<size_t>(model.channels);
   const kernels::StageShape shape{B, T, model.channels, model.num_heads, model.padded_vocab_size, true, true, 0};
   EXPECT_EQ(kernels::gpu_ops::launch_scratch_bytes(shape), kernels::gpu_ops::column_sums_scratch_bytes(N, 4 * C));

@@ -34,16 +34,8 @@ TEST(OptimizerShards, ShardsTileTheBlockEvenly) {
 
 // tiny-4l's shape: two pipelines, one of depth 1 (rank 0) and one of depth 2 (ranks 1, 2), so
 // that every block has 2 owners.
-GptConfig tiny_model() {
-  GptConfig m;
-  m.name = "tiny";
-  m.num_layers = 4;
-  m.num_heads = 2;
-  m.channels = 8;
-  m.max_seq_len = 16;
-  m.vocab_size = 97;
-  m.padded_vocab_size = 128;
-  return m;
+ModelConfig tiny_model() {
+  return gpt2_config("tiny", 97, 128, 16, 4, 2, 8);
 }
 
 Plan two_depths() {
@@ -57,7 +49,7 @@ Plan two_depths() {
 }
 
 TEST(OptimizerShards, OwnersUpdateEveryFloatOnce) {
-  const GptConfig model = tiny_model();
+  const ModelConfig model = tiny_model();
   const Plan plan = two_depths();
   const std::vector<GradBlock> blocks = derive_grad_blocks(plan, model.num_layers);
   const ParamLayout whole(model, {0, 4}), first(model, {0, 1}), rest(model, {1, 4});
@@ -106,7 +98,7 @@ Plan three_blocks() {
 }
 
 TEST(OptimizerShards, PlanShardsOnlyItsBlocks) {
-  const GptConfig model = tiny_model();
+  const ModelConfig model = tiny_model();
   Plan plan = three_blocks();
   plan.sharded_blocks = {1};
   const std::vector<GradBlock> blocks = derive_grad_blocks(plan, model.num_layers);

@@ -35,7 +35,7 @@ class PlanFiles : public ScratchDirTest {
   }
 
   Topology topology_;
-  GptConfig model_;
+  ModelConfig model_;
 };
 
 // Two pipelines on 4 ranks: rank 0 alone, and ranks 1, 2 | 3 with a 3:1 split.

@@ -29,8 +29,8 @@ namespace {
 
 using namespace eth::planner;
 
-GptConfig small_model(int layers) {
-  return {"small", 97, 128, 64, layers, 4, 64};
+ModelConfig small_model(int layers) {
+  return gpt2_config("small", 97, 128, 64, layers, 4, 64);
 }
 
 // One node of the given device types (memory GB, fp32 TFLOPS) with fast links.
@@ -49,7 +49,7 @@ Topology one_node(const std::vector<std::pair<double, double>>& devices, double 
   return t;
 }
 
-CostModel roofline_cost(const Topology& topo, const GptConfig& model, int T) {
+CostModel roofline_cost(const Topology& topo, const ModelConfig& model, int T) {
   return CostModel(topo, model, T, profiles_for(topo, model, T, {}, {1, 2, 4, 8}, figures_paths(topo)));
 }
 
@@ -62,7 +62,7 @@ struct ShippedScenario {
         request{s.global_batch, s.micro_batches, 1} {}
   Scenario s;
   Topology topo;
-  GptConfig model;
+  ModelConfig model;
   CostModel cost;
   PlanRequest request;
 };
@@ -84,7 +84,7 @@ TEST(Planner, PartitionEqualsBruteForce) {
       }
     }
     const Topology topo = one_node(devices, 1 + rng() % 50);
-    const GptConfig model = small_model(L);
+    const ModelConfig model = small_model(L);
     const CostModel cost = roofline_cost(topo, model, 16);
     const int b = max_width + static_cast<int>(rng() % 4);
     // The reference cost of stage k holding r, from the cost model's primitives (not StageCost):
@@ -135,7 +135,7 @@ TEST(Planner, PartitionEqualsBruteForce) {
 // At a short T (the CPU backend keeps attention's (B, NH, T, T) probabilities) and a long one
 // (it keeps lse (B, NH, T)): the planner counts what the CPU backend's stage allocates.
 TEST(Planner, MemoryModelMatchesStageAllocation) {
-  GptConfig model = small_model(5);
+  ModelConfig model = small_model(5);
   model.max_seq_len = 160;
   const Topology topo = one_node({{80, 10}});
   const auto cpu = kernels::make_cpu_backend();
@@ -164,7 +164,7 @@ TEST(Planner, MemoryModelMatchesStageAllocation) {
 // The memory estimate (eth_plan --evaluate) drops the two moments of the shards a rank does not
 // keep: in the plan's sharded_blocks, and with set_shard_optimizer in every block of several owners.
 TEST(Planner, MemoryCountsShardedBlocks) {
-  const GptConfig model = small_model(4);
+  const ModelConfig model = small_model(4);
   const Topology topo = one_node({{80, 10}, {80, 10}, {80, 10}});
   CostModel cost = roofline_cost(topo, model, 16);
   // Rank 0 holds all layers, ranks 1 | 2 split them at layer 2: blocks 0 (embedding + layers 0-1,
@@ -196,7 +196,7 @@ TEST(Planner, MemoryCountsShardedBlocks) {
 }
 
 // A profile with fixed times, for hand computation.
-Profile fixed_profile(const std::string& type, const GptConfig& model, int T, double f, double bw) {
+Profile fixed_profile(const std::string& type, const ModelConfig& model, int T, double f, double bw) {
   Profile p;
   p.source = "test";
   p.device_type = type;
@@ -210,7 +210,7 @@ Profile fixed_profile(const std::string& type, const GptConfig& model, int T, do
 }
 
 TEST(Planner, SimulatorMatchesHandComputed1F1B) {
-  const GptConfig model = small_model(4);
+  const ModelConfig model = small_model(4);
   const Topology topo = one_node({{80, 10}, {80, 10}, {80, 10}, {80, 10}}, 1e12);
   std::vector<Profile> profiles;
   for (int t = 0; t < 4; t++) profiles.push_back(fixed_profile("dev" + std::to_string(t), model, 16, 1.0, 2.0));
@@ -243,7 +243,7 @@ TEST(Planner, SimulatorMatchesHandComputed1F1B) {
 // and the stage-to-stage transfers before (one channel per rank alone would let the two blocks
 // overlap, ending a block's time earlier).
 TEST(Planner, SimulatorSharesANodesNic) {
-  const GptConfig model = small_model(4);
+  const ModelConfig model = small_model(4);
   const Topology topo = topology_from_yaml(R"(
 device_types: [{name: dev, memory_gb: 80, peak_tflops: {fp32: 10}, memory_bandwidth_gbs: 100}]
 network: {kind: ethernet, bandwidth_gbs: 1, latency_us: 10}
@@ -275,7 +275,7 @@ pipelines:
 // Stage 0 then takes 2 + 6 ms per micro-batch, stage 1 2 + 4; the 1F1B timeline by hand: 28 ms
 // (24 without recomputation); the analytic (m - 1) max + sum: 2 * 8 + 14 = 30.
 TEST(Planner, RecomputationChargedToBackward) {
-  const GptConfig model = small_model(4);
+  const ModelConfig model = small_model(4);
   const Topology topo = one_node({{80, 10}, {80, 10}}, 1e12);
   const std::vector<Profile> profiles = {fixed_profile("dev0", model, 16, 1.0, 2.0), fixed_profile("dev1", model, 16, 1.0, 2.0)};
   const CostModel cost(topo, model, 16, profiles);
@@ -354,7 +354,7 @@ TEST(Planner, NoRecomputationWhereMemoryDoesNotBind) {
 // link inside one node; across nodes over the network, each NIC carrying all its node's owners.
 TEST(Planner, ShardedCollectiveTime) {
   Topology topo = one_node({{80, 10}, {80, 10}, {80, 10}, {80, 10}}, 10);  // 10 GB/s: 1e7 bytes per ms
-  const GptConfig model = small_model(2);
+  const ModelConfig model = small_model(2);
   const CostModel inside(topo, model, 16, profiles_for(topo, model, 16, {}, {1}, figures_paths(topo)));
   EXPECT_NEAR(inside.sharded_collective_ms({0, 1, 2, 3}, 4e7), 3.0, 1e-12);  // 3/4 of 4e7 bytes
   EXPECT_EQ(inside.sharded_collective_ms({2}, 4e7), 0);
@@ -428,7 +428,7 @@ TEST(Planner, EveryEmittedPlanIsValid) {
 // unassigned, so that the "fastest" plan trained half the batch.
 TEST(Planner, SampleBalanceCoversTheBatch) {
   const Topology topo = load_topology("tests/unit/data/planner-2cpu-topology.yaml");
-  const GptConfig model = load_model_config("inputs/models/demo.yaml");
+  const ModelConfig model = load_model_config("inputs/models/demo.yaml");
   const CostModel cost(topo, model, 64, {load_profile("tests/unit/data/planner-2cpu-profile.yaml")});
   const PlanRequest request{16, {1, 2, 4, 8}, 4};
   for (const Candidate& c : search_hpp(cost, request, "planner-2cpu")) {
@@ -448,7 +448,7 @@ TEST(Planner, BeatsLayerBalancedAtScale) {
 }
 
 TEST(Planner, IdenticalDevicesGiveTheUniformPlan) {
-  const GptConfig model = small_model(8);
+  const ModelConfig model = small_model(8);
   const Topology topo = one_node({{80, 10}, {80, 10}, {80, 10}, {80, 10}});
   Topology same = topo;  // one device type for all four
   same.device_types.resize(1);
@@ -475,7 +475,7 @@ TEST(Planner, SplitBySpeed) {
 
 // A stage's split follows its devices' layer speed; its time is its slowest rank's.
 TEST(Planner, StageOfSeveralRanks) {
-  const GptConfig model = small_model(4);
+  const ModelConfig model = small_model(4);
   Topology topo = one_node({{80, 30}, {80, 10}, {80, 10}});
   topo.device_types[0].memory_bandwidth_gbs = 300;  // device 0: 3x faster in every respect
   const CostModel cost = roofline_cost(topo, model, 16);
@@ -556,7 +556,7 @@ TEST(Planner, MetisOnIdenticalDevicesMatchesTheBaselines) {
 // them idles in the bubble, and one stage of all four sharing each micro-batch by speed (a stage
 // of two device types, which the layer-balanced baseline cannot form) is faster. Metis finds it.
 TEST(Planner, MetisFormsMixedStagesWhereTheyHelp) {
-  const GptConfig model = small_model(8);
+  const ModelConfig model = small_model(8);
   Topology topo = one_node({{80, 30}, {80, 10}, {80, 10}, {80, 10}});
   topo.device_types.resize(2);  // ranks 1-3 of one slow type
   for (size_t r = 1; r < topo.ranks.size(); r++) topo.ranks[r].device_type = topo.nodes[0].devices[r] = 1;
@@ -641,7 +641,7 @@ TEST(Planner, BadInputIsNamed) {
   expect_input_error([&] { load_profile(bad); }, {bad, "entries[0].layer"});
   fs::remove_all(dir);
 
-  const GptConfig model = small_model(2);
+  const ModelConfig model = small_model(2);
   DeviceType none{"mystery", 16, 0, 0, 0, 0};
   expect_input_error([&] { roofline_profile(none, model, 16, {1}, "topo.yaml", kernels::precision_path(kernels::Precision::fp32, none.rates())); }, {"topo.yaml", "mystery", "peak"});
 

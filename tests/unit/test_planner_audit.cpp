@@ -168,7 +168,7 @@ struct BruteForce {
   }
 };
 
-GptConfig tiny_model(int layers) { return {"tiny", 97, 128, 64, layers, 4, 64}; }
+ModelConfig tiny_model(int layers) { return gpt2_config("tiny", 97, 128, 64, layers, 4, 64); }
 
 // A tiny random cluster: devices of random memory (a few MB, so that memory binds) and speed,
 // on one or two nodes with slow links (so that transfers and reductions matter). With
@@ -193,7 +193,7 @@ Topology tiny_cluster(std::mt19937& rng, int devices, bool distinct) {
   return t;
 }
 
-CostModel roofline_cost(const Topology& topo, const GptConfig& model, int T) {
+CostModel roofline_cost(const Topology& topo, const ModelConfig& model, int T) {
   return CostModel(topo, model, T, profiles_for(topo, model, T, {}, {1, 2, 4}, figures_paths(topo)));
 }
 
@@ -208,7 +208,7 @@ TEST(PlannerAudit, ExhaustiveEqualsBruteForce) {
     const bool distinct = trial % 2 == 0;
     const int devices = 2 + static_cast<int>(rng() % 3), L = 2 + static_cast<int>(rng() % 3);
     const Topology topo = tiny_cluster(rng, devices, distinct);
-    const GptConfig model = tiny_model(L);
+    const ModelConfig model = tiny_model(L);
     const CostModel cost = roofline_cost(topo, model, 16);
     const PlanRequest request{2 + static_cast<int>(rng() % 4), {1, 2, 4}, 1};
     BruteForce brute{cost, request.global_batch, 4};
@@ -246,7 +246,7 @@ TEST(PlannerAudit, ExhaustiveEqualsBruteForce) {
 TEST(PlannerAudit, LimitsCutTheSpace) {
   std::mt19937 rng(5);
   const Topology topo = tiny_cluster(rng, 3, true);
-  const GptConfig model = tiny_model(3);
+  const ModelConfig model = tiny_model(3);
   const CostModel cost = roofline_cost(topo, model, 16);
   const PlanRequest request{4, {1, 2, 4}, 1};
   const ExhaustiveResult free = exhaustive_best(cost, request);

@@ -27,7 +27,7 @@ using planner::Profile;
 // lab-2node-a100-v100.yaml: 4 A100-80GB (bf16 312, fp32 19.5 TFLOP/s), 4 V100-32GB (fp32 15.7).
 struct Lab {
   Topology topology = load_topology("inputs/topologies/lab-2node-a100-v100.yaml");
-  GptConfig model = load_model_config("inputs/models/tiny.yaml");
+  ModelConfig model = load_model_config("inputs/models/tiny.yaml");
   int a100 = topology.ranks[0].device_type;
   int v100 = topology.ranks[4].device_type;
 };
@@ -148,7 +148,7 @@ struct A100V100 {
         best(planner::search_hpp(cost, {s.global_batch, s.micro_batches, 1}, s.source).front()) {}
   planner::Scenario s;
   Topology topology;
-  GptConfig model;
+  ModelConfig model;
   PrecisionPaths paths;
   CostModel cost;
   planner::Candidate best;

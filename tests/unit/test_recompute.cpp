@@ -50,12 +50,12 @@ size_t count_differing(const std::vector<float>& a, const std::vector<float>& b,
 // forward, loss and backward back to back, as 1F1B does there.
 Trace run(kernels::Backend& backend, LayerRange layers, int slots, Recompute mode,
           const std::string& model = "inputs/models/tiny-4l.yaml") {
-  const GptConfig config = load_model_config(model);
+  const ModelConfig config = load_model_config(model);
   const int B = 2, T = 8, C = config.channels, m = 5;
   const size_t BT = static_cast<size_t>(B) * T, BTC = BT * C;
   Stage stage(config, layers, B, T, slots, backend, mode);
   std::vector<float> params(stage.layout().size());
-  init_gpt2_parameters(config, stage.layout(), 7, params.data());
+  init_parameters(config, stage.layout(), 7, params.data());
   backend.copy_to_device(stage.params(), params.data(), params.size() * sizeof(float));
   stage.params_written();
   const bool first = layers.begin == 0, last = layers.end == config.num_layers;
@@ -139,7 +139,7 @@ TEST(Recompute, SelectiveAndFullEqualNoneBitForBitOnTheBf16Kernels) {
 // models build on it): parameters and gradients, the slots, the scratch, and the int32 token
 // ids (per slot on the first stage) and targets (last stage).
 TEST(Recompute, StageAllocatesItsFootprint) {
-  const GptConfig config = load_model_config("inputs/models/tiny-4l.yaml");
+  const ModelConfig config = load_model_config("inputs/models/tiny-4l.yaml");
   auto backend = kernels::make_cpu_backend();
   const int B = 2, T = 8, slots = 3;
   const size_t BT = static_cast<size_t>(B) * T;
@@ -173,7 +173,7 @@ TEST(Recompute, StageAllocatesItsFootprint) {
 // (which holds the classifier's token losses too) (an op that asked for more would throw).
 void check_bf16_stage_memory(const std::string& model, const std::function<std::unique_ptr<kernels::Backend>()>& make,
                              kernels::Arithmetic arithmetic) {
-  const GptConfig config = load_model_config(model);
+  const ModelConfig config = load_model_config(model);
   const int B = 2, T = 8, slots = 2, C = config.channels;
   const size_t BT = static_cast<size_t>(B) * T;
   std::vector<int32_t> tokens(BT), targets(BT);

@@ -20,7 +20,7 @@ class SimulatorTimeline : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(SimulatorTimeline, RecordsTheStepWithoutChangingIt) {
   const Topology topo = load_topology("tests/mpi/plans/cpu-2nodes-4.yaml");
-  const GptConfig model = load_model_config("inputs/models/tiny-4l.yaml");
+  const ModelConfig model = load_model_config("inputs/models/tiny-4l.yaml");
   const CostModel cost(topo, model, 16, profiles_for(topo, model, 16, {}, {1, 2, 3, 4}, figures_paths(topo)));
   const Plan plan = load_plan(std::string("tests/mpi/plans/") + GetParam());
   validate_plan(plan, topo, model);
