@@ -14,9 +14,9 @@ void attention_forward(AttentionPath path, F* out,  // (B, T, C)
                        const F* qkv,                // (B, T, 3C)
                        int B, int T, int C, int NH) {
   if (path == AttentionPath::materialised) {
-    materialised_attention_forward(out, saved, qkv, B, T, C, NH);
+    materialised_attention_forward(out, saved, qkv, B, T, AttentionHeads::multi_head(C, NH));
   } else {
-    flash_attention_forward(out, saved, qkv, B, T, C, NH);
+    flash_attention_forward(out, saved, qkv, B, T, AttentionHeads::multi_head(C, NH));
   }
 }
 
@@ -28,9 +28,9 @@ void attention_backward(AttentionPath path, F* dqkv,  // (B, T, 3C) overwritten
                         const F* saved,               // forward's
                         int B, int T, int C, int NH) {
   if (path == AttentionPath::materialised) {
-    materialised_attention_backward(dqkv, dout, qkv, saved, B, T, C, NH);
+    materialised_attention_backward(dqkv, dout, qkv, saved, B, T, AttentionHeads::multi_head(C, NH));
   } else {
-    flash_attention_backward(dqkv, dout, qkv, out, saved, B, T, C, NH);
+    flash_attention_backward(dqkv, dout, qkv, out, saved, B, T, AttentionHeads::multi_head(C, NH));
   }
 }
 

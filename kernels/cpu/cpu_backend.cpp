@@ -153,7 +153,8 @@ class CpuBackend final : public Backend {
   }
   void attention_decode(Tensor out, Tensor k_cache, Tensor v_cache, ConstTensor qkv_new, int B, int Tn, int T0,
                         int Tmax, int C, int NH) override {
-    cpu::attention_decode(out.as_f32(), k_cache.as_f32(), v_cache.as_f32(), qkv_new.as_f32(), B, Tn, T0, Tmax, C, NH);
+    cpu::attention_decode(out.as_f32(), k_cache.as_f32(), v_cache.as_f32(), qkv_new.as_f32(), B, Tn, T0, Tmax,
+                          AttentionHeads::multi_head(C, NH));
   }
   void gelu_forward(Tensor out, ConstTensor inp, size_t n) override { cpu::gelu_forward(out.as_f32(), inp.as_f32(),
                     n); }

@@ -11,25 +11,25 @@
 namespace eth::kernels::cpu {
 
 template <typename F>
-void attention_decode(F* out,            // (B, Tn, C)
-                      F* k_cache,        // (B, NH, Tmax, hs)
-                      F* v_cache,        // (B, NH, Tmax, hs)
-                      const F* qkv_new,  // (B, Tn, 3C)
-                      int B, int Tn, int T0, int Tmax, int C, int NH) {
-  const int hs = C / NH;
-  const size_t C3 = static_cast<size_t>(3) * C;
+void attention_decode(F* out,            // (B, Tn, NH hs)
+                      F* k_cache,        // (B, NKV, Tmax, hs)
+                      F* v_cache,        // (B, NKV, Tmax, hs)
+                      const F* qkv_new,  // (B, Tn, (NH + 2 NKV) hs)
+                      int B, int Tn, int T0, int Tmax, AttentionHeads heads) {
+  const int hs = heads.hs, NH = heads.NH, NKV = heads.NKV;
+  const size_t row = heads.qkv_row(), out_row = heads.out_row();
   const F scale = F(1) / std::sqrt(static_cast<F>(hs));
-  // The head's cache rows of sample b: (Tmax, hs).
-  const auto head_rows = [&](F* cache, int b, int h) {
-    return cache + (static_cast<size_t>(b) * NH + h) * Tmax * hs;
+  // K/V head g's cache rows of sample b: (Tmax, hs).
+  const auto head_rows = [&](F* cache, int b, int g) {
+    return cache + (static_cast<size_t>(b) * NKV + g) * Tmax * hs;
   };
 #pragma omp parallel for collapse(2) schedule(static)
   for (int b = 0; b < B; b++)
-    for (int h = 0; h < NH; h++)
+    for (int g = 0; g < NKV; g++)
       for (int i = 0; i < Tn; i++) {
-        const F* row = qkv_new + (static_cast<size_t>(b) * Tn + i) * C3 + static_cast<size_t>(h) * hs;
-        std::copy(row + C, row + C + hs, head_rows(k_cache, b, h) + static_cast<size_t>(T0 + i) * hs);
-        std::copy(row + 2 * C, row + 2 * C + hs, head_rows(v_cache, b, h) + static_cast<size_t>(T0 + i) * hs);
+        const F* r = qkv_new + (static_cast<size_t>(b) * Tn + i) * row;
+        std::copy_n(r + heads.k(g), hs, head_rows(k_cache, b, g) + static_cast<size_t>(T0 + i) * hs);
+        std::copy_n(r + heads.v(g), hs, head_rows(v_cache, b, g) + static_cast<size_t>(T0 + i) * hs);
       }
 #pragma omp parallel
   {
@@ -38,9 +38,9 @@ void attention_decode(F* out,            // (B, Tn, C)
     for (int b = 0; b < B; b++)
       for (int h = 0; h < NH; h++)
         for (int i = 0; i < Tn; i++) {
-          const F* q = qkv_new + (static_cast<size_t>(b) * Tn + i) * C3 + static_cast<size_t>(h) * hs;  // (hs)
-          const F* k = head_rows(k_cache, b, h);  // (Tmax, hs)
-          const F* v = head_rows(v_cache, b, h);  // (Tmax, hs)
+          const F* q = qkv_new + (static_cast<size_t>(b) * Tn + i) * row + heads.q(h);  // (hs)
+          const F* k = head_rows(k_cache, b, heads.kv_head(h));  // (Tmax, hs)
+          const F* v = head_rows(v_cache, b, heads.kv_head(h));  // (Tmax, hs)
           const int keys = T0 + i + 1;           // positions [0, T0 + i]
           F maxval = -INFINITY;
           for (int j = 0; j < keys; j++) {
@@ -55,7 +55,7 @@ void attention_decode(F* out,            // (B, Tn, C)
             sum += scores[j];
           }
           const F inv = static_cast<F>(1.0 / sum);
-          F* o = out + (static_cast<size_t>(b) * Tn + i) * C + static_cast<size_t>(h) * hs;  // (hs)
+          F* o = out + (static_cast<size_t>(b) * Tn + i) * out_row + heads.q(h);  // (hs)
           std::fill(o, o + hs, F(0));
           for (int j = 0; j < keys; j++) {
             const F p = scores[j] * inv;
@@ -65,7 +65,7 @@ void attention_decode(F* out,            // (B, Tn, C)
   }
 }
 
-template void attention_decode<float>(float*, float*, float*, const float*, int, int, int, int, int, int);
-template void attention_decode<double>(double*, double*, double*, const double*, int, int, int, int, int, int);
+template void attention_decode<float>(float*, float*, float*, const float*, int, int, int, int, AttentionHeads);
+template void attention_decode<double>(double*, double*, double*, const double*, int, int, int, int, AttentionHeads);
 
 }  // namespace eth::kernels::cpu

@@ -4,7 +4,7 @@
 // log-sum-exp of its scaled scores. Backward recomputes each probability tile from q, k and
 // that statistic, so a layer keeps (B, NH, T) floats instead of (B, NH, T, T).
 //
-// Every tile product is a small GEMM over strided views of qkv (row stride 3C), at sgemm speed;
+// Every tile product is a small GEMM over strided views of qkv (row stride (NH + 2 NKV) hs), at sgemm speed;
 // tiles above the diagonal are skipped, which halves the attention FLOPs of the materialised
 // version (kernels/cpu/gpt_ops.cpp), whose full T x T products cover the masked half too.
 #include <algorithm>
@@ -56,21 +56,24 @@ inline void exp_shifted(double* x, int n, double shift) {
 // see (causal: key <= query), from 0 to cols.
 inline int visible_keys(int i0, int r, int j0, int cols) { return std::clamp(i0 + r - j0 + 1, 0, cols); }
 
-// Views of one (sample, head): q, k, v and their gradients are row-strided by 3C, out and dout
-// by C, the statistics contiguous.
+// Views of one (sample, query head): q and its K/V head's k and v (and their gradients) are
+// row-strided by (NH + 2 NKV) hs, out and dout by NH hs, the statistics contiguous.
 struct Head {
-  size_t qkv, out, lse;  // offsets
-  Head(int b, int h, int T, int C, int NH)
-      : qkv(static_cast<size_t>(b) * T * 3 * C + static_cast<size_t>(h) * (C / NH)),
-        out(static_cast<size_t>(b) * T * C + static_cast<size_t>(h) * (C / NH)),
-        lse((static_cast<size_t>(b) * NH + h) * T) {}
+  size_t q, k, v, out, lse;  // offsets
+  Head(int b, int h, int T, const AttentionHeads& heads)
+      : q(static_cast<size_t>(b) * T * heads.qkv_row() + heads.q(h)),
+        k(static_cast<size_t>(b) * T * heads.qkv_row() + heads.k(heads.kv_head(h))),
+        v(static_cast<size_t>(b) * T * heads.qkv_row() + heads.v(heads.kv_head(h))),
+        out(static_cast<size_t>(b) * T * heads.out_row() + heads.q(h)),
+        lse((static_cast<size_t>(b) * heads.NH + h) * T) {}
 };
 
 }  // namespace
 
 template <typename F>
-void flash_attention_forward(F* out, F* lse, const F* qkv, int B, int T, int C, int NH) {
-  const int hs = C / NH, C3 = 3 * C;
+void flash_attention_forward(F* out, F* lse, const F* qkv, int B, int T, AttentionHeads heads) {
+  const int hs = heads.hs, NH = heads.NH;
+  const int C3 = static_cast<int>(heads.qkv_row()), C = static_cast<int>(heads.out_row());  // row strides
   const F scale = F(1) / std::sqrt(static_cast<F>(hs));
   const int tiles = (T + kTile - 1) / kTile;
   // Query tile i costs i + 1 key tiles: dynamic scheduling evens out the triangle.
@@ -81,10 +84,10 @@ void flash_attention_forward(F* out, F* lse, const F* qkv, int B, int T, int C, 
     for (int b = 0; b < B; b++) {
       for (int h = 0; h < NH; h++) {
         for (int i = 0; i < tiles; i++) {
-          const Head at(b, h, T, C, NH);
-          const F* q = qkv + at.qkv;
-          const F* k = q + C;
-          const F* v = q + 2 * static_cast<size_t>(C);
+          const Head at(b, h, T, heads);
+          const F* q = qkv + at.q;
+          const F* k = qkv + at.k;
+          const F* v = qkv + at.v;
           const int i0 = i * kTile, rows = std::min(kTile, T - i0);
           std::fill(m.begin(), m.end(), -std::numeric_limits<F>::infinity());
           std::fill(l.begin(), l.end(), F(0));
@@ -131,33 +134,35 @@ void flash_attention_forward(F* out, F* lse, const F* qkv, int B, int T, int C, 
 
 template <typename F>
 void flash_attention_backward(F* dqkv, const F* dout, const F* qkv, const F* out, const F* lse,
-                              int B, int T, int C, int NH) {
-  const int hs = C / NH, C3 = 3 * C;
+                              int B, int T, AttentionHeads heads) {
+  const int hs = heads.hs, group = heads.group();
+  const int C3 = static_cast<int>(heads.qkv_row()), C = static_cast<int>(heads.out_row());  // row strides
   const F scale = F(1) / std::sqrt(static_cast<F>(hs));
   const int tiles = (T + kTile - 1) / kTile;
-  // One (sample, head) per iteration: its key tiles run in order, so each query tile's dQ is
-  // summed in place over them without a race or a reduction buffer.
+  // One (sample, K/V head) per iteration: its key tiles run in order, each summing dK and dV over
+  // its group's query heads in order (bits independent of the threads), and each query tile's dQ
+  // is summed in place over the key tiles without a race or a reduction buffer.
 #pragma omp parallel
   {
     std::vector<F> p(kTile * kTile), dp(kTile * kTile), dk(static_cast<size_t>(kTile) * hs),
-        dv(static_cast<size_t>(kTile) * hs), D(static_cast<size_t>(T));
+        dv(static_cast<size_t>(kTile) * hs), D(static_cast<size_t>(group) * T);
 #pragma omp for collapse(2) schedule(dynamic)
     for (int b = 0; b < B; b++) {
-      for (int h = 0; h < NH; h++) {
-        const Head at(b, h, T, C, NH);
-        const F* q = qkv + at.qkv;
-        const F* k = q + C;
-        const F* v = q + 2 * static_cast<size_t>(C);
-        F* dq = dqkv + at.qkv;
-        const F* o = out + at.out;
-        const F* dO = dout + at.out;
-        const F* L = lse + at.lse;
-        // D_t = rowsum(dO_t * O_t) = sum_j P_tj dP_tj, the softmax backward's dot per row.
-        for (int t = 0; t < T; t++) {
-          F d = F(0);
-          for (int c = 0; c < hs; c++) d += dO[static_cast<size_t>(t) * C + c] * o[static_cast<size_t>(t) * C + c];
-          D[static_cast<size_t>(t)] = d;
-          std::fill(dq + static_cast<size_t>(t) * C3, dq + static_cast<size_t>(t) * C3 + hs, F(0));
+      for (int g = 0; g < heads.NKV; g++) {
+        const Head first(b, g * group, T, heads);
+        const F* k = qkv + first.k;
+        const F* v = qkv + first.v;
+        // D_t = rowsum(dO_t * O_t) = sum_j P_tj dP_tj, the softmax backward's dot per row, per head.
+        for (int i = 0; i < group; i++) {
+          const Head at(b, g * group + i, T, heads);
+          for (int t = 0; t < T; t++) {
+            const F* dO = dout + at.out + static_cast<size_t>(t) * C;
+            const F* o = out + at.out + static_cast<size_t>(t) * C;
+            F d = F(0);
+            for (int c = 0; c < hs; c++) d += dO[c] * o[c];
+            D[static_cast<size_t>(i) * T + t] = d;
+            std::fill(dqkv + at.q + static_cast<size_t>(t) * C3, dqkv + at.q + static_cast<size_t>(t) * C3 + hs, F(0));
+          }
         }
         for (int j = 0; j < tiles; j++) {
           const int j0 = j * kTile, cols = std::min(kTile, T - j0);
@@ -165,30 +170,38 @@ void flash_attention_backward(F* dqkv, const F* dout, const F* qkv, const F* out
           const F* vj = v + static_cast<size_t>(j0) * C3;
           std::fill(dk.begin(), dk.end(), F(0));
           std::fill(dv.begin(), dv.end(), F(0));
-          for (int i = j; i < tiles; i++) {
-            const int i0 = i * kTile, rows = std::min(kTile, T - i0);
-            const F* qi = q + static_cast<size_t>(i0) * C3;
-            const F* dOi = dO + static_cast<size_t>(i0) * C;
-            gemm(false, true, rows, cols, hs, scale, qi, C3, kj, C3, F(0), p.data(), kTile);  // S
-            gemm(false, true, rows, cols, hs, F(1), dOi, C, vj, C3, F(0), dp.data(), kTile);  // dP = dO V^T
-            for (int r = 0; r < rows; r++) {
-              F* prow = p.data() + static_cast<size_t>(r) * kTile;
-              F* dsrow = dp.data() + static_cast<size_t>(r) * kTile;
-              const int n = visible_keys(i0, r, j0, cols);
-              const F lse_r = L[i0 + r], D_r = D[static_cast<size_t>(i0 + r)];
-              exp_shifted(prow, n, lse_r);  // P, recomputed
+          for (int h = 0; h < group; h++) {
+            const Head at(b, g * group + h, T, heads);
+            const F* q = qkv + at.q;
+            F* dq = dqkv + at.q;
+            const F* dO = dout + at.out;
+            const F* L = lse + at.lse;
+            const F* Dh = D.data() + static_cast<size_t>(h) * T;
+            for (int i = j; i < tiles; i++) {
+              const int i0 = i * kTile, rows = std::min(kTile, T - i0);
+              const F* qi = q + static_cast<size_t>(i0) * C3;
+              const F* dOi = dO + static_cast<size_t>(i0) * C;
+              gemm(false, true, rows, cols, hs, scale, qi, C3, kj, C3, F(0), p.data(), kTile);  // S
+              gemm(false, true, rows, cols, hs, F(1), dOi, C, vj, C3, F(0), dp.data(), kTile);  // dP = dO V^T
+              for (int r = 0; r < rows; r++) {
+                F* prow = p.data() + static_cast<size_t>(r) * kTile;
+                F* dsrow = dp.data() + static_cast<size_t>(r) * kTile;
+                const int n = visible_keys(i0, r, j0, cols);
+                const F lse_r = L[i0 + r], D_r = Dh[i0 + r];
+                exp_shifted(prow, n, lse_r);  // P, recomputed
 #pragma omp simd
-              for (int c = 0; c < n; c++) dsrow[c] = prow[c] * (dsrow[c] - D_r);  // dS = P (dP - D)
-              for (int c = n; c < cols; c++) prow[c] = dsrow[c] = F(0);
+                for (int c = 0; c < n; c++) dsrow[c] = prow[c] * (dsrow[c] - D_r);  // dS = P (dP - D)
+                for (int c = n; c < cols; c++) prow[c] = dsrow[c] = F(0);
+              }
+              gemm(true, false, cols, hs, rows, F(1), p.data(), kTile, dOi, C, F(1), dv.data(), hs);  // dV += P^T dO
+              gemm(false, false, rows, hs, cols, scale, dp.data(), kTile, kj, C3, F(1),
+                   dq + static_cast<size_t>(i0) * C3, C3);                                             // dQ += scale dS K
+              gemm(true, false, cols, hs, rows, scale, dp.data(), kTile, qi, C3, F(1), dk.data(), hs);  // dK += scale dS^T Q
             }
-            gemm(true, false, cols, hs, rows, F(1), p.data(), kTile, dOi, C, F(1), dv.data(), hs);  // dV += P^T dO
-            gemm(false, false, rows, hs, cols, scale, dp.data(), kTile, kj, C3, F(1),
-                 dq + static_cast<size_t>(i0) * C3, C3);                                             // dQ += scale dS K
-            gemm(true, false, cols, hs, rows, scale, dp.data(), kTile, qi, C3, F(1), dk.data(), hs);  // dK += scale dS^T Q
           }
           for (int c = 0; c < cols; c++) {
-            std::copy_n(dk.data() + static_cast<size_t>(c) * hs, hs, dq + C + static_cast<size_t>(j0 + c) * C3);
-            std::copy_n(dv.data() + static_cast<size_t>(c) * hs, hs, dq + 2 * C + static_cast<size_t>(j0 + c) * C3);
+            std::copy_n(dk.data() + static_cast<size_t>(c) * hs, hs, dqkv + first.k + static_cast<size_t>(j0 + c) * C3);
+            std::copy_n(dv.data() + static_cast<size_t>(c) * hs, hs, dqkv + first.v + static_cast<size_t>(j0 + c) * C3);
           }
         }
       }
@@ -196,11 +209,11 @@ void flash_attention_backward(F* dqkv, const F* dout, const F* qkv, const F* out
   }
 }
 
-template void flash_attention_forward<float>(float*, float*, const float*, int, int, int, int);
-template void flash_attention_forward<double>(double*, double*, const double*, int, int, int, int);
+template void flash_attention_forward<float>(float*, float*, const float*, int, int, AttentionHeads);
+template void flash_attention_forward<double>(double*, double*, const double*, int, int, AttentionHeads);
 template void flash_attention_backward<float>(float*, const float*, const float*, const float*, const float*,
-                                              int, int, int, int);
+                                              int, int, AttentionHeads);
 template void flash_attention_backward<double>(double*, const double*, const double*, const double*,
-                                               const double*, int, int, int, int);
+                                               const double*, int, int, AttentionHeads);
 
 }  // namespace eth::kernels::cpu

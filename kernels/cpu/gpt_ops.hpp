@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/adamw_segments.hpp"
+#include "kernels/attention_heads.hpp"
 #include "kernels/bf16.hpp"
 #include "kernels/fp16.hpp"
 
@@ -30,31 +31,34 @@ template <typename F>
 void matmul_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
                      int N, int C, int OC);
 
-// Causal attention, materialised (kernels/cpu/materialised_attention.cpp): att (B, NH, T, T)
-// keeps every softmax probability for backward. The CPU backend's choice below
+// Causal attention over `heads` (kernels/attention_heads.hpp: NH query heads sharing NKV K/V
+// heads; qkv (B, T, (NH + 2 NKV) hs), out (B, T, NH hs); dK and dV summed over each K/V head's
+// group in one fixed order). Materialised (kernels/cpu/materialised_attention.cpp): att
+// (B, NH, T, T) keeps every softmax probability for backward. The CPU backend's choice below
 // kCpuMaterialisedBelowT (kernels/attention_path.hpp), and the float64 reference of the tests.
 template <typename F>
-void materialised_attention_forward(F* out, F* att, const F* qkv, int B, int T, int C, int NH);
+void materialised_attention_forward(F* out, F* att, const F* qkv, int B, int T, AttentionHeads heads);
 template <typename F>
-void materialised_attention_backward(F* dqkv, const F* dout, const F* qkv, const F* att, int B, int T, int C,
-                                     int NH);
+void materialised_attention_backward(F* dqkv, const F* dout, const F* qkv, const F* att, int B, int T,
+                                     AttentionHeads heads);
 
 // Causal attention, blocked (kernels/cpu/flash_attention.cpp): what the CUDA backend runs, and
 // the CPU backend from kCpuMaterialisedBelowT on. Keeps
 // lse (B, NH, T), each row's log-sum-exp of its scaled scores; backward recomputes the
 // probabilities from q, k and lse, and reads forward's out (B, T, C).
 template <typename F>
-void flash_attention_forward(F* out, F* lse, const F* qkv, int B, int T, int C, int NH);
+void flash_attention_forward(F* out, F* lse, const F* qkv, int B, int T, AttentionHeads heads);
 template <typename F>
 void flash_attention_backward(F* dqkv, const F* dout, const F* qkv, const F* out, const F* lse,
-                              int B, int T, int C, int NH);
+                              int B, int T, AttentionHeads heads);
 
 // Incremental attention against a key/value cache (kernels/cpu/decode_attention.cpp), with
 // Backend::attention_decode's contract: writes the Tn new keys and values into the caches at
-// [T0, T0 + Tn), then each new row attends causally to positions [0, T0 + i].
+// [T0, T0 + Tn), then each new row attends causally to positions [0, T0 + i]. Caches
+// (B, NKV, Tmax, hs).
 template <typename F>
-void attention_decode(F* out, F* k_cache, F* v_cache, const F* qkv_new, int B, int Tn, int T0, int Tmax, int C,
-                      int NH);
+void attention_decode(F* out, F* k_cache, F* v_cache, const F* qkv_new, int B, int Tn, int T0, int Tmax,
+                      AttentionHeads heads);
 
 template <typename F>
 void gelu_forward(F* out, const F* inp, size_t n);

@@ -151,7 +151,7 @@ std::vector<Comparison> check_attention_shape(const Backends& be, int B, int T, 
   // it keeps its own probabilities, and its backward reads those instead of the reference's lse.
   const bool blocked = be.gpu.attention_path(T) == kernels::AttentionPath::blocked;
   Vec ref(BTC), lse(stats);
-  kernels::cpu::flash_attention_forward(ref.data(), lse.data(), qkv.data(), B, T, C, NH);
+  kernels::cpu::flash_attention_forward(ref.data(), lse.data(), qkv.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
   auto d_qkv = upload(be.gpu, qkv), d_out = upload(be.gpu, nans(BTC)),
        d_saved = upload(be.gpu, nans(be.gpu.attention_saved_floats(B, NH, T)));
   be.gpu.attention_forward(d_out.data(), d_saved.data(), d_qkv.data(), B, T, C, NH);
@@ -161,7 +161,7 @@ std::vector<Comparison> check_attention_shape(const Backends& be, int B, int T, 
   // Backward from the CPU's out and lse on both sides.
   const Vec dout = random_floats(BTC, 31);
   Vec dqkv(3 * BTC);
-  kernels::cpu::flash_attention_backward(dqkv.data(), dout.data(), qkv.data(), ref.data(), lse.data(), B, T, C, NH);
+  kernels::cpu::flash_attention_backward(dqkv.data(), dout.data(), qkv.data(), ref.data(), lse.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
   auto d_dout = upload(be.gpu, dout), d_ref = upload(be.gpu, ref), d_lse_ref = upload(be.gpu, lse),
        d_dqkv = upload(be.gpu, nans(3 * BTC));
   be.gpu.attention_backward(d_dqkv.data(), d_dout.data(), d_qkv.data(), d_ref.data(),

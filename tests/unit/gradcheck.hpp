@@ -47,6 +47,13 @@ inline std::vector<double> numeric_gradient(std::vector<double>& x, const std::f
   return g;
 }
 
+// Parameter gradients accumulate: each check starts them from random values and subtracts.
+inline std::vector<double> accumulated_minus_start(const std::vector<double>& after, const std::vector<double>& start) {
+  std::vector<double> d(after.size());
+  for (size_t i = 0; i < after.size(); i++) d[i] = after[i] - start[i];
+  return d;
+}
+
 inline double dot(const std::vector<double>& a, const std::vector<double>& b) {
   double s = 0.0;
   for (size_t i = 0; i < a.size(); i++) s += a[i] * b[i];

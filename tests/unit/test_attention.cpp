@@ -90,8 +90,8 @@ struct AttentionRun {
     qkv = random_vector(3 * BTC, seed, 2.0), dout = random_vector(BTC, seed + 1);
     ref_out.resize(BTC), ref_dqkv.resize(3 * BTC);
     Vec att(static_cast<size_t>(B) * NH * T * T);
-    ops::materialised_attention_forward(ref_out.data(), att.data(), qkv.data(), B, T, C, NH);
-    ops::materialised_attention_backward(ref_dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
+    ops::materialised_attention_forward(ref_out.data(), att.data(), qkv.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
+    ops::materialised_attention_backward(ref_dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
 
     const std::vector<F> q(qkv.begin(), qkv.end()), d(dout.begin(), dout.end());
     out.resize(BTC), saved.resize(kernels::attention_saved_floats(path, B, NH, T)), dqkv.resize(3 * BTC);
@@ -179,13 +179,13 @@ TEST(GradCheck, FlashAttention) {
   Vec out(B * T * C), lse(B * NH * T);
   auto loss = [&] {
     poison(out), poison(lse);
-    ops::flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH);
+    ops::flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
     return dot(w, out);
   };
   loss();
   Vec dqkv(qkv.size());
   poison(dqkv);
-  ops::flash_attention_backward(dqkv.data(), w.data(), qkv.data(), out.data(), lse.data(), B, T, C, NH);
+  ops::flash_attention_backward(dqkv.data(), w.data(), qkv.data(), out.data(), lse.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
   expect_close("dqkv", dqkv, numeric_gradient(qkv, loss), kGradTolerance);
 }
 

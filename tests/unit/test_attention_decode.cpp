@@ -28,7 +28,7 @@ struct Shape {
 // The whole sequence's attention output (B, T, C), in double.
 Vec reference_out(const Vec& qkv, const Shape& s) {
   Vec out(static_cast<size_t>(s.B) * s.T * s.C), att(static_cast<size_t>(s.B) * s.NH * s.T * s.T);
-  ops::materialised_attention_forward(out.data(), att.data(), qkv.data(), s.B, s.T, s.C, s.NH);
+  ops::materialised_attention_forward(out.data(), att.data(), qkv.data(), s.B, s.T, eth::kernels::AttentionHeads::multi_head(s.C, s.NH));
   return out;
 }
 
@@ -106,11 +106,14 @@ TEST(AttentionDecode, AsynchronousCpuBackendMatchesToo) {
 // anything beyond rounding (1e-16 per operation, sums of at most T terms) is a bug.
 TEST(AttentionDecode, EqualsWholeSequenceAttentionInDouble) {
   const Shape s{1, 9, 32, 2};
+  const auto decode = [](double* o, double* k, double* v, const double* q, int B, int Tn, int T0, int Tmax, int C,
+                         int NH) {
+    ops::attention_decode<double>(o, k, v, q, B, Tn, T0, Tmax, eth::kernels::AttentionHeads::multi_head(C, NH));
+  };
   const Vec qkv = random_vector(static_cast<size_t>(s.B) * s.T * 3 * s.C, 72, 2.0);
-  const Vec one_by_one = decode_in_chunks<double>(qkv, s, std::vector<int>(9, 1),
-                                                  [](auto... a) { ops::attention_decode<double>(a...); });
+  const Vec one_by_one = decode_in_chunks<double>(qkv, s, std::vector<int>(9, 1), decode);
   expect_close("out, one row at a time", one_by_one, reference_out(qkv, s), 1e-12);
-  const Vec at_once = decode_in_chunks<double>(qkv, s, {9}, [](auto... a) { ops::attention_decode<double>(a...); });
+  const Vec at_once = decode_in_chunks<double>(qkv, s, {9}, decode);
   expect_close("out, all rows at once", at_once, reference_out(qkv, s), 1e-12);
 }
 

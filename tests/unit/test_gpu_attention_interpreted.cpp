@@ -98,14 +98,14 @@ TEST_P(GpuAttentionInterpreted, MatchesCpuTwinAndFloat64) {
 
   // The CPU twin in float, and the float64 reference from the same (fp32) inputs.
   FVec cpu_out(run.BTC), cpu_lse(run.stats), cpu_dqkv(3 * run.BTC);
-  cpu::flash_attention_forward(cpu_out.data(), cpu_lse.data(), run.qkv.data(), B, T, C, NH);
+  cpu::flash_attention_forward(cpu_out.data(), cpu_lse.data(), run.qkv.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
   cpu::flash_attention_backward(cpu_dqkv.data(), run.dout.data(), run.qkv.data(), cpu_out.data(), cpu_lse.data(), B,
-                                T, C, NH);
+                                T, eth::kernels::AttentionHeads::multi_head(C, NH));
   const Vec qkv64 = to_double(run.qkv), dout64 = to_double(run.dout);
   Vec ref_out(run.BTC), ref_lse(run.stats), att(run.stats * T), ref_dqkv(3 * run.BTC), flash_out(run.BTC);
-  cpu::materialised_attention_forward(ref_out.data(), att.data(), qkv64.data(), B, T, C, NH);
-  cpu::materialised_attention_backward(ref_dqkv.data(), dout64.data(), qkv64.data(), att.data(), B, T, C, NH);
-  cpu::flash_attention_forward(flash_out.data(), ref_lse.data(), qkv64.data(), B, T, C, NH);  // lse in double
+  cpu::materialised_attention_forward(ref_out.data(), att.data(), qkv64.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
+  cpu::materialised_attention_backward(ref_dqkv.data(), dout64.data(), qkv64.data(), att.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
+  cpu::flash_attention_forward(flash_out.data(), ref_lse.data(), qkv64.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));  // lse in double
 
   FVec out, lse;
   run.forward(launch, out, lse);

@@ -250,17 +250,17 @@ void check_against_references(const Shape& shape) {
 
   // The twin: fp32 on the values in E, outputs rounded to E as the path stores them.
   FVec twin_out(run.BTC), twin_lse(run.stats), twin_dqkv(3 * run.BTC);
-  cpu::flash_attention_forward(twin_out.data(), twin_lse.data(), run.qkv_f.data(), B, T, C, NH);
+  cpu::flash_attention_forward(twin_out.data(), twin_lse.data(), run.qkv_f.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
   twin_out = rounded<E>(twin_out);
   cpu::flash_attention_backward(twin_dqkv.data(), run.dout_f.data(), run.qkv_f.data(), twin_out.data(),
-                                twin_lse.data(), B, T, C, NH);
+                                twin_lse.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
   twin_dqkv = rounded<E>(twin_dqkv);
   // float64 from the same values in E, unrounded.
   const Vec qkv64 = to_double(run.qkv_f), dout64 = to_double(run.dout_f);
   Vec ref_out(run.BTC), ref_lse(run.stats), att(run.stats * T), ref_dqkv(3 * run.BTC), flash_out(run.BTC);
-  cpu::materialised_attention_forward(ref_out.data(), att.data(), qkv64.data(), B, T, C, NH);
-  cpu::materialised_attention_backward(ref_dqkv.data(), dout64.data(), qkv64.data(), att.data(), B, T, C, NH);
-  cpu::flash_attention_forward(flash_out.data(), ref_lse.data(), qkv64.data(), B, T, C, NH);  // lse in double
+  cpu::materialised_attention_forward(ref_out.data(), att.data(), qkv64.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
+  cpu::materialised_attention_backward(ref_dqkv.data(), dout64.data(), qkv64.data(), att.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
+  cpu::flash_attention_forward(flash_out.data(), ref_lse.data(), qkv64.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));  // lse in double
 
   std::vector<E> out;
   FVec lse;

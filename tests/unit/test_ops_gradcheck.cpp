@@ -12,13 +12,6 @@ namespace {
 namespace ops = eth::kernels::cpu;
 using Vec = std::vector<double>;
 
-// Parameter gradients accumulate: each check starts them from random values and subtracts.
-Vec accumulated_minus_start(const Vec& after, const Vec& start) {
-  Vec d(after.size());
-  for (size_t i = 0; i < after.size(); i++) d[i] = after[i] - start[i];
-  return d;
-}
-
 TEST(GradCheck, Encoder) {
   const int B = 2, T = 3, C = 4, Vp = 6, maxT = 5;
   const std::vector<int32_t> tokens = {1, 4, 1, 0, 5, 4};  // repeats on purpose
@@ -102,13 +95,13 @@ TEST(GradCheck, CausalAttention) {
   Vec out(B * T * C), att(B * NH * T * T);
   auto loss = [&] {
     poison(out), poison(att);
-    ops::materialised_attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+    ops::materialised_attention_forward(out.data(), att.data(), qkv.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
     return dot(w, out);
   };
   loss();
   Vec dqkv(qkv.size());
   poison(dqkv);
-  ops::materialised_attention_backward(dqkv.data(), w.data(), qkv.data(), att.data(), B, T, C, NH);
+  ops::materialised_attention_backward(dqkv.data(), w.data(), qkv.data(), att.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
   expect_close("dqkv", dqkv, numeric_gradient(qkv, loss), kGradTolerance);
 }
 
@@ -117,7 +110,7 @@ TEST(CausalAttention, RowsAreDistributionsOverThePast) {
   const Vec qkv = random_vector(B * T * 3 * C, 45, 2.0);
   Vec out(B * T * C), att(T * T);
   poison(out), poison(att);
-  ops::materialised_attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+  ops::materialised_attention_forward(out.data(), att.data(), qkv.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
   for (int t = 0; t < T; t++) {
     double sum = 0.0;
     for (int j = 0; j < T; j++) {
