@@ -1,0 +1,121 @@
+// kernel_profile: the interpreter's counters (kernels/simt/profile.hpp) over real kernels of the
+// bf16 path, one row per launch: the flash attention backward (its Delta kernel, dK/dV, dQ) and
+// the layernorm backward (its rows kernel and the column sums), at GPT-2 124M's widths (C 768,
+// 12 heads) on B x T rows. Counts only: no time model yet (issue 50, item 2). The inputs are
+// synthetic; no count here depends on the values.
+//
+//   kernel_profile [--batch 1] [--seq-len 256] [--slots 132]
+//
+// --slots: the blocks that run at once (SMs x blocks per SM) for the tail factor; an H200 has 132 SMs.
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <type_traits>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "kernels/emulated/host_launch.hpp"
+#include "kernels/gpu_ops/flash_attention_bf16.hpp"
+#include "kernels/gpu_ops/layernorm_bf16.hpp"
+
+namespace po = boost::program_options;
+using eth::kernels::bf16;
+namespace simt = eth::kernels::simt;
+
+namespace {
+
+// n values of T at a 256-byte boundary, as cudaMalloc places an allocation: sectors and lines
+// per request depend on it.
+template <class T>
+class Buffer {
+ public:
+  explicit Buffer(size_t n, float fill = 0.f)
+      : p_(static_cast<T*>(std::aligned_alloc(256, (n * sizeof(T) + 255) / 256 * 256)), std::free) {
+    for (size_t i = 0; i < n; i++) {
+      const float v = fill * static_cast<float>(static_cast<int>(i % 17) - 8);
+      if constexpr (std::is_same_v<T, float>) p_.get()[i] = v;
+      else p_.get()[i] = simt::to_bf16(v);
+    }
+  }
+  T* data() const { return p_.get(); }
+
+ private:
+  std::unique_ptr<T, void (*)(void*)> p_;
+};
+
+std::string ratio(uint64_t a, uint64_t b) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%llu/%llu", static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
+  return text;
+}
+
+void print(const std::vector<simt::LaunchProfile>& profiles, int slots) {
+  std::printf("%-34s %-10s %5s %9s %6s %9s %6s %12s %12s %17s %15s %7s %8s %6s %7s %5s %6s  %s\n", "kernel", "grid",
+              "block", "ld_req", "sec/rq", "st_req", "sec/rq", "bytes_req", "bytes_uniq", "shared_wf/ideal",
+              "ldmatrix_wf/id", "mma", "special", "fp64", "atomics", "bars", "tail", "worst line (sectors/request)");
+  for (const simt::LaunchProfile& p : profiles) {
+    const std::string grid =
+        std::to_string(p.grid.x) + "," + std::to_string(p.grid.y) + "," + std::to_string(p.grid.z);
+    const simt::GlobalSite* worst = p.worst_site();
+    std::printf("%-34s %-10s %5u %9llu %6.2f %9llu %6.2f %12llu %12llu %17s %15s %7llu %8llu %6llu %7llu %5llu %6.2f  %s (%.1f)\n",
+                p.dialect_name.c_str(), grid.c_str(), p.block.x, static_cast<unsigned long long>(p.loads.requests),
+                p.loads.sectors_per_request(), static_cast<unsigned long long>(p.stores.requests),
+                p.stores.sectors_per_request(), static_cast<unsigned long long>(p.loads.bytes + p.stores.bytes),
+                static_cast<unsigned long long>(p.distinct_bytes_read + p.distinct_bytes_written),
+                ratio(p.shared_loads.wavefronts + p.shared_stores.wavefronts, p.shared_loads.ideal + p.shared_stores.ideal)
+                    .c_str(),
+                ratio(p.ldmatrix.wavefronts, p.ldmatrix.ideal).c_str(), static_cast<unsigned long long>(p.mma),
+                static_cast<unsigned long long>(p.special), static_cast<unsigned long long>(p.fp64),
+                static_cast<unsigned long long>(p.atomics), static_cast<unsigned long long>(p.barriers),
+                p.tail_factor(slots), worst ? worst->where.c_str() : "-",
+                worst ? worst->traffic.sectors_per_request() : 0.0);
+  }
+  for (const simt::LaunchProfile& p : profiles) std::printf("%s: %s\n", p.dialect_name.c_str(), p.name.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int B = 1, T = 256, slots = 132;
+  po::options_description options("kernel_profile");
+  options.add_options()("help", "this text")("batch", po::value(&B), "B (default 1)")(
+      "seq-len", po::value(&T), "T (default 256)")("slots", po::value(&slots), "blocks at once (default 132)");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, options), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "kernel_profile: " << e.what() << "\n";
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << options;
+    return 0;
+  }
+  if (B < 1 || T < 1 || slots < 1) {
+    std::cerr << "kernel_profile: --batch, --seq-len and --slots must be at least 1\n";
+    return 2;
+  }
+  const int C = 768, NH = 12, N = B * T;
+  eth::kernels::emulated::HostLaunch launch;
+  launch.set_counters(true);
+
+  const Buffer<bf16> qkv(size_t(N) * 3 * C, 0.01f), out(size_t(N) * C, 0.02f), dout(size_t(N) * C, 0.03f);
+  const Buffer<float> lse(size_t(B) * NH * T, 0.1f);
+  const Buffer<bf16> dqkv(size_t(N) * 3 * C);
+  eth::kernels::gpu_ops::attention_backward16<eth::kernels::emulated::HostLaunch, bf16>(
+      launch, dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), B, T, C, NH);
+
+  const Buffer<bf16> inp(size_t(N) * C, 0.05f), weight(C, 0.1f), dinp(size_t(N) * C);
+  const Buffer<float> mean(N, 0.01f), rstd(N, 0.1f), dweight(C), dbias(C);
+  eth::kernels::gpu_ops::layernorm_backward16<eth::kernels::emulated::HostLaunch, bf16>(
+      launch, dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(), weight.data(), mean.data(),
+      rstd.data(), N, C);
+
+  std::printf("B %d, T %d, C %d, NH %d; tail factor on %d slots\n", B, T, C, NH, slots);
+  print(launch.profiles(), slots);
+  return 0;
+}
