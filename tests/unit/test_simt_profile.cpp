@@ -71,6 +71,34 @@ struct TransposeTile {
   }
 };
 
+// One warp reads shared memory after filling it: every lane the same word (a broadcast), lane l
+// the float at 2 l (two lanes a bank), lane l pair l (8 bytes, in half-warps), lane l pair
+// 2 (l % 16) (each half-warp the same pairs, two of its lanes a bank).
+enum class SharedPattern { broadcast, stride_two, pairs, pairs_two_apart };
+struct SharedReads {
+  static constexpr const char* kName = "shared_reads";
+  struct Smem {
+    simt::SharedArray<float, 64> a;
+    simt::SharedArray<simt::Float2, 32> pairs;
+  };
+  Global<float> out;
+  SharedPattern pattern;
+  SIMT_DEVICE void operator()(Thread& t) const {
+    Smem& s = t.shared<Smem>();
+    const int lane = t.lane();
+    s.a(lane) = 1.f;
+    s.a(lane + 32) = 2.f;
+    s.pairs(lane) = simt::Float2{1.f, 2.f};
+    t.sync();
+    float v = 0.f;
+    if (pattern == SharedPattern::broadcast) v = s.a(0);
+    if (pattern == SharedPattern::stride_two) v = s.a(2 * lane);
+    if (pattern == SharedPattern::pairs) v = static_cast<simt::Float2>(s.pairs(lane)).y;
+    if (pattern == SharedPattern::pairs_two_apart) v = static_cast<simt::Float2>(s.pairs(2 * (lane % 16))).y;
+    out[lane] = v;
+  }
+};
+
 // One warp stores rows of 8 bf16 (16 bytes a lane) into a 32 x Cols tile, then loads its four
 // 8 x 8 matrices of columns 0-7 with ldmatrix.x4: with Cols = 64 every row starts in bank 0.
 template <int Cols>
@@ -314,6 +342,35 @@ TEST(SimtProfile, UnpaddedTileRaisesSharedWavefronts) {
   }
   EXPECT_EQ(bare.shared_loads.wavefronts, 1024u);
   EXPECT_EQ(padded.shared_loads.wavefronts, 32u);
+}
+
+// The stores: two of 32 floats, one of 32 pairs (2 half-warps of 16 x 8 bytes): 4 instructions,
+// 4 wavefronts, the ideal. The read: a broadcast of one word takes 1 wavefront (ideal 1); floats
+// two words apart put two lanes' distinct words in each of 16 banks: 2 (ideal 1); 8-byte pairs,
+// contiguous: 2 half-warps of 1 (ideal 2); pairs 4 words apart: in each half-warp pairs k and
+// k + 8 share a bank, 2 half-warps of 2 (ideal 2; taken as one phase, the halves' same words
+// would be broadcasts and give 2).
+TEST(SimtProfile, SharedReadsCountBroadcastsConflictsAndHalfWarps) {
+  Aligned<float> out(32);
+  const auto read = [&](SharedPattern pattern) {
+    const simt::LaunchProfile p = profile(SharedReads{out.get(), pattern}, shape(1, 32, sizeof(SharedReads::Smem)));
+    EXPECT_EQ(p.shared_stores.instructions, 3u);
+    EXPECT_EQ(p.shared_stores.wavefronts, 4u);
+    EXPECT_EQ(p.shared_stores.ideal, 4u);
+    EXPECT_EQ(p.shared_loads.instructions, 1u);
+    return p.shared_loads;
+  };
+  const simt::SharedTraffic broadcast = read(SharedPattern::broadcast), stride_two = read(SharedPattern::stride_two),
+                            pairs = read(SharedPattern::pairs),
+                            pairs_two_apart = read(SharedPattern::pairs_two_apart);
+  EXPECT_EQ(broadcast.wavefronts, 1u);
+  EXPECT_EQ(broadcast.ideal, 1u);
+  EXPECT_EQ(stride_two.wavefronts, 2u);
+  EXPECT_EQ(stride_two.ideal, 1u);
+  EXPECT_EQ(pairs.wavefronts, 2u);
+  EXPECT_EQ(pairs.ideal, 2u);
+  EXPECT_EQ(pairs_two_apart.wavefronts, 4u);
+  EXPECT_EQ(pairs_two_apart.ideal, 2u);
 }
 
 // Planted: bf16 rows of 128 bytes (64 columns), so that every row starts in bank 0. The 16-byte
