@@ -20,6 +20,7 @@ struct GlobalTraffic {
   uint64_t sectors = 0;  // distinct 32-byte sectors per request, summed over requests
   uint64_t lines = 0;    // distinct 128-byte lines per request, summed
   uint64_t bytes = 0;    // bytes the lanes asked for
+  uint64_t ideal_sectors = 0;  // per request the fewest sectors its distinct bytes fit in, summed
   double sectors_per_request() const { return requests ? double(sectors) / double(requests) : 0.0; }
 };
 

@@ -44,6 +44,7 @@ void add(GlobalTraffic& to, const GlobalTraffic& from) {
   to.sectors += from.sectors;
   to.lines += from.lines;
   to.bytes += from.bytes;
+  to.ideal_sectors += from.ideal_sectors;
 }
 void add(SharedTraffic& to, const SharedTraffic& from) {
   to.instructions += from.instructions;
@@ -145,6 +146,7 @@ void BlockProfiler::access(int thread, AccessKind kind, uintptr_t address, size_
 void BlockProfiler::close(const Request& r) {
   if (r.kind == AccessKind::global_load || r.kind == AccessKind::global_store) {
     std::vector<uint64_t> sectors, lines;
+    std::vector<std::pair<uintptr_t, uintptr_t>> ranges;  // [first, end) of each lane's bytes
     GlobalTraffic t;
     t.requests = 1;
     for (int l = 0; l < kWarp; l++) {
@@ -152,10 +154,19 @@ void BlockProfiler::close(const Request& r) {
       const uintptr_t a = r.address[static_cast<size_t>(l)], last = a + r.bytes[static_cast<size_t>(l)] - 1;
       for (uintptr_t s = a >> 5; s <= last >> 5; s++) sectors.push_back(s);
       for (uintptr_t s = a >> 7; s <= last >> 7; s++) lines.push_back(s);
+      ranges.emplace_back(a, last + 1);
       t.bytes += r.bytes[static_cast<size_t>(l)];
     }
     t.sectors = distinct(sectors);
     t.lines = distinct(lines);
+    // The distinct bytes (lanes reading the same bytes count them once), in the fewest sectors.
+    std::sort(ranges.begin(), ranges.end());
+    uintptr_t covered = 0, end = 0;
+    for (const auto& [first, stop] : ranges) {
+      if (stop > end) covered += stop - std::max(first, end);
+      end = std::max(end, stop);
+    }
+    t.ideal_sectors = (covered + 31) / 32;
     add(r.kind == AccessKind::global_load ? tally_.loads : tally_.stores, t);
     add(tally_.sites[r.site], t);
     return;

@@ -181,6 +181,17 @@ struct Triangle {
   }
 };
 
+// Every lane of one warp reads x[0], then x[lane / 2]: lanes sharing bytes.
+struct SharedBytes {
+  static constexpr const char* kName = "shared_bytes";
+  Global<const float> x;
+  Global<float> y;
+  SIMT_DEVICE void operator()(Thread& t) const {
+    const int lane = t.lane();
+    y[lane] = x[0] + x[lane / 2];
+  }
+};
+
 // Each warp issues one mma; each thread two special functions between two barriers, then one
 // atomic add on one of four counters.
 struct Instructions {
@@ -263,10 +274,12 @@ TEST(SimtProfile, VectorAddMatchesTheHandCount) {
   EXPECT_EQ(p.loads.sectors, 250u);
   EXPECT_EQ(p.loads.lines, 64u);
   EXPECT_EQ(p.loads.bytes, 8000u);
+  EXPECT_EQ(p.loads.ideal_sectors, 250u);
   EXPECT_EQ(p.stores.requests, 32u);
   EXPECT_EQ(p.stores.sectors, 125u);
   EXPECT_EQ(p.stores.lines, 32u);
   EXPECT_EQ(p.stores.bytes, 4000u);
+  EXPECT_EQ(p.stores.ideal_sectors, 125u);
   EXPECT_EQ(p.distinct_bytes_read, 8000u);
   EXPECT_EQ(p.distinct_bytes_written, 4000u);
   EXPECT_EQ(p.distinct_sectors_read, 250u);
@@ -302,7 +315,8 @@ TEST(SimtProfile, CountersAreOffByDefault) {
 }
 
 // Planted: lanes 128 bytes apart. 4 warps: contiguous, a load request touches 4 sectors and 1
-// line; strided, 32 sectors and 32 lines, and the worst site is the load's line.
+// line; strided, 32 sectors and 32 lines where its 128 bytes would fit in 4 sectors, and the
+// worst site is the load's line.
 TEST(SimtProfile, StridedLoadRaisesSectorsPerRequest) {
   const int threads = 128;
   Aligned<float> x(threads * 32), y(threads);
@@ -314,6 +328,8 @@ TEST(SimtProfile, StridedLoadRaisesSectorsPerRequest) {
   EXPECT_EQ(strided.loads.requests, 4u);
   EXPECT_EQ(strided.loads.sectors_per_request(), 32.0);
   EXPECT_EQ(strided.loads.lines, 128u);
+  EXPECT_EQ(strided.loads.ideal_sectors, 16u);
+  EXPECT_EQ(contiguous.loads.ideal_sectors, 16u);
   EXPECT_EQ(strided.stores.sectors_per_request(), 4.0);
   const simt::GlobalSite* worst = strided.worst_site();
   ASSERT_NE(worst, nullptr);
@@ -444,6 +460,19 @@ TEST(SimtProfile, DivergentLoopGroupsLanesByVisit) {
   EXPECT_EQ(p.loads.sectors, 80u);
   EXPECT_EQ(p.loads.lines, 32u);
   EXPECT_EQ(p.loads.bytes, 2112u);
+  EXPECT_EQ(p.loads.ideal_sectors, 80u);
+}
+
+// Lanes reading the same bytes: x[0] by all, 128 bytes requested in 1 sector, ideal 1; x[lane / 2],
+// 128 bytes requested, 64 distinct in 2 sectors, ideal 2.
+TEST(SimtProfile, LanesSharingBytesNeedFewerSectors) {
+  Aligned<float> x(16), y(32);
+  const simt::LaunchProfile p = profile(SharedBytes{x.get(), y.get()}, shape(1, 32));
+  EXPECT_EQ(p.loads.requests, 2u);
+  EXPECT_EQ(p.loads.bytes, 256u);
+  EXPECT_EQ(p.loads.sectors, 3u);
+  EXPECT_EQ(p.loads.ideal_sectors, 3u);
+  EXPECT_EQ(p.distinct_bytes_read, 64u);
 }
 
 // 3 blocks of 64 threads (2 warps): 6 mma, 2 x 192 special-function calls, 2 barriers a block,
