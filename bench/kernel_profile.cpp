@@ -1,7 +1,7 @@
 // kernel_profile: the interpreter's counters (kernels/simt/profile.hpp) over real kernels of the
-// bf16 path, one row per launch: the flash attention backward (its Delta kernel, dK/dV, dQ) and
-// the layernorm backward (its rows kernel and the column sums), at GPT-2 124M's widths (C 768,
-// 12 heads) on B x T rows. Counts only: no time model yet (issue 50, item 2). The inputs are
+// bf16 path, one row per launch: the flash attention forward and backward (its Delta kernel, dK/dV,
+// dQ), the fused residual + layernorm forward and the layernorm backward (its rows kernel and the
+// column sums), at GPT-2 124M's widths (C 768, 12 heads) on B x T rows. Counts only: no time model yet (issue 50, item 2). The inputs are
 // synthetic; no count here depends on the values.
 //
 //   kernel_profile [--batch 1] [--seq-len 256] [--slots 132]
@@ -53,16 +53,18 @@ std::string ratio(uint64_t a, uint64_t b) {
 }
 
 void print(const std::vector<simt::LaunchProfile>& profiles, int slots) {
-  std::printf("%-34s %-10s %5s %9s %6s %9s %6s %12s %12s %17s %15s %7s %8s %6s %7s %5s %6s  %s\n", "kernel", "grid",
-              "block", "ld_req", "sec/rq", "st_req", "sec/rq", "bytes_req", "bytes_uniq", "shared_wf/ideal",
+  std::printf("%-37s %-10s %5s %9s %6s %6s %9s %6s %12s %12s %17s %15s %7s %8s %6s %7s %5s %6s  %s\n", "kernel", "grid",
+              "block", "ld_req", "sec/rq", "ideal", "st_req", "sec/rq", "bytes_req", "bytes_uniq", "shared_wf/ideal",
               "ldmatrix_wf/id", "mma", "special", "fp64", "atomics", "bars", "tail", "worst line (sectors/request)");
   for (const simt::LaunchProfile& p : profiles) {
     const std::string grid =
         std::to_string(p.grid.x) + "," + std::to_string(p.grid.y) + "," + std::to_string(p.grid.z);
     const simt::GlobalSite* worst = p.worst_site();
-    std::printf("%-34s %-10s %5u %9llu %6.2f %9llu %6.2f %12llu %12llu %17s %15s %7llu %8llu %6llu %7llu %5llu %6.2f  %s (%.1f)\n",
+    std::printf("%-37s %-10s %5u %9llu %6.2f %6.2f %9llu %6.2f %12llu %12llu %17s %15s %7llu %8llu %6llu %7llu %5llu %6.2f  %s (%.1f)\n",
                 p.dialect_name.c_str(), grid.c_str(), p.block.x, static_cast<unsigned long long>(p.loads.requests),
-                p.loads.sectors_per_request(), static_cast<unsigned long long>(p.stores.requests),
+                p.loads.sectors_per_request(),
+                p.loads.requests ? double(p.loads.ideal_sectors) / double(p.loads.requests) : 0.0,
+                static_cast<unsigned long long>(p.stores.requests),
                 p.stores.sectors_per_request(), static_cast<unsigned long long>(p.loads.bytes + p.stores.bytes),
                 static_cast<unsigned long long>(p.distinct_bytes_read + p.distinct_bytes_written),
                 ratio(p.shared_loads.wavefronts + p.shared_stores.wavefronts, p.shared_loads.ideal + p.shared_stores.ideal)
@@ -105,12 +107,17 @@ int main(int argc, char** argv) {
 
   const Buffer<bf16> qkv(size_t(N) * 3 * C, 0.01f), out(size_t(N) * C, 0.02f), dout(size_t(N) * C, 0.03f);
   const Buffer<float> lse(size_t(B) * NH * T, 0.1f);
-  const Buffer<bf16> dqkv(size_t(N) * 3 * C);
+  const Buffer<bf16> dqkv(size_t(N) * 3 * C), residual(size_t(N) * C), normed(size_t(N) * C);
+  eth::kernels::gpu_ops::attention_forward16<eth::kernels::emulated::HostLaunch, bf16>(launch, out.data(), lse.data(),
+                                                                                        qkv.data(), B, T, C, NH);
   eth::kernels::gpu_ops::attention_backward16<eth::kernels::emulated::HostLaunch, bf16>(
       launch, dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), B, T, C, NH);
 
   const Buffer<bf16> inp(size_t(N) * C, 0.05f), weight(C, 0.1f), dinp(size_t(N) * C);
   const Buffer<float> mean(N, 0.01f), rstd(N, 0.1f), dweight(C), dbias(C);
+  eth::kernels::gpu_ops::fused_residual_layernorm_forward16<eth::kernels::emulated::HostLaunch, bf16>(
+      launch, residual.data(), normed.data(), mean.data(), rstd.data(), inp.data(), dout.data(), weight.data(),
+      weight.data(), N, C);
   eth::kernels::gpu_ops::layernorm_backward16<eth::kernels::emulated::HostLaunch, bf16>(
       launch, dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(), weight.data(), mean.data(),
       rstd.data(), N, C);
