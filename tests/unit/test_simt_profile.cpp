@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <tuple>
 
 #include "kernels/bf16.hpp"
 #include "kernels/simt/f64.hpp"
@@ -240,6 +241,10 @@ class Aligned {
   T* p_;
 };
 
+// A direction's counts as (requests, sectors, lines, bytes, ideal sectors), compared at once.
+using Traffic = std::tuple<uint64_t, uint64_t, uint64_t, uint64_t, uint64_t>;
+Traffic traffic(const simt::GlobalTraffic& t) { return {t.requests, t.sectors, t.lines, t.bytes, t.ideal_sectors}; }
+
 simt::LaunchShape shape(unsigned grid, unsigned block, size_t shared = 0) {
   return {simt::Dim3(grid), simt::Dim3(block), shared};
 }
@@ -270,16 +275,8 @@ TEST(SimtProfile, VectorAddMatchesTheHandCount) {
   EXPECT_EQ(p.dialect_name, "vector_add");
   EXPECT_EQ(p.grid.x, 8u);
   EXPECT_EQ(p.block.x, 128u);
-  EXPECT_EQ(p.loads.requests, 64u);
-  EXPECT_EQ(p.loads.sectors, 250u);
-  EXPECT_EQ(p.loads.lines, 64u);
-  EXPECT_EQ(p.loads.bytes, 8000u);
-  EXPECT_EQ(p.loads.ideal_sectors, 250u);
-  EXPECT_EQ(p.stores.requests, 32u);
-  EXPECT_EQ(p.stores.sectors, 125u);
-  EXPECT_EQ(p.stores.lines, 32u);
-  EXPECT_EQ(p.stores.bytes, 4000u);
-  EXPECT_EQ(p.stores.ideal_sectors, 125u);
+  EXPECT_EQ(traffic(p.loads), Traffic(64, 250, 64, 8000, 250));
+  EXPECT_EQ(traffic(p.stores), Traffic(32, 125, 32, 4000, 125));
   EXPECT_EQ(p.distinct_bytes_read, 8000u);
   EXPECT_EQ(p.distinct_bytes_written, 4000u);
   EXPECT_EQ(p.distinct_sectors_read, 250u);
@@ -455,12 +452,7 @@ TEST(SimtProfile, ExtraPassDoublesRequestedOverDistinctBytes) {
 // 2 + 1) = 80 sectors, 4 x (32 + 31 + ... + 1) = 2112 bytes.
 TEST(SimtProfile, DivergentLoopGroupsLanesByVisit) {
   Aligned<float> x(1024), y(32);
-  const simt::LaunchProfile p = profile(Triangle{x.get(), y.get()}, shape(1, 32));
-  EXPECT_EQ(p.loads.requests, 32u);
-  EXPECT_EQ(p.loads.sectors, 80u);
-  EXPECT_EQ(p.loads.lines, 32u);
-  EXPECT_EQ(p.loads.bytes, 2112u);
-  EXPECT_EQ(p.loads.ideal_sectors, 80u);
+  EXPECT_EQ(traffic(profile(Triangle{x.get(), y.get()}, shape(1, 32)).loads), Traffic(32, 80, 32, 2112, 80));
 }
 
 // Lanes reading the same bytes: x[0] by all, 128 bytes requested in 1 sector, ideal 1; x[lane / 2],
@@ -468,10 +460,7 @@ TEST(SimtProfile, DivergentLoopGroupsLanesByVisit) {
 TEST(SimtProfile, LanesSharingBytesNeedFewerSectors) {
   Aligned<float> x(16), y(32);
   const simt::LaunchProfile p = profile(SharedBytes{x.get(), y.get()}, shape(1, 32));
-  EXPECT_EQ(p.loads.requests, 2u);
-  EXPECT_EQ(p.loads.bytes, 256u);
-  EXPECT_EQ(p.loads.sectors, 3u);
-  EXPECT_EQ(p.loads.ideal_sectors, 3u);
+  EXPECT_EQ(traffic(p.loads), Traffic(2, 3, 2, 256, 3));
   EXPECT_EQ(p.distinct_bytes_read, 64u);
 }
 
