@@ -1,7 +1,8 @@
 // kernel_profile: the interpreter's counters (kernels/simt/profile.hpp) over real kernels of the
 // bf16 path, one row per launch: the flash attention forward and backward (its Delta kernel, dK/dV,
 // dQ), the fused residual + layernorm forward and the layernorm backward (its rows kernel and the
-// column sums), at GPT-2 124M's widths (C 768, 12 heads) on B x T rows. Counts only: no time model yet (issue 50, item 2). The inputs are
+// column sums), at GPT-2 124M's widths (C 768, 12 heads) on B x T rows, and the classifier on 4
+// rows of its vocabulary. Counts only: no time model yet (issue 50, item 2). The inputs are
 // synthetic; no count here depends on the values.
 //
 //   kernel_profile [--batch 1] [--seq-len 256] [--slots 132]
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "kernels/emulated/host_launch.hpp"
+#include "kernels/gpu_ops/classifier_bf16.hpp"
 #include "kernels/gpu_ops/flash_attention_bf16.hpp"
 #include "kernels/gpu_ops/layernorm_bf16.hpp"
 
@@ -36,7 +38,8 @@ class Buffer {
       : p_(static_cast<T*>(std::aligned_alloc(256, (n * sizeof(T) + 255) / 256 * 256)), std::free) {
     for (size_t i = 0; i < n; i++) {
       const float v = fill * static_cast<float>(static_cast<int>(i % 17) - 8);
-      if constexpr (std::is_same_v<T, float>) p_.get()[i] = v;
+      if constexpr (std::is_same_v<T, int32_t>) p_.get()[i] = static_cast<int32_t>(i % 1000);
+      else if constexpr (std::is_same_v<T, float>) p_.get()[i] = v;
       else p_.get()[i] = simt::to_bf16(v);
     }
   }
@@ -121,6 +124,14 @@ int main(int argc, char** argv) {
   eth::kernels::gpu_ops::layernorm_backward16<eth::kernels::emulated::HostLaunch, bf16>(
       launch, dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(), weight.data(), mean.data(),
       rstd.data(), N, C);
+
+  // The LM head's classifier on 4 rows of GPT-2's padded vocabulary (each row 100 KB in bf16).
+  const int rows = 4, V = 50257, Vp = 50304;
+  const Buffer<bf16> logits(size_t(rows) * Vp, 0.01f);
+  const Buffer<float> token_losses(rows);
+  const Buffer<int32_t> targets(rows);
+  eth::kernels::gpu_ops::classifier_rows16<eth::kernels::emulated::HostLaunch, bf16>(
+      launch, token_losses.data(), logits.data(), targets.data(), rows, V, Vp, 1.f / static_cast<float>(rows));
 
   std::printf("B %d, T %d, C %d, NH %d; tail factor on %d slots\n", B, T, C, NH, slots);
   print(launch.profiles(), slots);
