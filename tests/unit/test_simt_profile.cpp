@@ -13,7 +13,7 @@
 #include <tuple>
 
 #include "kernels/bf16.hpp"
-#include "kernels/simt/f64.hpp"
+#include "kernels/gpu_ops/layernorm.hpp"
 #include "kernels/simt/interpreter.hpp"
 #include "kernels/simt/simt.hpp"
 
@@ -462,6 +462,20 @@ TEST(SimtProfile, LanesSharingBytesNeedFewerSectors) {
   const simt::LaunchProfile p = profile(SharedBytes{x.get(), y.get()}, shape(1, 32));
   EXPECT_EQ(traffic(p.loads), Traffic(2, 3, 2, 256, 3));
   EXPECT_EQ(p.distinct_bytes_read, 64u);
+}
+
+// The layernorm forward's statistics in double (kernels/gpu_ops/layernorm.hpp), C = 64, 8 rows (one
+// block of 8 warps). Per lane: the sum of its 2 columns (2), the mean (5 butterfly additions and
+// a division: 6), the variance's 2 terms (subtraction, product, sum: 6), rstd (5 additions, a
+// division, the epsilon, sqrt_, the reciprocal: 9), the 2 outputs' (x - m) s (4): 27, times 32
+// lanes and 8 rows.
+TEST(SimtProfile, LayerNormForwardCountsItsDoubleStatistics) {
+  const int N = 8, C = 64;
+  Aligned<float> out(N * C), mean(N), rstd(N), inp(N * C), weight(C), bias(C);
+  const eth::kernels::gpu_ops::LayerNormForwardKernel<float> k{out.get(),    mean.get(),   rstd.get(), inp.get(),
+                                                             weight.get(), bias.get(), N,          C};
+  const simt::LaunchProfile p = profile(k, eth::kernels::gpu_ops::layernorm_shape(N));
+  EXPECT_EQ(p.fp64, 27u * 32 * N);
 }
 
 // 3 blocks of 64 threads (2 warps): 6 mma, 2 x 192 special-function calls, 2 barriers a block,
