@@ -5,7 +5,7 @@
 // rows of its vocabulary. Counts only: no time model yet (issue 50, item 2). The inputs are
 // synthetic; no count here depends on the values.
 //
-//   kernel_profile [--batch 1] [--seq-len 256] [--slots 132]
+//   kernel_profile [--batch 1] [--seq-len 256] [--slots 132] [--json FILE]
 //
 // --slots: the blocks that run at once (SMs x blocks per SM) for the tail factor; an H200 has 132 SMs.
 #include <boost/program_options.hpp>
@@ -14,7 +14,9 @@
 #include <cstdlib>
 #include <memory>
 #include <type_traits>
+#include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,7 @@
 #include "kernels/gpu_ops/layernorm_bf16.hpp"
 
 namespace po = boost::program_options;
+using json = nlohmann::json;
 using eth::kernels::bf16;
 namespace simt = eth::kernels::simt;
 
@@ -81,13 +84,50 @@ void print(const std::vector<simt::LaunchProfile>& profiles, int slots) {
   for (const simt::LaunchProfile& p : profiles) std::printf("%s: %s\n", p.dialect_name.c_str(), p.name.c_str());
 }
 
+// One entry per launch, with the names issue 50 gives the fields where it names them.
+json as_json(const std::vector<simt::LaunchProfile>& profiles, int slots) {
+  json kernels = json::array();
+  for (const simt::LaunchProfile& p : profiles) {
+    const simt::GlobalSite* worst = p.worst_site();
+    const uint64_t requests = p.loads.requests + p.stores.requests;
+    kernels.push_back({
+        {"name", p.name},
+        {"dialect_name", p.dialect_name},
+        {"grid", {p.grid.x, p.grid.y, p.grid.z}},
+        {"block", {p.block.x, p.block.y, p.block.z}},
+        {"shared_bytes", p.shared_bytes},
+        {"launches", 1},
+        {"dram_bytes", p.distinct_bytes_read + p.distinct_bytes_written},
+        {"requested_bytes", p.loads.bytes + p.stores.bytes},
+        {"requests", requests},
+        {"sectors_per_request", requests ? double(p.loads.sectors + p.stores.sectors) / double(requests) : 0.0},
+        {"ideal_sectors_per_request",
+         requests ? double(p.loads.ideal_sectors + p.stores.ideal_sectors) / double(requests) : 0.0},
+        {"shared_wavefronts", p.shared_loads.wavefronts + p.shared_stores.wavefronts + p.ldmatrix.wavefronts},
+        {"shared_wavefronts_ideal", p.shared_loads.ideal + p.shared_stores.ideal + p.ldmatrix.ideal},
+        {"mma", p.mma},
+        {"sfu", p.special},
+        {"fp64", p.fp64},
+        {"atomics", p.atomics},
+        {"atomic_addresses", p.atomic_addresses},
+        {"barriers", p.barriers},
+        {"tail", p.tail_factor(slots)},
+        {"worst_line", worst ? worst->where : ""},
+        {"worst_sectors_per_request", worst ? worst->traffic.sectors_per_request() : 0.0},
+    });
+  }
+  return kernels;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int B = 1, T = 256, slots = 132;
+  std::string json_path;
   po::options_description options("kernel_profile");
   options.add_options()("help", "this text")("batch", po::value(&B), "B (default 1)")(
-      "seq-len", po::value(&T), "T (default 256)")("slots", po::value(&slots), "blocks at once (default 132)");
+      "seq-len", po::value(&T), "T (default 256)")("slots", po::value(&slots), "blocks at once (default 132)")(
+      "json", po::value(&json_path), "also write the rows to this file as JSON");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, options), vm);
@@ -135,5 +175,14 @@ int main(int argc, char** argv) {
 
   std::printf("B %d, T %d, C %d, NH %d; tail factor on %d slots\n", B, T, C, NH, slots);
   print(launch.profiles(), slots);
+  if (!json_path.empty()) {
+    std::ofstream file(json_path);
+    file << json{{"batch", B}, {"seq_len", T}, {"slots", slots}, {"kernels", as_json(launch.profiles(), slots)}}.dump(1)
+         << "\n";
+    if (!file) {
+      std::cerr << "kernel_profile: cannot write " << json_path << "\n";
+      return 1;
+    }
+  }
   return 0;
 }
