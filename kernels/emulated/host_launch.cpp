@@ -17,10 +17,16 @@
 
 namespace eth::kernels::emulated {
 
+namespace {
+constexpr std::align_val_t kHeapAlignment{256};
+}  // namespace
+
 void HostLaunch::Held::grow(size_t bytes) {
   if (bytes <= bytes_) return;
   free();
-  data_ = memory_ ? memory_->allocate(bytes) : ::operator new(bytes);
+  // From the heap 256-byte aligned, as cudaMalloc's: the interpreter's counters of sectors and
+  // lines per request depend on where a buffer starts.
+  data_ = memory_ ? memory_->allocate(bytes) : ::operator new(bytes, kHeapAlignment);
   bytes_ = bytes;
   std::memset(data_, 0, bytes);
 }
@@ -30,7 +36,7 @@ void HostLaunch::Held::free() {
   if (memory_)
     memory_->release(data_);
   else
-    ::operator delete(data_);
+    ::operator delete(data_, kHeapAlignment);
   data_ = nullptr;
   bytes_ = 0;
 }

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kernels/device.hpp"
 #include "kernels/gpu_ops/gemm_bf16.hpp"
@@ -56,6 +57,11 @@ class HostLaunch {
     interpreter_.reset_counts();
     library_.clear();
   }
+  // Counters per launch of the interpreter's kernels (kernels/simt/profile.hpp), off unless set:
+  // with them on every launch runs several times slower.
+  void set_counters(bool on) { interpreter_.set_counters(on); }
+  const std::vector<simt::LaunchProfile>& profiles() const { return interpreter_.profiles(); }
+  void reset_profiles() { interpreter_.reset_profiles(); }
 
  private:
   // Memory the launch holds, grown on request and never shrunk.

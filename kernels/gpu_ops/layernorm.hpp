@@ -26,16 +26,16 @@ SIMT_DEVICE int layernorm_row(Thread& t) {
 // variance in a second pass; lane 0 writes mean and rstd. Every layernorm forward ends here, so
 // fused with the residual add (layernorm_bf16.hpp) or not, a row's output has the same bits.
 template <class E>
-SIMT_DEVICE void normalise_row(Thread& t, double lane_sum, Global<const E> x, Global<E> o, Global<const E> weight,
+SIMT_DEVICE void normalise_row(Thread& t, simt::f64 lane_sum, Global<const E> x, Global<E> o, Global<const E> weight,
                                Global<const E> bias, Global<float> mean, Global<float> rstd, int n, int C) {
   const int lane = t.lane();
-  const double m = warp_sum(t, lane_sum) / C;
-  double var = 0.0;
+  const simt::f64 m = warp_sum(t, lane_sum) / C;
+  simt::f64 var = 0.0;
   for (int c = lane; c < C; c += kWarp) {
-    const double d = simt::to_float(x[c]) - m;
+    const simt::f64 d = simt::to_float(x[c]) - m;
     var += d * d;
   }
-  const double s = 1.0 / simt::sqrt_(warp_sum(t, var) / C + kLayerNormEps);
+  const simt::f64 s = 1.0 / simt::sqrt_(warp_sum(t, var) / C + kLayerNormEps);
   for (int c = lane; c < C; c += kWarp) {
     const float xc = simt::to_float(x[c]);
     o[c] = simt::from_float<E>(static_cast<float>((xc - m) * s) * simt::to_float(weight[c]) + simt::to_float(bias[c]));
@@ -65,7 +65,7 @@ struct LayerNormForwardKernel {
     if (n >= N) return;
     const size_t row = static_cast<size_t>(n) * C;
     const Global<const E> x = inp + row;
-    double sum = 0.0;
+    simt::f64 sum = 0.0;
     for (int c = t.lane(); c < C; c += kWarp) sum += simt::to_float(x[c]);
     normalise_row<E>(t, sum, x, out + row, weight, bias, mean, rstd, n, C);
   }

@@ -36,7 +36,7 @@ struct FusedResidualLayerNormForwardKernel {
     if (n >= N) return;
     const size_t row = static_cast<size_t>(n) * C;
     const Global<E> r = residual + row;
-    double sum = 0.0;
+    simt::f64 sum = 0.0;
     for (int c = t.lane(); c < C; c += kWarp) {
       const E x = from_float<E>(to_float(a[row + c]) + to_float(b[row + c]));
       r[c] = x;

@@ -138,6 +138,8 @@ class HostThread {
   friend class host::Block;
   friend void host::shared_read(const void*, size_t, const std::source_location&);
   friend void host::shared_written(const void*, size_t, const std::source_location&);
+  friend void host::global_read(const void*, size_t, const std::source_location&);
+  friend void host::global_written(const void*, size_t, const std::source_location&);
 
   template <typename T>
   T shuffle(host::WarpOp op, unsigned mask, T v, int arg, Where where) {

@@ -10,6 +10,7 @@
 
 #include <boost/context/fiber.hpp>
 
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cmath>
@@ -21,6 +22,8 @@
 #include <vector>
 
 #include "kernels/simt/fragments.hpp"
+#include "kernels/simt/kernel_name.hpp"
+#include "kernels/simt/profiler.hpp"
 #include "kernels/simt/shared_shadow.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -34,8 +37,22 @@ thread_local Traffic* t_traffic = nullptr;
 // The thread whose fiber runs on this host thread (null on the scheduler's own stack).
 thread_local HostThread* t_running = nullptr;
 
-void count_read(size_t bytes) { t_traffic->bytes_read += bytes; }
-void count_written(size_t bytes) { t_traffic->bytes_written += bytes; }
+void global_read(const void* p, size_t bytes, const std::source_location& where) {
+  t_traffic->bytes_read += bytes;
+  if (t_profiler != nullptr && t_running != nullptr)
+    t_profiler->access(t_running->index_, AccessKind::global_load, reinterpret_cast<uintptr_t>(p), bytes, where);
+}
+void global_written(const void* p, size_t bytes, const std::source_location& where) {
+  t_traffic->bytes_written += bytes;
+  if (t_profiler != nullptr && t_running != nullptr)
+    t_profiler->access(t_running->index_, AccessKind::global_store, reinterpret_cast<uintptr_t>(p), bytes, where);
+}
+void count_special() {
+  if (t_profiler != nullptr) t_profiler->special();
+}
+void count_fp64(uint64_t operations) {
+  if (t_profiler != nullptr) t_profiler->fp64(operations);
+}
 
 const char* warp_op_name(WarpOp op) {
   switch (op) {
@@ -288,7 +305,7 @@ class Block {
     if (reinterpret_cast<uintptr_t>(dst) % bytes != 0 || reinterpret_cast<uintptr_t>(src) % bytes != 0)
       fail("cp.async at " + where_text(where) + ": " + thread_text(index) + "'s addresses are not " +
            std::to_string(bytes) + "-byte aligned");
-    count_read(static_cast<size_t>(bytes));
+    global_read(src, static_cast<size_t>(bytes), where);
     if (const std::optional<Race> race = shadow_.issue_async(index, offset_of(dst), static_cast<size_t>(bytes), where))
       fail(race_text(*race));
     slots_[index].open_group.push_back({dst, src, bytes});
@@ -311,6 +328,8 @@ class Block {
 
   void shared_access(int index, const void* p, size_t bytes, const std::source_location& where, bool write) {
     const size_t offset = offset_of(p);
+    if (t_profiler != nullptr)
+      t_profiler->access(index, write ? AccessKind::shared_store : AccessKind::shared_load, offset, bytes, where);
     const std::optional<Race> race =
         write ? shadow_.write(index, offset, bytes, where) : shadow_.read(index, offset, bytes, where);
     if (race) fail(race_text(*race));
@@ -418,7 +437,10 @@ class Block {
                  hex_mask(o.request.mask) + " in lane " + std::to_string(m) + " of warp " + std::to_string(w));
         }
         if (!complete) continue;
-        execute(w, r.mask);
+        const unsigned mask = r.mask;
+        execute(w, mask);
+        // Every lane of the warp is here: the accesses before it form closed requests.
+        if (t_profiler != nullptr && mask == (lanes == kWarp ? ~0u : (1u << lanes) - 1)) t_profiler->converged(w);
         for (int m = 0; m < lanes; m++)
           if (r.mask >> m & 1u) slots_[static_cast<size_t>(w) * kWarp + m].state = State::runnable;
         released = true;
@@ -447,6 +469,10 @@ class Block {
     }
     for (int i : waiting) slots_[i].state = State::runnable;
     shadow_.barrier();
+    if (t_profiler != nullptr) {
+      t_profiler->barrier();
+      t_profiler->converged_all();
+    }
     return true;
   }
 
@@ -567,6 +593,7 @@ class Block {
       }
     }
     t_traffic->mma_flops += 2ull * kMmaM * kMmaN * kMmaK;
+    if (t_profiler != nullptr) t_profiler->mma();
   }
 
   void execute_ldmatrix(int w) {
@@ -588,6 +615,11 @@ class Block {
              "'s row address is not 16-byte aligned");
       if (const std::optional<Race> race = shadow_.read(w * kWarp + l, offset_of(r.address), 16, r.where))
         fail(race_text(*race));
+    }
+    if (t_profiler != nullptr) {
+      std::array<size_t, kWarp> rows{};
+      for (int l = 0; l < 8 * count; l++) rows[static_cast<size_t>(l)] = offset_of(lane_slot(w, l).request.address);
+      t_profiler->ldmatrix(rows, count);
     }
     for (int j = 0; j < count; j++) {
       uint16_t m[8][8];
@@ -682,15 +714,17 @@ void HostThread::cp_async_commit() { block_->async_commit(index_); }
 void HostThread::async_wait(int pending) { block_->async_wait(index_, pending); }
 
 unsigned HostThread::atomic_add(Global<unsigned> address, unsigned value) {
-  host::count_read(sizeof(unsigned));
-  host::count_written(sizeof(unsigned));
+  host::t_traffic->bytes_read += sizeof(unsigned);
+  host::t_traffic->bytes_written += sizeof(unsigned);
+  if (host::t_profiler != nullptr) host::t_profiler->atomic(reinterpret_cast<uintptr_t>(address.get()));
   return std::atomic_ref<unsigned>(*address.get()).fetch_add(value, std::memory_order_seq_cst);
 }
 void HostThread::threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
 // ---- Interpreter ------------------------------------------------------------------------------
 
-void Interpreter::run(const char* name, const LaunchShape& shape, const void* kernel, Body body) {
+void Interpreter::run(const char* name, std::string (*profile_name)(), const LaunchShape& shape, const void* kernel,
+                      Body body) {
   const auto refuse = [&](const std::string& what) {
     throw LaunchError("kernel " + std::string(name) + ": " + what);
   };
@@ -709,19 +743,28 @@ void Interpreter::run(const char* name, const LaunchShape& shape, const void* ke
   std::atomic<bool> failed{false};
   std::string first_error;
   KernelCounts launch;
+  host::Tally tally;  // with counters on: the launch's, each host thread's merged into it
 #pragma omp parallel
   {
     static thread_local host::StackPool pool;
     static thread_local host::SharedShadow shadow;
     host::Traffic traffic;
     host::t_traffic = &traffic;
+    host::Tally mine;
 #pragma omp for schedule(dynamic, 16)
     for (long i = 0; i < blocks; i++) {
       if (failed.load(std::memory_order_relaxed)) continue;
       const Dim3 idx(static_cast<unsigned>(i % g.x), static_cast<unsigned>(i / g.x % g.y),
                      static_cast<unsigned>(i / (long{g.x} * g.y)));
       try {
-        host::Block(name, shape, idx, kernel, body, pool, shadow, schedule_seed_).run();
+        if (counters_) {
+          host::BlockProfiler profiler(mine, b.count(), static_cast<size_t>(i));
+          const host::ProfilerInstalled installed(profiler);
+          host::Block(name, shape, idx, kernel, body, pool, shadow, schedule_seed_).run();
+          profiler.finish();
+        } else {
+          host::Block(name, shape, idx, kernel, body, pool, shadow, schedule_seed_).run();
+        }
       } catch (const LaunchError& e) {
 #pragma omp critical(simt_first_error)
         if (!failed.exchange(true)) first_error = e.what();
@@ -733,6 +776,7 @@ void Interpreter::run(const char* name, const LaunchShape& shape, const void* ke
       launch.bytes_read += traffic.bytes_read;
       launch.bytes_written += traffic.bytes_written;
       launch.mma_flops += traffic.mma_flops;
+      if (counters_) tally.merge(mine);
     }
   }
   KernelCounts& total = counts_[name];
@@ -742,6 +786,15 @@ void Interpreter::run(const char* name, const LaunchShape& shape, const void* ke
   total.bytes_written += launch.bytes_written;
   total.mma_flops += launch.mma_flops;
   if (failed) throw LaunchError(first_error);
+  if (counters_) {
+    LaunchProfile& p = profiles_.emplace_back();
+    p.name = profile_name();
+    p.dialect_name = name;
+    p.grid = g;
+    p.block = b;
+    p.shared_bytes = shape.shared_bytes;
+    tally.write(p, g.count());
+  }
 }
 
 }  // namespace eth::kernels::simt

@@ -9,14 +9,18 @@
 // seed (set_schedule_seed), not in lock step; a race-free kernel gives the same bits for every seed.
 // It counts, per kernel, launches, the global-memory bytes read and written (every element
 // access through Global<T> and every cp.async, cache hits not subtracted) and the FLOPs of the
-// matrix instructions.
+// matrix instructions; with counters on (set_counters), each launch's profile as well
+// (profile.hpp: requests, sectors, wavefronts, instructions, per-block work).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "kernels/simt/host_thread.hpp"
+#include "kernels/simt/kernel_name.hpp"
+#include "kernels/simt/profile.hpp"
 #include "kernels/simt/types.hpp"
 
 namespace eth::kernels::simt {
@@ -38,7 +42,7 @@ class Interpreter {
   // Runs the whole grid before returning; throws LaunchError on what the header lists.
   template <typename Kernel>
   void launch(const Kernel& kernel, const LaunchShape& shape) {
-    run(Kernel::kName, shape, &kernel,
+    run(Kernel::kName, &profile_name<Kernel>, shape, &kernel,
         [](const void* k, HostThread& t) { (*static_cast<const Kernel*>(k))(t); });
   }
 
@@ -49,11 +53,20 @@ class Interpreter {
   const std::map<std::string, KernelCounts>& counts() const { return counts_; }
   void reset_counts() { counts_.clear(); }
 
+  // Counters per launch (profile.hpp), off unless set: they record every access of every lane
+  // and make a launch several times slower.
+  void set_counters(bool on) { counters_ = on; }
+  // One per launch since counters were set on or the last reset, in launch order.
+  const std::vector<LaunchProfile>& profiles() const { return profiles_; }
+  void reset_profiles() { profiles_.clear(); }
+
  private:
   using Body = void (*)(const void* kernel, HostThread& t);
-  void run(const char* name, const LaunchShape& shape, const void* kernel, Body body);
+  void run(const char* name, std::string (*profile_name)(), const LaunchShape& shape, const void* kernel, Body body);
 
   std::map<std::string, KernelCounts> counts_;
+  std::vector<LaunchProfile> profiles_;
+  bool counters_ = false;
   uint64_t schedule_seed_ = 0x5eedull;
 };
 

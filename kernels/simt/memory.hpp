@@ -1,9 +1,9 @@
 // Memory as kernels of the dialect see it.
 //
 // Global<T>: a pointer into global memory. On the device it is the raw pointer; on the host each
-// element read or written through it is counted (the launch's global-memory bytes), and the
-// access goes through the raw host pointer, so that the sanitized build's ASan sees one past an
-// allocation's end.
+// element read or written through it is counted (the launch's global-memory bytes, and with
+// counters on its request, sectors and source line: profile.hpp), and the access goes through the
+// raw host pointer, so that the sanitized build's ASan sees one past an allocation's end.
 //
 // SharedArray<T, N> and SharedArray2D<T, R, C>, indexed a(i) and a(r, c): an array in a block's
 // shared memory, a member of the struct a kernel declares as its shared memory
@@ -71,9 +71,11 @@ struct Traffic {
 };
 extern thread_local Traffic* t_traffic;
 // Out of line, in interpreter.cpp, the one translation unit that sets t_traffic: an inline read of
-// the thread-local from a kernel's translation unit saw null in the sanitized build.
-void count_read(size_t bytes);
-void count_written(size_t bytes);
+// the thread-local from a kernel's translation unit saw null in the sanitized build. The running
+// thread reads or writes `bytes` of global memory at p, at `where` (a launch with counters on
+// records the access for its profile, kernels/simt/profile.hpp).
+void global_read(const void* p, size_t bytes, const std::source_location& where);
+void global_written(const void* p, size_t bytes, const std::source_location& where);
 // Fails the launch: "shared-memory index i is out of range [0, extent) at file:line".
 [[noreturn]] void shared_out_of_range(size_t index, size_t extent, std::source_location where);
 // Fails the launch: "a 16-byte shared-memory access is not 16-byte aligned at file:line".
@@ -115,13 +117,13 @@ class GlobalRef {
   using Value = std::remove_const_t<T>;
 
  public:
-  explicit GlobalRef(T* p) : p_(p) {}
+  GlobalRef(T* p, std::source_location where) : p_(p), where_(where) {}
   operator Value() const {
-    host::count_read(sizeof(T));
+    host::global_read(p_, sizeof(T), where_);
     return *p_;
   }
   const GlobalRef& operator=(const Value& v) const {
-    host::count_written(sizeof(T));
+    host::global_written(p_, sizeof(T), where_);
     *p_ = v;
     return *this;
   }
@@ -132,6 +134,18 @@ class GlobalRef {
 
  private:
   T* p_;
+  std::source_location where_;
+};
+
+// An index into global memory and the source location of the expression that indexes: operator[]
+// takes one argument only, so the location comes with the index's implicit conversion (whose
+// default argument is evaluated where the conversion happens, the kernel's line).
+struct GlobalIndex {
+  template <typename I, typename = std::enable_if_t<std::is_convertible_v<const I&, size_t>>>
+  GlobalIndex(const I& index, std::source_location at = std::source_location::current())
+      : i(static_cast<size_t>(index)), where(at) {}
+  size_t i;
+  std::source_location where;
 };
 
 template <typename T>
@@ -140,7 +154,7 @@ class Global {
   Global(T* p = nullptr) : p_(p) {}
   template <typename U, typename = std::enable_if_t<std::is_same_v<const U, T>>>
   Global(Global<U> other) : p_(other.get()) {}
-  GlobalRef<T> operator[](size_t i) const { return GlobalRef<T>(p_ + i); }
+  GlobalRef<T> operator[](GlobalIndex at) const { return GlobalRef<T>(p_ + at.i, at.where); }
   Global operator+(size_t i) const { return Global(p_ + i); }
   T* get() const { return p_; }
   explicit operator bool() const { return p_ != nullptr; }

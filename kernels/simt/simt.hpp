@@ -7,6 +7,7 @@
 // docs/gpu.md, "The kernel interpreter", says what the host side checks and counts.
 #pragma once
 
+#include "kernels/simt/f64.hpp"
 #include "kernels/simt/fragments.hpp"
 #include "kernels/simt/memory.hpp"
 #include "kernels/simt/qualifiers.hpp"

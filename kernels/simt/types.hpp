@@ -72,15 +72,21 @@ SIMT_HOST_DEVICE float fp16_to_float_(uint16_t h) {
   return __half2float(__half(raw));
 }
 #else
-inline float expf_(float x) { return std::exp(x); }
-inline float logf_(float x) { return std::log(x); }
-inline float exp2f_(float x) { return std::exp2(x); }
-inline float log2f_(float x) { return std::log2(x); }
-inline float tanhf_(float x) { return std::tanh(x); }
-inline float sqrtf_(float x) { return std::sqrt(x); }
+namespace host {
+// The running launch's counters (interpreter.cpp; nothing unless they are on): a call of a
+// special function (the GPU's SFU: exp, log, tanh, sqrt), `n` operations in FP64.
+void count_special();
+void count_fp64(uint64_t n);
+}  // namespace host
+inline float expf_(float x) { return host::count_special(), std::exp(x); }
+inline float logf_(float x) { return host::count_special(), std::log(x); }
+inline float exp2f_(float x) { return host::count_special(), std::exp2(x); }
+inline float log2f_(float x) { return host::count_special(), std::log2(x); }
+inline float tanhf_(float x) { return host::count_special(), std::tanh(x); }
+inline float sqrtf_(float x) { return host::count_special(), std::sqrt(x); }
 inline float fmaxf_(float a, float b) { return std::fmax(a, b); }
-inline double sqrt_(double x) { return std::sqrt(x); }
-inline double log_(double x) { return std::log(x); }
+inline double sqrt_(double x) { return host::count_fp64(1), std::sqrt(x); }
+inline double log_(double x) { return host::count_fp64(1), std::log(x); }
 // The same conversion in bit arithmetic (kernels/cpu/bf16.hpp is the twin it must equal): add
 // half a bf16 ulp less one plus the kept lowest bit (ties to even), cut; NaN stays NaN, quietened.
 inline uint16_t bf16_bits(float x) {

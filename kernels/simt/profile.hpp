@@ -1,0 +1,69 @@
+// What the interpreter counts per kernel launch when its counters are on
+// (Interpreter::set_counters): the quantities Nsight Compute reports per kernel that follow from
+// the accesses and instructions alone, not from timing. docs/gpu.md, "Counters per launch",
+// defines each (what a request, a sector, a wavefront is here) and where the count is exact.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/simt/types.hpp"
+
+namespace eth::kernels::simt {
+
+// Global-memory instructions of one direction: a request is the accesses of the active lanes of
+// one warp executing one load or store instruction together.
+struct GlobalTraffic {
+  uint64_t requests = 0;
+  uint64_t sectors = 0;  // distinct 32-byte sectors per request, summed over requests
+  uint64_t lines = 0;    // distinct 128-byte lines per request, summed
+  uint64_t bytes = 0;    // bytes the lanes asked for
+  uint64_t ideal_sectors = 0;  // per request the fewest sectors its distinct bytes fit in, summed
+  double sectors_per_request() const { return requests ? double(sectors) / double(requests) : 0.0; }
+};
+
+// Shared-memory instructions of one kind: wavefronts the banks need against the conflict-free ideal.
+struct SharedTraffic {
+  uint64_t instructions = 0;
+  uint64_t wavefronts = 0;
+  uint64_t ideal = 0;
+};
+
+// One source location of global accesses: the line a report names.
+struct GlobalSite {
+  std::string where;  // "file:line:column"
+  bool store = false;
+  GlobalTraffic traffic;
+};
+
+struct LaunchProfile {
+  std::string name;          // as Nsight Compute names the kernel: "void eth::kernels::cuda::simt_entry<...>(T1)"
+  std::string dialect_name;  // the kernel's kName
+  Dim3 grid, block;
+  size_t shared_bytes = 0;
+
+  GlobalTraffic loads, stores;  // Global<T> element accesses and cp.async's global side
+  uint64_t distinct_bytes_read = 0, distinct_bytes_written = 0;  // byte-granular footprints
+  uint64_t distinct_sectors_read = 0, distinct_sectors_written = 0;  // 32-byte sectors touched
+  SharedTraffic shared_loads, shared_stores, ldmatrix;
+  uint64_t mma = 0;          // mma.sync instructions (warp level)
+  uint64_t special = 0;      // special-function calls (exp, exp2, log, log2, tanh, sqrt), per thread
+  uint64_t fp64 = 0;         // FP64 operations the dialect counts (simt::f64, sqrt_, log_), per thread
+  uint64_t atomics = 0;      // atomic operations, per thread
+  uint64_t atomic_addresses = 0;  // distinct addresses the atomics hit
+  uint64_t barriers = 0;     // __syncthreads completed, summed over blocks
+  std::vector<uint64_t> block_work;  // per block (linear index, x fastest): its lane-level events
+  std::vector<GlobalSite> sites;     // per source location of global accesses
+
+  // The global site with the most sectors per request (ties: the most requests); null if none.
+  const GlobalSite* worst_site() const;
+  // The kernel's time over the time of perfectly balanced blocks when `slots` blocks run at once
+  // (SMs times blocks per SM) and each block takes time proportional to its work: the blocks are
+  // dealt in order, each to the slot free first, as the GPU's block scheduler does. 1 when the
+  // blocks are balanced and fill the slots; the last wave's tail and a serial block show above it.
+  double tail_factor(int slots) const;
+};
+
+}  // namespace eth::kernels::simt
