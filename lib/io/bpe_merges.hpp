@@ -19,6 +19,7 @@ class BpeMerges {
   // later rank and result, as both libraries' maps do.
   void add(uint32_t left, uint32_t right, uint32_t result, uint32_t rank) { merges_[key(left, right)] = {rank, result}; }
   size_t size() const { return merges_.size(); }
+  void reserve(size_t merges) { merges_.reserve(merges); }
 
   // Merges `word` (symbol ids, left to right) in place.
   void merge(std::vector<uint32_t>& word) const;

@@ -63,6 +63,7 @@ class Reader {
   void read_merges(const json& model, HfTokenizer& t) const {
     const json& merges = member(model, "merges", "model");
     if (!merges.is_array()) fail_input(path_, "model.merges", "an array", shown(merges));
+    t.merges.reserve(merges.size());
     for (size_t rank = 0; rank < merges.size(); rank++) {
       const json& m = merges[rank];
       const std::string component = "model.merges[" + std::to_string(rank) + "]";
