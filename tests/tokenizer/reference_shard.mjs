@@ -21,7 +21,7 @@ const tokenizer = new Tokenizer(json, {});
 const ids = [];
 for (const file of inputs) {
   ids.push(bos.id);
-  ids.push(...tokenizer.encode(readFileSync(file, 'utf8'), { add_special_tokens: false }).ids);
+  for (const id of tokenizer.encode(readFileSync(file, 'utf8'), { add_special_tokens: false }).ids) ids.push(id);
 }
 const layouts = { 16: [20240520, 1, Uint16Array], 32: [20240801, 7, Uint32Array] };
 const [magic, version, Tokens] = layouts[bits];

@@ -4,8 +4,8 @@
 # accents, Cyrillic, Greek, CJK, Arabic, Devanagari, emoji with joiners and skin tones, digit runs
 # of 1-10, white-space runs with tabs, newlines, CRLF, U+0085, U+FEFF and trailing spaces,
 # contractions in capitals, special-token text inside documents), each one document, and of the
-# King James Bible's books (all 66 with Llama 3's; every tenth with Llama 2's, whose reference
-# takes 0.4 s a book), with Llama 3's tokenizer.json (uint32 shards: 128,256 ids) and Llama 2's
+# King James Bible's books (all 66 with Llama 3's, and all as one document; every tenth with
+# Llama 2's, whose reference takes 0.4 s a book), with Llama 3's tokenizer.json (uint32 shards: 128,256 ids) and Llama 2's
 # (uint16, and uint32 on request). And the uint32 layout of GPT-2's built-in BPE
 # (--token-bits 32) against the uint16 shard's ids written by numpy in llm.c's Llama 3 layout.
 #   tokenizer_json_vs_tokenizersjs.sh BUILD_DIR SOURCE_DIR
@@ -40,14 +40,17 @@ texts=("$here"/texts/*.txt)
 same "Llama 3, varied texts (uint32 by the vocabulary's size)" "$llama3" "<|begin_of_text|>" 32 -- "${texts[@]}"
 same "Llama 2, varied texts (uint16)" "$llama2" "<s>" 16 -- "${texts[@]}"
 same "Llama 2, varied texts, --token-bits 32" "$llama2" "<s>" 32 --token-bits 32 -- "${texts[@]}"
-# One document of all the texts, cut into pieces for the threads at newlines.
-cat "${texts[@]}" "${texts[@]}" "${texts[@]}" >"$work/all.txt"
-same "Llama 3, the texts as one document" "$llama3" "<|begin_of_text|>" 32 -- "$work/all.txt"
+# One document of the texts 80 times (350 kB): eth_tokenize cuts it into pieces of about 256 kB
+# for the threads, after a newline.
+for i in $(seq 80); do cat "${texts[@]}"; done >"$work/all.txt"
+same "Llama 3, the texts 80 times as one document (cut for the threads)" "$llama3" "<|begin_of_text|>" 32 -- "$work/all.txt"
 
 if command -v bible >/dev/null; then
   python3 "$src/inputs/data/prepare_books.py" "$work/books" >/dev/null
   same "Llama 3, the 66 books of the KJV" "$llama3" "<|begin_of_text|>" 32 -- "$work"/books/*.txt
   same "Llama 2, books 1, 11, ..., 61 of the KJV" "$llama2" "<s>" 16 -- "$work"/books/?1_*.txt
+  cat "$work"/books/*.txt >"$work/kjv.txt"
+  same "Llama 3, the KJV as one document (cut for the threads)" "$llama3" "<|begin_of_text|>" 32 -- "$work/kjv.txt"
 else
   echo "skip: the KJV (no 'bible': apt-get install bible-kjv, as scripts/setup.sh does)"
 fi
