@@ -233,6 +233,9 @@ HfTokenizer read_hf_tokenizer(const std::string& path) {
     reader.read_model(root, t);
     reader.read_byte_tokens(root["model"], t);
     reader.read_begin_of_text(root, reader.read_added_tokens(root, t), t);
+    if (t.begin_of_text >= t.vocab_size)
+      fail_input(path, "post_processor (beginning-of-text token)", "an id below the vocabulary's " + std::to_string(t.vocab_size),
+                 std::to_string(t.begin_of_text));
   } catch (const json::exception& e) {  // a member of an unexpected type somewhere
     fail_input(path, "structure", "a tokenizer.json as Hugging Face's tokenizers writes it", e.what());
   }

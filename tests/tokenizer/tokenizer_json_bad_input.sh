@@ -2,8 +2,9 @@
 # tokenizer.json files eth_tokenize reads, made here small: merges written as "a b" and as
 # ["a", "b"] give the same shard, of the ids the merges and ignore_merges call for; and each kind
 # not implemented (a WordPiece or Unigram model, an NFC normalizer, a Metaspace pre-tokenizer, a
-# Split regex it does not know, a non-special added token, a merge of an unknown token, a file
-# that is not JSON) ends in one error line naming the file and the component, exit 1, no shard.
+# Split regex it does not know, a non-special added token, a merge of an unknown token, a
+# beginning-of-text token past the vocabulary, a file that is not JSON) ends in one error line
+# naming the file and the component, exit 1, no shard.
 #   tokenizer_json_bad_input.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
 build=$1 src=$2
@@ -50,6 +51,9 @@ write("regex", lambda j: j.update(pre_tokenizer={"type": "Sequence", "pretokeniz
     {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]}))
 write("nonspecial", lambda j: j["added_tokens"].append({"id": 260, "content": "<tool>", "special": False}))
 write("unknown_merge", lambda j: j["model"]["merges"].append("x yz"))
+write("bos_out_of_range", lambda j: j.update(post_processor={"type": "TemplateProcessing",
+    "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+    "special_tokens": {"<s>": {"id": "<s>", "ids": [400], "tokens": ["<s>"]}}}))
 open(f"{work}/broken.json", "w").write('{"model": ')
 PY
 
@@ -77,6 +81,7 @@ bad regex "pre_tokenizer.pretokenizers[0].pattern.Regex" "Llama 3's, Qwen2's or 
 bad nonspecial "added_tokens[1]" "a special token"
 bad unknown_merge "model.merges[2]" "a token of model.vocab" '"yz"'
 bad broken "content" "expected JSON"
+bad bos_out_of_range "beginning-of-text token" "below the vocabulary's 260" "got 400"
 left=$(ls -A "$work/shards")
 [ -z "$left" ]
 check "failed runs leave no file behind" $? "left: $left"
