@@ -6,7 +6,8 @@
 # contractions in capitals, special-token text inside documents), each one document, and of the
 # King James Bible's books (all 66 with Llama 3's, and all as one document; every tenth with
 # Llama 2's, whose reference takes 0.4 s a book), with Llama 3's tokenizer.json (uint32 shards: 128,256 ids) and Llama 2's
-# (uint16, and uint32 on request). And the uint32 layout of GPT-2's built-in BPE
+# (uint16, and uint32 on request); and GPT-2's, made from inputs/tokenizer, also against the
+# built-in BPE. And the uint32 layout of GPT-2's built-in BPE
 # (--token-bits 32) against the uint16 shard's ids written by numpy in llm.c's Llama 3 layout.
 #   tokenizer_json_vs_tokenizersjs.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
@@ -44,6 +45,27 @@ same "Llama 2, varied texts, --token-bits 32" "$llama2" "<s>" 32 --token-bits 32
 # for the threads, after a newline.
 for i in $(seq 80); do cat "${texts[@]}"; done >"$work/all.txt"
 same "Llama 3, the texts 80 times as one document (cut for the threads)" "$llama3" "<|begin_of_text|>" 32 -- "$work/all.txt"
+
+# GPT-2's tokenizer.json as Hugging Face writes it (ByteLevel with its own regex), made here from
+# the files of the built-in BPE: tokenizers.js's ids and the built-in BPE's, for the texts here and
+# the GPT-2 test corpus.
+python3 - "$src/inputs/tokenizer" "$work/gpt2.json" <<'PY'
+import json, sys
+folder, out = sys.argv[1:]
+merges = [line for line in open(f"{folder}/vocab.bpe", encoding="utf-8").read().split("\n")[1:] if line]
+json.dump({"added_tokens": [{"id": 50256, "content": "<|endoftext|>", "special": True}], "normalizer": None,
+           "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+           "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+           "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+           "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
+                     "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False,
+                     "vocab": json.load(open(f"{folder}/encoder.json", encoding="utf-8")), "merges": merges}},
+          open(out, "w", encoding="utf-8"))
+PY
+gpt2_texts=("${texts[@]}" "$src"/tests/unit/data/tokenizer/{random_text,scripts}.txt)
+same "GPT-2's tokenizer.json, varied texts and the GPT-2 test corpus" "$work/gpt2.json" "<|endoftext|>" 16 -- "${gpt2_texts[@]}"
+"$tokenize" "${gpt2_texts[@]}" -o "$work/builtin.bin" >/dev/null 2>&1 && cmp "$work/builtin.bin" "$work/ours.bin"
+check "GPT-2's tokenizer.json equals the built-in BPE" $? "see above"
 
 if command -v bible >/dev/null; then
   python3 "$src/inputs/data/prepare_books.py" "$work/books" >/dev/null
