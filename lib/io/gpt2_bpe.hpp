@@ -11,9 +11,15 @@
 #include <unordered_map>
 #include <vector>
 
+#include "lib/io/pretoken_cache.hpp"
+
 namespace eth {
 
 constexpr uint16_t kEndOfText = 50256;  // "<|endoftext|>", put before every document
+
+// GPT-2's bytes_to_unicode(): the printable character (as UTF-8) that stands for `byte` (0-255)
+// in the token strings of byte-level BPE vocabularies (GPT-2's, and Llama 3's tokenizer.json).
+std::string byte_stand_in(int byte);
 
 class Gpt2Bpe {
  public:
@@ -49,17 +55,8 @@ class Gpt2Encoder {
   void encode(std::string_view text, size_t begin, size_t end, std::vector<uint16_t>& out);
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  struct Span {
-    uint32_t first, count;  // into tokens_
-  };
-
   const Gpt2Bpe& bpe_;
-  std::unordered_map<std::string, Span, Hash, std::equal_to<>> cache_;
-  std::vector<uint16_t> tokens_;  // the cached pre-tokens' ids, end to end
+  PretokenCache<uint16_t> cache_;
 };
 
 }  // namespace eth

@@ -8,11 +8,15 @@
 #include <cstddef>
 #include <string_view>
 
+#include "lib/base/unicode_classes.hpp"
+
 namespace eth {
 
 // The end of the pre-token that starts at text[pos] (pos < text.size(), text valid UTF-8). The
-// match depends only on text[pos..]: a scan may start at any pre-token boundary.
-size_t pretoken_end(std::string_view text, size_t pos);
+// match depends only on text[pos..]: a scan may start at any pre-token boundary. \s is
+// JavaScript's (the reference encoder's, and tokenizers.js's ByteLevel regex) or, with
+// SpaceRule::kWhiteSpace, \p{White_Space} (the same regex as a tokenizer.json Split pattern).
+size_t pretoken_end(std::string_view text, size_t pos, SpaceRule rule = SpaceRule::kJavaScript);
 
 // Whether a pre-token boundary falls at text[pos] (0 < pos < text.size()) whatever comes before:
 // true after a white-space byte other than ' ' (it always ends a match: only ' ' joins the

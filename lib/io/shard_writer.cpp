@@ -3,10 +3,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
+#include <cassert>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "lib/base/input_error.hpp"
 #include "lib/io/token_data.hpp"
@@ -34,18 +37,31 @@ ShardWriter::~ShardWriter() {
     if (f.temporary != f.path) unlink(f.temporary.c_str());
 }
 
-void ShardWriter::write(const std::string& path, const uint16_t* tokens, uint64_t count) {
+void ShardWriter::write(const std::string& path, const uint32_t* tokens, uint64_t count, const ShardLayout& layout) {
   if (count > uint64_t(INT32_MAX))
     fail_input(path, "token count", "at most " + std::to_string(INT32_MAX) + " tokens per shard (use --shard-tokens)",
                std::to_string(count));
   const std::string temporary = is_special_file(path) ? path : path + ".partial";
-  const uint64_t bytes = kShardHeaderInts * sizeof(int32_t) + count * sizeof(uint16_t);
+  const uint64_t bytes = kShardHeaderInts * sizeof(int32_t) + count * uint64_t(layout.token_bytes);
   FILE* f = std::fopen(temporary.c_str(), "wb");
   if (!f) fail_write(path, bytes, errno);
   files_.push_back({path, temporary});
-  int32_t header[kShardHeaderInts] = {kShardMagic, kShardVersion, static_cast<int32_t>(count)};
-  const bool written = std::fwrite(header, sizeof(header), 1, f) == 1 &&
-                       std::fwrite(tokens, sizeof(uint16_t), count, f) == count && std::fflush(f) == 0;
+  int32_t header[kShardHeaderInts] = {layout.magic, layout.version, static_cast<int32_t>(count)};
+  bool written = std::fwrite(header, sizeof(header), 1, f) == 1;
+  if (layout.token_bytes == 4) {
+    written = written && std::fwrite(tokens, sizeof(uint32_t), count, f) == count;
+  } else {  // narrowed a chunk at a time
+    std::vector<uint16_t> narrow(std::min<uint64_t>(count, uint64_t(1) << 20));
+    for (uint64_t first = 0; written && first < count; first += narrow.size()) {
+      const uint64_t n = std::min<uint64_t>(narrow.size(), count - first);
+      for (uint64_t i = 0; i < n; i++) {
+        assert(tokens[first + i] <= UINT16_MAX);
+        narrow[i] = static_cast<uint16_t>(tokens[first + i]);
+      }
+      written = std::fwrite(narrow.data(), sizeof(uint16_t), n, f) == n;
+    }
+  }
+  written = written && std::fflush(f) == 0;
   const int error = errno;
   if (std::fclose(f) != 0 || !written) fail_write(path, bytes, written ? errno : error);
 }

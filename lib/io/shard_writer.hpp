@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "lib/io/token_data.hpp"
+
 namespace eth {
 
 class ShardWriter {
@@ -16,9 +18,10 @@ class ShardWriter {
   ShardWriter& operator=(const ShardWriter&) = delete;
   ~ShardWriter();  // removes the temporary files of a writer never committed
 
-  // Writes count tokens as one shard that commit() will put at path. An InputError naming the
-  // file and the system's reason when it cannot be written whole (a full disk, a missing folder).
-  void write(const std::string& path, const uint16_t* tokens, uint64_t count);
+  // Writes count tokens as one shard of `layout` (kShardLayout16: every id must be below 65,536)
+  // that commit() will put at path. An InputError naming the file and the system's reason when
+  // it cannot be written whole (a full disk, a missing folder).
+  void write(const std::string& path, const uint32_t* tokens, uint64_t count, const ShardLayout& layout);
 
   // Renames every written file to its final name.
   void commit();

@@ -1,7 +1,9 @@
 // Training data: llm.c token shards and a deterministic stream of samples drawn from them.
 //
-// Shard format (llm.c): a header of 256 little-endian int32 (magic 20240520, version 1, token
-// count, rest unused), then that many uint16 GPT-2 token ids.
+// Shard formats (llm.c, dev/data/data_common.py): a header of 256 little-endian int32 (magic,
+// version, token count, rest unused), then that many token ids: GPT-2's layout (magic 20240520,
+// version 1) holds uint16 ids, Llama 3's (magic 20240801, version 7) uint32 ids, for
+// vocabularies past 65,536 ids. Both are read; the header says which.
 //
 // A sample is a window of T + 1 consecutive tokens inside one shard (inputs are the first T,
 // targets the last T); the windows of T tokens are laid end to end and never cross a shard.
@@ -20,17 +22,27 @@
 
 namespace eth {
 
-constexpr int32_t kShardMagic = 20240520;
-constexpr int32_t kShardVersion = 1;
 constexpr size_t kShardHeaderInts = 256;
+
+// One of llm.c's two shard layouts.
+struct ShardLayout {
+  int32_t magic, version;
+  int token_bytes;  // bytes of one token id: 2 (uint16) or 4 (uint32)
+};
+constexpr ShardLayout kShardLayout16 = {20240520, 1, 2};  // GPT-2's
+constexpr ShardLayout kShardLayout32 = {20240801, 7, 4};  // Llama 3's
+constexpr int32_t kShardMagic = kShardLayout16.magic;
+constexpr int32_t kShardVersion = kShardLayout16.version;
 
 struct TokenShard {
   std::string path;
-  uint64_t tokens = 0;  // the header's count
+  uint64_t tokens = 0;   // the header's count
+  int token_bytes = 2;   // 2 or 4: the layout its header named
 };
 
-// Reads and validates a shard: magic, version, size against the header's count, and every
-// token id below vocab_size. Throws InputError naming the file and field.
+// Reads and validates a shard: magic and version (either layout), size against the header's
+// count, and every token id below vocab_size. Throws InputError naming the file and field (for
+// a token: its position, its id and vocab_size).
 TokenShard load_token_shard(const std::string& path, int vocab_size);
 
 class SampleStream {
@@ -53,7 +65,8 @@ class SampleStream {
 
   std::vector<TokenShard> shards_;
   std::vector<int> files_;              // per shard: its open descriptor
-  std::vector<uint16_t> window_;        // (T + 1) the window last read
+  std::vector<char> raw_;               // (T + 1) x 4 bytes: the window as read, 2 or 4 bytes a token
+  std::vector<uint32_t> window_;        // (T + 1) the window last read, widened
   std::vector<uint64_t> first_window_;  // per shard: its first global window index
   int T_;
   uint64_t seed_;

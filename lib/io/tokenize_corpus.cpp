@@ -15,8 +15,7 @@
 #include "lib/base/progress.hpp"
 #include "lib/base/read_file.hpp"
 #include "lib/base/utf8.hpp"
-#include "lib/io/gpt2_bpe.hpp"
-#include "lib/io/gpt2_pretokenizer.hpp"
+#include "lib/io/corpus_tokenizer.hpp"
 #include "lib/io/shard_writer.hpp"
 
 namespace eth {
@@ -31,16 +30,17 @@ uint64_t file_bytes(const std::string& path) {
   return static_cast<uint64_t>(st.st_size);
 }
 
-// The corpus as one token stream: document d starts with its end-of-text token at doc_first[d].
+// The corpus as one token stream: document d starts with its beginning-of-text token at
+// doc_first[d].
 struct Corpus {
-  std::vector<uint16_t> tokens;
+  std::vector<uint32_t> tokens;
   std::vector<uint64_t> doc_first;
 };
 
 // Encodes a batch of documents in pieces cut at safe pre-token boundaries, on every thread,
 // and appends them to the corpus in order.
-void encode_batch(const std::vector<std::string>& docs, double bytes_per_text_byte, std::vector<Gpt2Encoder>& encoders,
-                  Progress& progress, Corpus& corpus) {
+void encode_batch(const std::vector<std::string>& docs, double bytes_per_text_byte, const CorpusTokenizer& tokenizer,
+                  std::vector<std::unique_ptr<PieceEncoder>>& encoders, Progress& progress, Corpus& corpus) {
   struct Piece {
     size_t doc, begin, end;
   };
@@ -49,29 +49,29 @@ void encode_batch(const std::vector<std::string>& docs, double bytes_per_text_by
     const std::string_view text = docs[d];
     for (size_t begin = 0, end; begin < text.size(); begin = end) {
       end = std::min(begin + kChunkBytes, text.size());
-      while (end < text.size() && !is_safe_cut(text, end)) end++;
+      while (end < text.size() && !tokenizer.is_safe_cut(text, end)) end++;
       pieces.push_back({d, begin, end});
     }
   }
-  std::vector<std::vector<uint16_t>> tokens(pieces.size());
+  std::vector<std::vector<uint32_t>> tokens(pieces.size());
 #pragma omp parallel for schedule(dynamic, 1)
   for (size_t i = 0; i < pieces.size(); i++) {
     const Piece& p = pieces[i];
-    encoders[omp_get_thread_num()].encode(docs[p.doc], p.begin, p.end, tokens[i]);
+    encoders[omp_get_thread_num()]->encode(docs[p.doc], p.begin, p.end, tokens[i]);
     progress.add(bytes_per_text_byte * double(p.end - p.begin), tokens[i].size());
   }
   for (size_t i = 0; i < pieces.size(); i++) {
     if (pieces[i].begin == 0) {
       corpus.doc_first.push_back(corpus.tokens.size());
-      corpus.tokens.push_back(kEndOfText);
+      corpus.tokens.push_back(tokenizer.begin_of_text());
     }
     corpus.tokens.insert(corpus.tokens.end(), tokens[i].begin(), tokens[i].end());
   }
 }
 
-Corpus encode_inputs(const TokenizeOptions& o) {
-  const Gpt2Bpe bpe(o.tokenizer_dir);
-  std::vector<Gpt2Encoder> encoders(omp_get_max_threads(), Gpt2Encoder(bpe));
+Corpus encode_inputs(const TokenizeOptions& o, const CorpusTokenizer& tokenizer) {
+  std::vector<std::unique_ptr<PieceEncoder>> encoders;
+  for (int t = 0; t < omp_get_max_threads(); t++) encoders.push_back(tokenizer.encoder());
   uint64_t total_bytes = 0;
   for (const std::string& path : o.inputs) total_bytes += file_bytes(path);  // a missing input fails first
   Progress progress("eth_tokenize", double(total_bytes));
@@ -84,7 +84,7 @@ Corpus encode_inputs(const TokenizeOptions& o) {
       read_documents(o.inputs[next++], o.jsonl_field, docs);
     }
     for (const std::string& doc : docs) text_bytes += doc.size();
-    encode_batch(docs, double(batch_bytes) / double(text_bytes), encoders, progress, corpus);
+    encode_batch(docs, double(batch_bytes) / double(text_bytes), tokenizer, encoders, progress, corpus);
   }
   progress.finish();
   return corpus;
@@ -99,7 +99,7 @@ std::string shard_path(const std::string& output, size_t index) {
 
 // Writes documents [first, end) of the corpus to `output`, or to its numbered shards.
 void write_output(const Corpus& corpus, size_t first, size_t end, const std::string& output, uint64_t shard_tokens,
-                  ShardWriter& writer, std::vector<std::string>& report) {
+                  const ShardLayout& layout, ShardWriter& writer, std::vector<std::string>& report) {
   const uint64_t begin_token = corpus.doc_first[first];
   const uint64_t end_token = end < corpus.doc_first.size() ? corpus.doc_first[end] : corpus.tokens.size();
   const std::string docs = "documents " + std::to_string(first + 1) + "-" + std::to_string(end) + " of " +
@@ -108,7 +108,7 @@ void write_output(const Corpus& corpus, size_t first, size_t end, const std::str
   for (uint64_t t = begin_token, index = 0; t < end_token; t += per_file, index++) {
     const uint64_t count = std::min(per_file, end_token - t);
     const std::string path = shard_tokens ? shard_path(output, index) : output;
-    writer.write(path, corpus.tokens.data() + t, count);
+    writer.write(path, corpus.tokens.data() + t, count, layout);
     report.push_back(path + ": " + std::to_string(count) + " tokens (" + docs + ")");
   }
 }
@@ -155,7 +155,16 @@ std::vector<std::string> tokenize_corpus(const TokenizeOptions& o) {
     fail_input("--val-fraction", "value", "a fraction strictly between 0 and 1, given together with --val-output",
                std::to_string(o.val_fraction) + (split ? " with --val-output" : " without --val-output"));
 
-  const Corpus corpus = encode_inputs(o);
+  if (o.token_bits != 0 && o.token_bits != 16 && o.token_bits != 32)
+    fail_input("--token-bits", "value", "16 or 32 (or unset: 32 where the vocabulary passes 65,536 ids)",
+               std::to_string(o.token_bits));
+  const std::unique_ptr<CorpusTokenizer> tokenizer = open_corpus_tokenizer(o.tokenizer);
+  const bool wide_vocab = tokenizer->vocab_size() > uint64_t(UINT16_MAX) + 1;
+  if (o.token_bits == 16 && wide_vocab)
+    fail_input("--token-bits", "16", "a vocabulary of at most 65,536 ids for uint16 tokens",
+               std::to_string(tokenizer->vocab_size()) + " ids in " + o.tokenizer);
+  const ShardLayout& layout = o.token_bits == 32 || wide_vocab ? kShardLayout32 : kShardLayout16;
+  const Corpus corpus = encode_inputs(o, *tokenizer);
   const size_t documents = corpus.doc_first.size();
   size_t val_documents = 0;
   if (split) {
@@ -165,8 +174,8 @@ std::vector<std::string> tokenize_corpus(const TokenizeOptions& o) {
   }
   ShardWriter writer;
   std::vector<std::string> report;
-  write_output(corpus, 0, documents - val_documents, o.output, o.shard_tokens, writer, report);
-  if (split) write_output(corpus, documents - val_documents, documents, o.val_output, o.shard_tokens, writer, report);
+  write_output(corpus, 0, documents - val_documents, o.output, o.shard_tokens, layout, writer, report);
+  if (split) write_output(corpus, documents - val_documents, documents, o.val_output, o.shard_tokens, layout, writer, report);
   writer.commit();
   return report;
 }

@@ -1,4 +1,4 @@
-// Token shards (llm.c's format: 256 int32 header, uint16 tokens), checked against GPT-2's
+// Token shards (llm.c's formats: 256 int32 header, then uint16 or uint32 tokens), checked against GPT-2's
 // vocabulary.
 #include "lib/io/token_data.hpp"
 #include "tests/fuzz/fuzz_input.hpp"

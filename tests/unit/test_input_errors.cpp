@@ -21,8 +21,10 @@ namespace {
 
 class InputErrors : public ScratchDirTest {
  protected:
-  // A shard in llm.c's format; `declared` tokens in the header, `tokens` actually written.
-  std::string write_shard(const std::string& name, const std::vector<uint16_t>& tokens, int32_t magic = 20240520,
+  // A shard in llm.c's format; `declared` tokens in the header, `tokens` actually written
+  // (uint16 or uint32, as the vector holds them).
+  template <typename Id = uint16_t>
+  std::string write_shard(const std::string& name, const std::vector<Id>& tokens, int32_t magic = 20240520,
                           int32_t version = 1, int64_t declared = -1) {
     std::vector<int32_t> header(256, 0);
     header[0] = magic;
@@ -30,7 +32,7 @@ class InputErrors : public ScratchDirTest {
     header[2] = static_cast<int32_t>(declared < 0 ? static_cast<int64_t>(tokens.size()) : declared);
     std::ofstream out(path(name), std::ios::binary);
     out.write(reinterpret_cast<const char*>(header.data()), 256 * sizeof(int32_t));
-    out.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(tokens.size() * 2));
+    out.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(tokens.size() * sizeof(Id)));
     return path(name);
   }
 };
@@ -112,9 +114,33 @@ TEST_F(InputErrors, ShardLoadsAndStreams) {
   EXPECT_EQ(tg[3], 9);
 }
 
+// Llama 3's layout (magic 20240801, version 7, uint32 ids) streams the same way, ids past 65,535
+// included, and names its token past the vocabulary by position, id and vocab_size.
+TEST_F(InputErrors, Shard32LoadsAndStreams) {
+  const std::string path = write_shard<uint32_t>("ok32.bin", {1, 2, 3, 4, 70000, 6, 7, 8, 128255}, 20240801, 7);
+  const TokenShard shard = load_token_shard(path, 128256);
+  EXPECT_EQ(shard.tokens, 9u);
+  EXPECT_EQ(shard.token_bytes, 4);
+  SampleStream stream({shard}, 4, 7, false);
+  int32_t in[4], tg[4];
+  stream.sample(1, in, tg);
+  EXPECT_EQ(in[0], 70000);
+  EXPECT_EQ(tg[3], 128255);
+  expect_input_error([&] { load_token_shard(path, 128000); }, {path, "token 8", "below vocab_size 128000", "got 128255"});
+}
+
+TEST_F(InputErrors, Shard32WrongVersionOrSize) {
+  const std::string path = write_shard<uint32_t>("v.bin", {1, 2, 3}, 20240801, 1);
+  expect_input_error([&] { load_token_shard(path, 10); }, {path, "version", "expected 7 for magic 20240801", "got 1"});
+  // uint16 ids under a uint32 header: half the bytes the count needs.
+  const std::string narrow = write_shard<uint16_t>("n.bin", {1, 2, 3, 4}, 20240801, 7);
+  expect_input_error([&] { load_token_shard(narrow, 10); },
+                     {narrow, "size", "expected 1040 bytes", "4 bytes each", "got 1032 bytes"});
+}
+
 TEST_F(InputErrors, ShardWrongMagic) {
   const std::string path = write_shard("s.bin", {1, 2, 3}, 12345);
-  expect_input_error([&] { load_token_shard(path, 10); }, {path, "magic", "expected 20240520", "got 12345"});
+  expect_input_error([&] { load_token_shard(path, 10); }, {path, "magic", "expected 20240520 (uint16 tokens) or 20240801 (uint32 tokens)", "got 12345"});
 }
 
 TEST_F(InputErrors, ShardWrongVersion) {

@@ -71,7 +71,7 @@ class Tokenizer : public ScratchDirTest {
     TokenizeOptions o;
     o.inputs = std::move(inputs);
     o.output = path("out.bin");
-    o.tokenizer_dir = kTokenizer;
+    o.tokenizer = kTokenizer;
     return o;
   }
   // What the scratch folder holds besides the inputs the test wrote: after an error, nothing.
