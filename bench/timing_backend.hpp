@@ -16,6 +16,7 @@ namespace eth::bench {
 // The names kernels/backend_ops.hpp's entries use.
 using kernels::AdamWParams;
 using kernels::AdamWSegment;
+using kernels::AttentionHeads;
 using kernels::bf16;
 using kernels::ConstTensor;
 using kernels::ElementType;

@@ -6,6 +6,8 @@
 
 #include <cstddef>
 
+#include "kernels/simt/qualifiers.hpp"  // the kernels index by it too
+
 namespace eth::kernels {
 
 struct AttentionHeads {
@@ -14,16 +16,18 @@ struct AttentionHeads {
   int hs = 0;   // channels of one head
 
   // GPT-2's: NH heads of C / NH channels, each its own K and V.
-  static AttentionHeads multi_head(int C, int NH) { return {NH, NH, C / NH}; }
+  static SIMT_HOST_DEVICE AttentionHeads multi_head(int C, int NH) { return {NH, NH, C / NH}; }
 
-  int group() const { return NH / NKV; }                                       // query heads per K/V head
-  int kv_head(int h) const { return h / group(); }
-  size_t qkv_row() const { return static_cast<size_t>(NH + 2 * NKV) * hs; }    // (NH + 2 NKV) hs
-  size_t out_row() const { return static_cast<size_t>(NH) * hs; }              // NH hs
+  // Query heads per K/V head, and the K/V head query head h reads.
+  SIMT_HOST_DEVICE int group() const { return NH / NKV; }
+  SIMT_HOST_DEVICE int kv_head(int h) const { return h / group(); }
+  // Values in a qkv row, (NH + 2 NKV) hs, and in an output row, NH hs.
+  SIMT_HOST_DEVICE size_t qkv_row() const { return static_cast<size_t>(NH + 2 * NKV) * hs; }
+  SIMT_HOST_DEVICE size_t out_row() const { return static_cast<size_t>(NH) * hs; }
   // Offsets within a qkv row: query head h, and K/V head g's key and value.
-  size_t q(int h) const { return static_cast<size_t>(h) * hs; }
-  size_t k(int g) const { return static_cast<size_t>(NH + g) * hs; }
-  size_t v(int g) const { return static_cast<size_t>(NH + NKV + g) * hs; }
+  SIMT_HOST_DEVICE size_t q(int h) const { return static_cast<size_t>(h) * hs; }
+  SIMT_HOST_DEVICE size_t k(int g) const { return static_cast<size_t>(NH + g) * hs; }
+  SIMT_HOST_DEVICE size_t v(int g) const { return static_cast<size_t>(NH + NKV + g) * hs; }
 };
 
 }  // namespace eth::kernels

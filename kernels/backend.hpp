@@ -23,6 +23,7 @@
 #include <string>
 
 #include "kernels/adamw_segments.hpp"
+#include "kernels/attention_heads.hpp"
 #include "kernels/attention_path.hpp"
 #include "kernels/backend_ops.hpp"
 #include "kernels/bf16.hpp"

@@ -129,6 +129,34 @@
   OP(void, gelu_backward, (Tensor dinp, ConstTensor inp, ConstTensor dout, size_t n), (dinp, inp, dout, n)) \
   OP(void, residual_forward, (Tensor out, ConstTensor a, ConstTensor b, size_t n), (out, a, b, n))          \
                                                                                                             \
+  /* ---- the llama family's parts (kernels/cpu/llama_ops.hpp says what each computes) ---- */             \
+  /* Rotary positions in place on q's NH and k's NKV heads of each qkv row ((NH + 2 NKV) hs), the first     \
+     half of each head turned against its second (transformers' rotate_half); row t of each sample at      \
+     position T0 + t, the angle (T0 + t) inv_freq[i] and its cos and sin in fp32. */                       \
+  OP(void, rotary_forward,                                                                                  \
+     (Tensor qkv,            /* (B, T, (NH + 2 NKV) hs) in place */                                        \
+      const float* inv_freq, /* (hs / 2) */                                                                 \
+      int B, int T, int T0, AttentionHeads heads),                                                          \
+     (qkv, inv_freq, B, T, T0, heads))                                                                      \
+  /* The rotation's transpose, in place on dq and dk (dv untouched). */                                    \
+  OP(void, rotary_backward,                                                                                 \
+     (Tensor dqkv,           /* (B, T, (NH + 2 NKV) hs) in place */                                        \
+      const float* inv_freq, /* (hs / 2) */                                                                 \
+      int B, int T, int T0, AttentionHeads heads),                                                          \
+     (dqkv, inv_freq, B, T, T0, heads))                                                                     \
+  /* SwiGLU: out = silu(gate) * up, gate and up side by side in each row; backward overwrites dinp. */      \
+  OP(void, swiglu_forward,                                                                                  \
+     (Tensor out,      /* (N, FC) */                                                                        \
+      ConstTensor inp, /* (N, 2 FC): gate, then up */                                                       \
+      int N, int FC),                                                                                       \
+     (out, inp, N, FC))                                                                                     \
+  OP(void, swiglu_backward,                                                                                 \
+     (Tensor dinp,      /* (N, 2 FC) overwritten */                                                         \
+      ConstTensor inp,  /* (N, 2 FC) */                                                                     \
+      ConstTensor dout, /* (N, FC) */                                                                       \
+      int N, int FC),                                                                                       \
+     (dinp, inp, dout, N, FC))                                                                              \
+                                                                                                            \
   /* Fused softmax + cross-entropy over the first V of Vp logits. Writes each sample's loss, the mean       \
      over its T tokens. When dlogits_scale != 0 it then overwrites logits with                              \
      dlogits = dlogits_scale * (softmax - onehot(target)) / T (zero in the padded columns); with 0 the      \

@@ -37,6 +37,9 @@ size_t attention_decode(size_t B, size_t Tn, size_t Tmax, size_t C) {
 size_t gelu_forward(size_t n) { return 2 * f32(n); }
 size_t gelu_backward(size_t n) { return 3 * f32(n); }
 size_t residual_forward(size_t n) { return 3 * f32(n); }
+size_t rotary(size_t n) { return f32(n); }
+size_t swiglu_forward(size_t N, size_t FC) { return f32(rows(N, FC)) + f32(rows(N, 2 * FC)); }
+size_t swiglu_backward(size_t N, size_t FC) { return 2 * f32(rows(N, 2 * FC)) + f32(rows(N, FC)); }
 size_t crossentropy(size_t N, size_t Vp) { return f32(rows(N, Vp)); }
 }  // namespace need
 
@@ -203,6 +206,29 @@ class TwinBackend final : public ForwardingBackend {
     inner_.residual_forward(o, a32, b32, n);
     store(out, o, n);
   }
+  void rotary_forward(Tensor qkv, const float* inv_freq, int B, int T, int T0, AttentionHeads heads) override {
+    rotate(qkv, inv_freq, B, T, T0, heads, &Backend::rotary_forward);
+  }
+  void rotary_backward(Tensor dqkv, const float* inv_freq, int B, int T, int T0, AttentionHeads heads) override {
+    rotate(dqkv, inv_freq, B, T, T0, heads, &Backend::rotary_backward);
+  }
+  void swiglu_forward(Tensor out, ConstTensor inp, int N, int FC) override {
+    const size_t n = rows(N, FC);
+    Working w(*this, need::swiglu_forward(N, FC));
+    const float* in32 = w.in(inp, 2 * n);
+    float* o = w.output(out, n);
+    inner_.swiglu_forward(o, in32, N, FC);
+    store(out, o, n);
+  }
+  void swiglu_backward(Tensor dinp, ConstTensor inp, ConstTensor dout, int N, int FC) override {
+    const size_t n = rows(N, FC);
+    Working w(*this, need::swiglu_backward(N, FC));
+    const float* in32 = w.in(inp, 2 * n);
+    const float* dout32 = w.in(dout, n);
+    float* d = w.output(dinp, 2 * n);
+    inner_.swiglu_backward(d, in32, dout32, N, FC);
+    store(dinp, d, 2 * n);
+  }
   void crossentropy_forward_backward(float* sample_losses, Tensor logits, const int32_t* targets, int B, int T,
                                      int V, int Vp, float dlogits_scale) override {
     // The loss is fp32 from the 16-bit logits; the dlogits that overwrite them are stored 16-bit.
@@ -272,6 +298,16 @@ class TwinBackend final : public ForwardingBackend {
       inner_.convert(out, r, n);
   }
   // The workspace, grown to at least `bytes` (reserve_workspace sizes it before the first step).
+  // A rotation (forward or backward) of the stored rows in place: widened, turned in fp32, narrowed.
+  void rotate(Tensor t, const float* inv_freq, int B, int T, int T0, AttentionHeads heads,
+              void (Backend::*op)(Tensor, const float*, int, int, int, AttentionHeads)) {
+    const size_t n = rows(rows(B, T), heads.qkv_row());
+    Working w(*this, need::rotary(n));
+    float* x = w.accumulated(t, n);
+    (inner_.*op)(x, inv_freq, B, T, T0, heads);
+    store(t, x, n);
+  }
+
   std::byte* workspace(size_t bytes) {
     if (workspace_bytes_ < bytes) {
       inner_.release(workspace_);

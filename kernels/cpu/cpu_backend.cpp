@@ -14,6 +14,7 @@
 #include "kernels/cpu/attention.hpp"
 #include "kernels/cpu/fp16.hpp"
 #include "kernels/cpu/gpt_ops.hpp"
+#include "kernels/cpu/llama_ops.hpp"
 
 namespace eth::kernels {
 namespace {
@@ -163,6 +164,18 @@ class CpuBackend final : public Backend {
   }
   void residual_forward(Tensor out, ConstTensor a, ConstTensor b, size_t n) override {
     cpu::residual_forward(out.as_f32(), a.as_f32(), b.as_f32(), n);
+  }
+  void rotary_forward(Tensor qkv, const float* inv_freq, int B, int T, int T0, AttentionHeads heads) override {
+    cpu::rotary_forward(qkv.as_f32(), inv_freq, B, T, T0, heads.NH, heads.NKV, heads.hs);
+  }
+  void rotary_backward(Tensor dqkv, const float* inv_freq, int B, int T, int T0, AttentionHeads heads) override {
+    cpu::rotary_backward(dqkv.as_f32(), inv_freq, B, T, T0, heads.NH, heads.NKV, heads.hs);
+  }
+  void swiglu_forward(Tensor out, ConstTensor inp, int N, int FC) override {
+    cpu::swiglu_forward(out.as_f32(), inp.as_f32(), N, FC);
+  }
+  void swiglu_backward(Tensor dinp, ConstTensor inp, ConstTensor dout, int N, int FC) override {
+    cpu::swiglu_backward(dinp.as_f32(), inp.as_f32(), dout.as_f32(), N, FC);
   }
   void crossentropy_forward_backward(float* sample_losses, Tensor logits, const int32_t* targets,
                                      int B, int T, int V, int Vp, float dlogits_scale) override {

@@ -12,6 +12,7 @@
 #include "kernels/gpu_ops/matmul_bf16.hpp"
 #include "kernels/gpu_ops/crossentropy.hpp"
 #include "kernels/gpu_ops/elementwise.hpp"
+#include "kernels/gpu_ops/llama_elementwise.hpp"
 #include "kernels/gpu_ops/encoder.hpp"
 #include "kernels/gpu_ops/gpu_ops_backend.hpp"
 #include "kernels/gpu_ops/layernorm.hpp"

@@ -191,6 +191,25 @@ class GpuOpsBackend : public Base {
       gpu_ops::residual_forward(launch(), out.as<E>(), a.as<E>(), b.as<E>(), n);
     });
   }
+  void rotary_forward(Tensor qkv, const float* inv_freq, int B, int T, int T0, AttentionHeads heads) override {
+    on_any_element(qkv, [&](auto e) { gpu_ops::rotary(launch(), qkv.as<decltype(e)>(), inv_freq, B, T, T0, heads, 1.f); });
+  }
+  void rotary_backward(Tensor dqkv, const float* inv_freq, int B, int T, int T0, AttentionHeads heads) override {
+    on_any_element(dqkv,
+                   [&](auto e) { gpu_ops::rotary(launch(), dqkv.as<decltype(e)>(), inv_freq, B, T, T0, heads, -1.f); });
+  }
+  void swiglu_forward(Tensor out, ConstTensor inp, int N, int FC) override {
+    on_any_element(out, [&](auto e) {
+      using E = decltype(e);
+      gpu_ops::swiglu_forward(launch(), out.as<E>(), inp.as<E>(), N, FC);
+    });
+  }
+  void swiglu_backward(Tensor dinp, ConstTensor inp, ConstTensor dout, int N, int FC) override {
+    on_any_element(dinp, [&](auto e) {
+      using E = decltype(e);
+      gpu_ops::swiglu_backward(launch(), dinp.as<E>(), inp.as<E>(), dout.as<E>(), N, FC);
+    });
+  }
   void crossentropy_forward_backward(float* sample_losses, Tensor logits, const int32_t* targets, int B, int T,
                                      int V, int Vp, float dlogits_scale) override {
     if (logits.type() == ElementType::f32)

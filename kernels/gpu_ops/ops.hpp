@@ -31,6 +31,7 @@
 #include <cstdint>
 
 #include "kernels/adamw_segments.hpp"
+#include "kernels/attention_heads.hpp"
 #include "kernels/bf16.hpp"
 
 namespace eth::kernels::gpu_ops {
@@ -102,6 +103,14 @@ template <class Launch, class O, class I>  // to bf16 or fp16 rounded to nearest
 void convert(Launch& launch, O* out, const I* inp, size_t n);
 template <class Launch, class O, class I>  // convert, values past O's range clamped and counted into *saturated
 void convert_saturating(Launch& launch, O* out, const I* inp, size_t n, unsigned* saturated);
+
+// llama_elementwise.hpp
+template <class Launch, class E>  // E
+void swiglu_forward(Launch& launch, E* out, const E* inp, int N, int FC);
+template <class Launch, class E>  // E
+void swiglu_backward(Launch& launch, E* dinp, const E* inp, const E* dout, int N, int FC);
+template <class Launch, class E>  // E, in place; sign 1 forward, -1 backward
+void rotary(Launch& launch, E* qkv, const float* inv_freq, int B, int T, int T0, AttentionHeads heads, float sign);
 
 // crossentropy.hpp
 template <class Launch>

@@ -55,6 +55,8 @@ SIMT_DEVICE float logf_(float x) { return ::logf(x); }
 SIMT_DEVICE float exp2f_(float x) { return ::exp2f(x); }
 SIMT_DEVICE float log2f_(float x) { return ::log2f(x); }
 SIMT_DEVICE float tanhf_(float x) { return ::tanhf(x); }
+SIMT_DEVICE float sinf_(float x) { return ::sinf(x); }
+SIMT_DEVICE float cosf_(float x) { return ::cosf(x); }
 SIMT_DEVICE float sqrtf_(float x) { return ::sqrtf(x); }
 SIMT_DEVICE float fmaxf_(float a, float b) { return ::fmaxf(a, b); }
 SIMT_DEVICE double sqrt_(double x) { return ::sqrt(x); }
@@ -74,7 +76,7 @@ SIMT_HOST_DEVICE float fp16_to_float_(uint16_t h) {
 #else
 namespace host {
 // The running launch's counters (interpreter.cpp; nothing unless they are on): a call of a
-// special function (the GPU's SFU: exp, log, tanh, sqrt), `n` operations in FP64.
+// special function (the GPU's SFU: exp, log, tanh, sin, cos, sqrt), `n` operations in FP64.
 void count_special();
 void count_fp64(uint64_t n);
 }  // namespace host
@@ -83,6 +85,8 @@ inline float logf_(float x) { return host::count_special(), std::log(x); }
 inline float exp2f_(float x) { return host::count_special(), std::exp2(x); }
 inline float log2f_(float x) { return host::count_special(), std::log2(x); }
 inline float tanhf_(float x) { return host::count_special(), std::tanh(x); }
+inline float sinf_(float x) { return host::count_special(), std::sin(x); }
+inline float cosf_(float x) { return host::count_special(), std::cos(x); }
 inline float sqrtf_(float x) { return host::count_special(), std::sqrt(x); }
 inline float fmaxf_(float a, float b) { return std::fmax(a, b); }
 inline double sqrt_(double x) { return host::count_fp64(1), std::sqrt(x); }
