@@ -130,6 +130,23 @@
   OP(void, residual_forward, (Tensor out, ConstTensor a, ConstTensor b, size_t n), (out, a, b, n))          \
                                                                                                             \
   /* ---- the llama family's parts (kernels/cpu/llama_ops.hpp says what each computes) ---- */             \
+  /* RMSNorm: out = weight * (inp * rstd), rstd = 1 / sqrt(mean(inp^2) + eps), statistics fp32. */        \
+  OP(void, rmsnorm_forward,                                                                                 \
+     (Tensor out,         /* (N, C) */                                                                      \
+      float* rstd,        /* (N) */                                                                         \
+      ConstTensor inp,    /* (N, C) */                                                                      \
+      ConstTensor weight, /* (C) */                                                                         \
+      int N, int C, float eps),                                                                             \
+     (out, rstd, inp, weight, N, C, eps))                                                                   \
+  OP(void, rmsnorm_backward,                                                                                \
+     (Tensor dinp,         /* (N, C) accumulated */                                                         \
+      float* dweight,      /* (C) accumulated */                                                            \
+      ConstTensor dout,    /* (N, C) */                                                                     \
+      ConstTensor inp,     /* (N, C) */                                                                     \
+      ConstTensor weight,  /* (C) */                                                                        \
+      const float* rstd,   /* (N) */                                                                        \
+      int N, int C),                                                                                        \
+     (dinp, dweight, dout, inp, weight, rstd, N, C))                                                        \
   /* Rotary positions in place on q's NH and k's NKV heads of each qkv row ((NH + 2 NKV) hs), the first     \
      half of each head turned against its second (transformers' rotate_half); row t of each sample at      \
      position T0 + t, the angle (T0 + t) inv_freq[i] and its cos and sin in fp32. */                       \

@@ -38,6 +38,8 @@ size_t gelu_forward(size_t n) { return 2 * f32(n); }
 size_t gelu_backward(size_t n) { return 3 * f32(n); }
 size_t residual_forward(size_t n) { return 3 * f32(n); }
 size_t rotary(size_t n) { return f32(n); }
+size_t rmsnorm_forward(size_t N, size_t C) { return layernorm_forward(N, C) - f32(C); }
+size_t rmsnorm_backward(size_t N, size_t C) { return layernorm_backward(N, C); }
 size_t swiglu_forward(size_t N, size_t FC) { return f32(rows(N, FC)) + f32(rows(N, 2 * FC)); }
 size_t swiglu_backward(size_t N, size_t FC) { return 2 * f32(rows(N, 2 * FC)) + f32(rows(N, FC)); }
 size_t crossentropy(size_t N, size_t Vp) { return f32(rows(N, Vp)); }
@@ -205,6 +207,23 @@ class TwinBackend final : public ForwardingBackend {
     float* o = w.output(out, n);
     inner_.residual_forward(o, a32, b32, n);
     store(out, o, n);
+  }
+  void rmsnorm_forward(Tensor out, float* rstd, ConstTensor inp, ConstTensor weight, int N, int C, float eps) override {
+    const size_t n = rows(N, C);
+    Working w(*this, need::rmsnorm_forward(N, C));
+    const float* in32 = w.in(inp, n);
+    const float* w32 = w.in(weight, C);
+    float* o = w.output(out, n);
+    inner_.rmsnorm_forward(o, rstd, in32, w32, N, C, eps);
+    store(out, o, n);
+  }
+  void rmsnorm_backward(Tensor dinp, float* dweight, ConstTensor dout, ConstTensor inp, ConstTensor weight,
+                        const float* rstd, int N, int C) override {
+    const size_t n = rows(N, C);
+    Working w(*this, need::rmsnorm_backward(N, C));
+    float* d = w.accumulated(dinp, n);
+    inner_.rmsnorm_backward(d, dweight, w.in(dout, n), w.in(inp, n), w.in(weight, C), rstd, N, C);
+    store(dinp, d, n);
   }
   void rotary_forward(Tensor qkv, const float* inv_freq, int B, int T, int T0, AttentionHeads heads) override {
     rotate(qkv, inv_freq, B, T, T0, heads, &Backend::rotary_forward);

@@ -165,6 +165,13 @@ class CpuBackend final : public Backend {
   void residual_forward(Tensor out, ConstTensor a, ConstTensor b, size_t n) override {
     cpu::residual_forward(out.as_f32(), a.as_f32(), b.as_f32(), n);
   }
+  void rmsnorm_forward(Tensor out, float* rstd, ConstTensor inp, ConstTensor weight, int N, int C, float eps) override {
+    cpu::rmsnorm_forward(out.as_f32(), rstd, inp.as_f32(), weight.as_f32(), N, C, eps);
+  }
+  void rmsnorm_backward(Tensor dinp, float* dweight, ConstTensor dout, ConstTensor inp, ConstTensor weight,
+                        const float* rstd, int N, int C) override {
+    cpu::rmsnorm_backward(dinp.as_f32(), dweight, dout.as_f32(), inp.as_f32(), weight.as_f32(), rstd, N, C);
+  }
   void rotary_forward(Tensor qkv, const float* inv_freq, int B, int T, int T0, AttentionHeads heads) override {
     cpu::rotary_forward(qkv.as_f32(), inv_freq, B, T, T0, heads.NH, heads.NKV, heads.hs);
   }

@@ -191,6 +191,19 @@ class GpuOpsBackend : public Base {
       gpu_ops::residual_forward(launch(), out.as<E>(), a.as<E>(), b.as<E>(), n);
     });
   }
+  void rmsnorm_forward(Tensor out, float* rstd, ConstTensor inp, ConstTensor weight, int N, int C, float eps) override {
+    on_any_element(out, [&](auto e) {
+      using E = decltype(e);
+      gpu_ops::rmsnorm_forward(launch(), out.as<E>(), rstd, inp.as<E>(), weight.as<E>(), N, C, eps);
+    });
+  }
+  void rmsnorm_backward(Tensor dinp, float* dweight, ConstTensor dout, ConstTensor inp, ConstTensor weight,
+                        const float* rstd, int N, int C) override {
+    on_any_element(dinp, [&](auto e) {
+      using E = decltype(e);
+      gpu_ops::rmsnorm_backward(launch(), dinp.as<E>(), dweight, dout.as<E>(), inp.as<E>(), weight.as<E>(), rstd, N, C);
+    });
+  }
   void rotary_forward(Tensor qkv, const float* inv_freq, int B, int T, int T0, AttentionHeads heads) override {
     on_any_element(qkv, [&](auto e) { gpu_ops::rotary(launch(), qkv.as<decltype(e)>(), inv_freq, B, T, T0, heads, 1.f); });
   }

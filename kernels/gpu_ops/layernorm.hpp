@@ -25,23 +25,26 @@ SIMT_DEVICE int layernorm_row(Thread& t) {
 // partial sum of x (its columns lane, lane + 32, ...), which the warp adds by butterfly; the
 // variance in a second pass; lane 0 writes mean and rstd. Every layernorm forward ends here, so
 // fused with the residual add (layernorm_bf16.hpp) or not, a row's output has the same bits.
-template <class E>
+// kCentred false is RMSNorm: no mean (m = 0, the "variance" the mean square), no bias, rstd alone.
+template <class E, bool kCentred = true>
 SIMT_DEVICE void normalise_row(Thread& t, simt::f64 lane_sum, Global<const E> x, Global<E> o, Global<const E> weight,
-                               Global<const E> bias, Global<float> mean, Global<float> rstd, int n, int C) {
+                               Global<const E> bias, Global<float> mean, Global<float> rstd, int n, int C,
+                               double eps = kLayerNormEps) {
   const int lane = t.lane();
-  const simt::f64 m = warp_sum(t, lane_sum) / C;
+  const simt::f64 m = kCentred ? warp_sum(t, lane_sum) / C : simt::f64(0.0);
   simt::f64 var = 0.0;
   for (int c = lane; c < C; c += kWarp) {
     const simt::f64 d = simt::to_float(x[c]) - m;
     var += d * d;
   }
-  const simt::f64 s = 1.0 / simt::sqrt_(warp_sum(t, var) / C + kLayerNormEps);
+  const simt::f64 s = 1.0 / simt::sqrt_(warp_sum(t, var) / C + eps);
   for (int c = lane; c < C; c += kWarp) {
     const float xc = simt::to_float(x[c]);
-    o[c] = simt::from_float<E>(static_cast<float>((xc - m) * s) * simt::to_float(weight[c]) + simt::to_float(bias[c]));
+    const float scaled = static_cast<float>((xc - m) * s) * simt::to_float(weight[c]);
+    o[c] = simt::from_float<E>(kCentred ? scaled + simt::to_float(bias[c]) : scaled);
   }
   if (lane == 0) {
-    mean[n] = static_cast<float>(m);
+    if (kCentred) mean[n] = static_cast<float>(m);
     rstd[n] = static_cast<float>(s);
   }
 }
@@ -71,6 +74,25 @@ struct LayerNormForwardKernel {
   }
 };
 
+// RMSNorm (transformers' LlamaRMSNorm): LayerNormForwardKernel's rows without the mean or bias.
+template <class E>
+struct RmsNormForwardKernel {
+  static constexpr const char* kName = simt::named<E>("rmsnorm_forward", "rmsnorm_forward_bf16", "rmsnorm_forward_fp16");
+  Global<E> out;          // (N, C)
+  Global<float> rstd;     // (N)
+  Global<const E> inp;    // (N, C)
+  Global<const E> weight; // (C)
+  int N, C;
+  double eps;
+
+  SIMT_DEVICE void operator()(Thread& t) const {
+    const int n = layernorm_row(t);
+    if (n >= N) return;
+    const size_t row = static_cast<size_t>(n) * C;
+    normalise_row<E, false>(t, 0.0, inp + row, out + row, weight, nullptr, nullptr, rstd, n, C, eps);
+  }
+};
+
 // Block b owns rows [32 b, 32 b + 32), read in pieces of W values (16 bytes: W = 16 / sizeof E). Phase 1,
 // dinp: warp w takes rows 32 b + w, + 8, ...; lane l its pieces l, l + 32, ...:
 // dinp += (dnorm - mean(dnorm) - norm * mean(dnorm * norm)) * rstd, dnorm = weight * dout and
@@ -80,10 +102,13 @@ struct LayerNormForwardKernel {
 // partials[b] (the rows again from the cache, where phase 1 left them). The partials are added by
 // the column sums (column_sums.hpp) in a second launch, many blocks at once; the grid depends on N
 // alone, so the order of every sum, and the bits, never depend on the device or on scheduling.
-template <class E, int W>
+// kCentred false is RMSNorm's backward: norm = x rstd, dinp += (dnorm - norm * mean(dnorm * norm))
+// * rstd, the partials' dbias halves unused (no mean is read).
+template <class E, int W, bool kCentred = true>
 struct LayerNormBackwardKernel {
   static constexpr const char* kName =
-      simt::named<E>("layernorm_backward", "layernorm_backward_bf16", "layernorm_backward_fp16");
+      kCentred ? simt::named<E>("layernorm_backward", "layernorm_backward_bf16", "layernorm_backward_fp16")
+               : simt::named<E>("rmsnorm_backward", "rmsnorm_backward_bf16", "rmsnorm_backward_fp16");
   using Piece = Packed<E, W>;
   Global<Piece> dinp;              // (N, C / W) accumulated
   Global<Float2> partials;         // (blocks, C): (dweight, dbias) of each block's rows
@@ -104,7 +129,7 @@ struct LayerNormBackwardKernel {
       for (int n = begin; n < end; n++) {
         const size_t i = static_cast<size_t>(n) * pieces + p;
         const Piece x = inp[i], g = dout[i];
-        const float m = mean[n], s = rstd[n];
+        const float m = kCentred ? mean[n] : 0.f, s = rstd[n];
         SIMT_UNROLL
         for (int k = 0; k < W; k++) {
           const float gk = simt::to_float(g.h[k]);
@@ -120,7 +145,7 @@ struct LayerNormBackwardKernel {
   SIMT_DEVICE void dinp_row(Thread& t, int n) const {
     const int pieces = C / W;
     const size_t row = static_cast<size_t>(n) * pieces;
-    const float m = mean[n], s = rstd[n];
+    const float m = kCentred ? mean[n] : 0.f, s = rstd[n];
     float dnorm_sum = 0.f, dnorm_norm_sum = 0.f;
     for (int p = t.lane(); p < pieces; p += kWarp) {
       const Piece x = inp[row + p], g = dout[row + p], w = weight[p];
@@ -131,7 +156,8 @@ struct LayerNormBackwardKernel {
         dnorm_norm_sum += dnorm * ((simt::to_float(x.h[k]) - m) * s);
       }
     }
-    const float dnorm_mean = warp_sum(t, dnorm_sum) / C, dnorm_norm_mean = warp_sum(t, dnorm_norm_sum) / C;
+    const float dnorm_mean = kCentred ? warp_sum(t, dnorm_sum) / C : 0.f;
+    const float dnorm_norm_mean = warp_sum(t, dnorm_norm_sum) / C;
     for (int p = t.lane(); p < pieces; p += kWarp) {
       const Piece x = inp[row + p], g = dout[row + p], w = weight[p];
       Piece d = dinp[row + p];
@@ -158,13 +184,19 @@ void layernorm_forward(Launch& launch, E* out, float* mean, float* rstd, const E
   launch.kernel(LayerNormForwardKernel<E>{out, mean, rstd, inp, weight, bias, N, C}, layernorm_shape(N));
 }
 
+template <class Launch, class E>
+void rmsnorm_forward(Launch& launch, E* out, float* rstd, const E* inp, const E* weight, int N, int C, float eps) {
+  if (N == 0) return;
+  launch.kernel(RmsNormForwardKernel<E>{out, rstd, inp, weight, N, C, eps}, layernorm_shape(N));
+}
+
 namespace layernorm_rows {
 // The rows' kernel on pieces of W values.
-template <int W, class Launch, class E>
+template <int W, bool kCentred, class Launch, class E>
 void backward_rows(Launch& launch, int blocks, E* dinp, Float2* partials, const E* dout, const E* inp, const E* weight,
                    const float* mean, const float* rstd, int N, int C) {
   using Piece = Packed<E, W>;
-  launch.kernel(LayerNormBackwardKernel<E, W>{reinterpret_cast<Piece*>(dinp), partials,
+  launch.kernel(LayerNormBackwardKernel<E, W, kCentred>{reinterpret_cast<Piece*>(dinp), partials,
                                                 reinterpret_cast<const Piece*>(dout),
                                                 reinterpret_cast<const Piece*>(inp),
                                                 reinterpret_cast<const Piece*>(weight), mean, rstd, N, C},
@@ -173,8 +205,9 @@ void backward_rows(Launch& launch, int blocks, E* dinp, Float2* partials, const 
 }  // namespace layernorm_rows
 
 // The backward on E (float, bf16 or fp16): 16-byte pieces where every row starts on 16 bytes (C a
-// multiple of 16 / sizeof E, the tensors aligned), the values one by one otherwise.
-template <class Launch, class E>
+// multiple of 16 / sizeof E, the tensors aligned), the values one by one otherwise. kCentred
+// false: RMSNorm's (mean and dbias null).
+template <class Launch, class E, bool kCentred = true>
 void layernorm_backward_of(Launch& launch, E* dinp, float* dweight, float* dbias, const E* dout, const E* inp,
                            const E* weight, const float* mean, const float* rstd, int N, int C) {
   if (N == 0 || C == 0) return;
@@ -185,9 +218,9 @@ void layernorm_backward_of(Launch& launch, E* dinp, float* dweight, float* dbias
   auto* partials = reinterpret_cast<Float2*>(scratch + at.block_partials);
   const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   if (C % kWide == 0 && aligned(dinp) && aligned(dout) && aligned(inp) && aligned(weight))
-    layernorm_rows::backward_rows<kWide>(launch, blocks, dinp, partials, dout, inp, weight, mean, rstd, N, C);
+    layernorm_rows::backward_rows<kWide, kCentred>(launch, blocks, dinp, partials, dout, inp, weight, mean, rstd, N, C);
   else
-    layernorm_rows::backward_rows<1>(launch, blocks, dinp, partials, dout, inp, weight, mean, rstd, N, C);
+    layernorm_rows::backward_rows<1, kCentred>(launch, blocks, dinp, partials, dout, inp, weight, mean, rstd, N, C);
   add_column_sums(launch, dweight, dbias, PartialsTerm{partials, C}, blocks, C,
                   reinterpret_cast<Float2*>(scratch + at.chunk_partials));
 }
@@ -196,6 +229,12 @@ template <class Launch>
 void layernorm_backward(Launch& launch, float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean, const float* rstd, int N, int C) {
   layernorm_backward_of(launch, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+}
+
+template <class Launch, class E>
+void rmsnorm_backward(Launch& launch, E* dinp, float* dweight, const E* dout, const E* inp, const E* weight,
+                      const float* rstd, int N, int C) {
+  layernorm_backward_of<Launch, E, false>(launch, dinp, dweight, nullptr, dout, inp, weight, nullptr, rstd, N, C);
 }
 
 }  // namespace eth::kernels::gpu_ops

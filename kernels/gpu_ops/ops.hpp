@@ -104,6 +104,13 @@ void convert(Launch& launch, O* out, const I* inp, size_t n);
 template <class Launch, class O, class I>  // convert, values past O's range clamped and counted into *saturated
 void convert_saturating(Launch& launch, O* out, const I* inp, size_t n, unsigned* saturated);
 
+// layernorm.hpp, RMSNorm (E = float, bf16 or fp16; statistics and dweight fp32)
+template <class Launch, class E>
+void rmsnorm_forward(Launch& launch, E* out, float* rstd, const E* inp, const E* weight, int N, int C, float eps);
+template <class Launch, class E>  // dinp and dweight accumulated
+void rmsnorm_backward(Launch& launch, E* dinp, float* dweight, const E* dout, const E* inp, const E* weight,
+                      const float* rstd, int N, int C);
+
 // llama_elementwise.hpp
 template <class Launch, class E>  // E
 void swiglu_forward(Launch& launch, E* out, const E* inp, int N, int FC);

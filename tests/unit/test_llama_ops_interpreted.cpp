@@ -1,5 +1,5 @@
-// The llama family's elementwise GPU kernels (kernels/gpu_ops/llama_elementwise.hpp: SwiGLU
-// forward and backward, rotary positions forward and backward) in the kernel interpreter
+// The llama family's GPU kernels (kernels/gpu_ops/llama_elementwise.hpp: SwiGLU forward and
+// backward, rotary positions forward and backward; layernorm.hpp's RMSNorm) in the kernel interpreter
 // (ETH_BACKEND=cuda-emulated), at fp32, bf16 and fp16 storage, against the CPU twin of the same
 // storage (the CPU backend, or its 16-bit twin) on the same inputs: bit for bit, since each
 // kernel loads E, computes the twin's fp32 expression term for term (the host's exp, cos and sin
@@ -138,6 +138,48 @@ TEST_P(LlamaOpsInterpreted, RotaryEqualsTheTwin) {
   expect_same_bytes(k, t, "rotary backward");
   EXPECT_EQ(s.launches("rotary" + s.suffix()), 2u);
   s.kernels->release(freq);
+}
+
+// ||got - want|| / ||want||.
+double relative_error(const std::vector<double>& got, const std::vector<double>& want) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); i++) {
+    diff += (got[i] - want[i]) * (got[i] - want[i]);
+    norm += want[i] * want[i];
+  }
+  return std::sqrt(diff / norm);
+}
+
+// The forward equals the twin bit for bit (statistics in double on both sides, as layernorm's).
+// The backward computes in fp32 where the twin sums in double: dinp (accumulated into a non-zero
+// gradient) within 2 units of the storage's rounding of the twin's norm-wise (a sum of C = 96
+// fp32 terms differs by at most about C u = 6e-6 before the final rounding to E, which dominates
+// at bf16 and fp16; fp32: 1e-5), dweight (fp32 sums over N = 37 rows in another order) within 1e-5.
+TEST_P(LlamaOpsInterpreted, RmsNormEqualsTheTwin) {
+  Sides s{GetParam()};
+  constexpr int C = 96;
+  const float eps = 1e-5f;
+  const auto inp = s.values(size_t(N) * C, 2.f, 4), weight = s.values(C, 1.f, 5), dout = s.values(size_t(N) * C, 1.f, 6);
+  auto out_k = s.poisoned(size_t(N) * C), out_t = out_k;
+  std::vector<float> rstd_k(N, NAN), rstd_t(N, NAN);
+  s.kernels->rmsnorm_forward({out_k.data(), s.type}, rstd_k.data(), {inp.data(), s.type}, {weight.data(), s.type}, N, C, eps);
+  s.twin->rmsnorm_forward({out_t.data(), s.type}, rstd_t.data(), {inp.data(), s.type}, {weight.data(), s.type}, N, C, eps);
+  s.kernels->synchronize();
+  expect_same_bytes(out_k, out_t, "rmsnorm out");
+  EXPECT_EQ(std::memcmp(rstd_k.data(), rstd_t.data(), N * sizeof(float)), 0) << "rmsnorm rstd";
+
+  auto din_k = s.values(size_t(N) * C, 0.5f, 7), din_t = din_k;
+  std::vector<float> dw_k(C, 0.25f), dw_t(C, 0.25f);
+  s.kernels->rmsnorm_backward({din_k.data(), s.type}, dw_k.data(), {dout.data(), s.type}, {inp.data(), s.type},
+                              {weight.data(), s.type}, rstd_k.data(), N, C);
+  s.twin->rmsnorm_backward({din_t.data(), s.type}, dw_t.data(), {dout.data(), s.type}, {inp.data(), s.type},
+                           {weight.data(), s.type}, rstd_t.data(), N, C);
+  s.kernels->synchronize();
+  const double unit = s.precision == Precision::fp32 ? 5e-6 : s.precision == Precision::bf16 ? 1.0 / 256 : 1.0 / 2048;
+  EXPECT_LE(relative_error(s.widened(din_k), s.widened(din_t)), 2 * unit) << "rmsnorm dinp";
+  EXPECT_LE(relative_error({dw_k.begin(), dw_k.end()}, {dw_t.begin(), dw_t.end()}), 1e-5) << "rmsnorm dweight";
+  EXPECT_EQ(s.launches("rmsnorm_forward" + s.suffix()), 1u);
+  EXPECT_EQ(s.launches("rmsnorm_backward" + s.suffix()), 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Storage, LlamaOpsInterpreted,
