@@ -196,6 +196,10 @@ void check_llama_config(const std::string& path, const ModelConfig& m) {
   same("attention_bias", c.attention_bias, m.attention_bias);
   same("mlp_bias", c.mlp_bias, m.mlp_bias);
   same("tie_word_embeddings", c.tied_head, m.tied_head);
+  ModelConfig named = c;  // every other field too, should ModelConfig grow one the keys above miss
+  named.name = m.name;
+  named.padded_vocab_size = m.padded_vocab_size;
+  if (!(named == m)) fail_input(path, "model", describe_model(m) + yaml, describe_model(c));
 }
 
 size_t data_bytes(const std::vector<SafetensorsTensor>& tensors, SafetensorsDtype dtype) {
