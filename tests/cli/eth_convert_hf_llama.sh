@@ -8,6 +8,7 @@
 #     bit, BF16 each value rounded to nearest even), config.json's keys and the shards' index;
 #   - each export imported: every tensor of the checkpoint equal to the original's (F32 bit for
 #     bit, BF16 rounded), so config.json also read back into the model's every field;
+#   - the F32 export rewritten with F16 tensors imports each value as its float16;
 #   - the export's config.json as --model imports it as well;
 #   - damaged folders (a shard missing, a tensor missing, a tensor of another shape, a
 #     config.json of another model or rope scaling), and a Llama to llm.c's GPT-2 file: one error line naming the file and what differs, exit 1,
@@ -36,6 +37,9 @@ for name in tiny-llama tiny-llama-tied; do
       && checker same "$model" "$w/init.h5" "$w/$kind.h5" "${dtype^^}"
     check "$name: the $kind export imported equal" $? ""
   done
+  checker fault "$w/hf_F32" "$w/hf_F16" f16 && convert --model "$model" --import-hf "$w/hf_F16" --out "$w/F16.h5" \
+    && checker same "$model" "$w/init.h5" "$w/F16.h5" F16
+  check "$name: the F32 export rewritten in F16 imported: each value A's float16" $? ""
   cp -r "$w/hf_SHARDED" "$w/over" && convert --model "$model" --export-hf "$w/init.h5" --out "$w/over" \
     && checker layout "$model" "$w/over" "$w/init.h5" F32
   check "$name: exported in one file over an earlier sharded export: its index removed" $? ""

@@ -8,9 +8,10 @@ the C++ (tests/cli/eth_convert_hf_llama.sh):
         config.json has every key transformers needs; shards (when MAX_SHARD is given) are named
         and indexed as transformers names them, each within MAX_SHARD bytes of data
   same MODEL.yaml A.h5 B.h5 DTYPE   checkpoint B (an import of A's export) equals A: F32 bit for bit,
-        BF16 each value the rounded bf16 of A's; the vocabulary's padded rows zero
+        BF16 (F16) each value the rounded bf16 (float16) of A's; the vocabulary's padded rows zero
   fault DIR OUT CASE   a damaged copy of folder DIR in OUT (missing_shard, missing_tensor,
-        wrong_shape, config_disagrees, config_rope)
+        wrong_shape, config_disagrees, config_rope; f16: the
+        folder with every tensor in F16, undamaged)
 """
 import json
 import os
@@ -162,11 +163,11 @@ def same(model, a, b, dtype):
             assert not y[V:].any(), f"{b}: {name}'s padded rows {V}.. are not zero"
             x, y = x[:V], y[:V]
         assert x.any(), f"{a}: {name} is all zero: comparing it would prove little"
-        ref = x if dtype == "F32" else bf16(x)
+        ref = x if dtype == "F32" else bf16(x) if dtype == "BF16" else x.astype(np.float16).astype(np.float32)
         bad = np.flatnonzero(ref.view(np.uint32) != y.view(np.uint32))
         assert not bad.size, f"{b}: {name}: {bad.size} values differ; first at {np.unravel_index(bad[0], x.shape)}: " \
                              f"{y.flat[bad[0]]!r}, expected {ref.flat[bad[0]]!r}"
-        if dtype == "BF16":
+        if dtype != "F32":
             assert (x != y).any() or name.endswith(("ln1_w", "ln2_w", "lnf_w")), f"{name}: rounding changed nothing"
     print(f"{b}: {len(pa)} tensors equal to {a}'s ({dtype})")
 
@@ -205,6 +206,17 @@ def fault(folder, out, case):
         c = json.load(open(os.path.join(out, "config.json")))
         c["num_key_value_heads"] = c["num_attention_heads"]
         json.dump(c, open(os.path.join(out, "config.json"), "w"))
+    elif case == "f16":  # every tensor stored as F16, as a torch_dtype float16 save_pretrained does
+        tensors, header = read_file(st)
+        at, body = 0, b""
+        for name in sorted(tensors, key=lambda n: header[n]["data_offsets"][0]):
+            raw = tensors[name][1].astype("<f2").tobytes()
+            header[name].update(dtype="F16", data_offsets=[at, at + len(raw)])
+            at, body = at + len(raw), body + raw
+        text = json.dumps(header).encode()
+        text += b" " * ((8 - len(text) % 8) % 8)
+        with open(st, "wb") as f:
+            f.write(struct.pack("<Q", len(text)) + text + body)
     elif case == "config_rope":
         c = json.load(open(os.path.join(out, "config.json")))
         c["rope_scaling"]["factor"] *= 2
