@@ -222,26 +222,26 @@ std::string export_hf_model(const std::string& checkpoint_path, const ModelConfi
                             const std::string& tokenizer_dir, const HfExportOptions& options) {
   const std::vector<float> whole = read_whole_params(checkpoint_path, model);  // (P)
   if (!is_rank_zero()) return "";
+  const bool llama = model.family == ModelFamily::llama;
+  std::vector<std::vector<float>> transposed;  // GPT-2's Conv1D weights
+  const std::vector<SafetensorsTensor> tensors = llama ? hf_llama_tensors(model, whole) : hf_gpt2_tensors(model, whole, transposed);
+  if (!llama && data_bytes(tensors, options.dtype) > options.max_shard_bytes)  // GPT-2 folders are read unsharded
+    fail_input(dir, "--max-shard-size",
+               strprintf("at least %zu bytes (a GPT-2 folder is one model.safetensors)", data_bytes(tensors, options.dtype)),
+               std::to_string(options.max_shard_bytes));
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) fail_input(dir, "--out", "a folder that can be created", ec.message());
   StagedFiles files(dir);
+  write_hf_weights(files, tensors, options.dtype, options.max_shard_bytes);
   std::string note;
-  if (model.family == ModelFamily::llama) {
-    write_hf_weights(files, hf_llama_tensors(model, whole), options.dtype, options.max_shard_bytes);
+  if (llama) {
     write_json(files.path("config.json"), llama_config(model, options.dtype));
     const bool llama3 = model.vocab_size == kLlama3Vocab;
     write_json(files.path("generation_config.json"), {{"bos_token_id", llama3 ? kLlama3Bos : json(nullptr)},
                                                       {"eos_token_id", llama3 ? kLlama3Eos : json(nullptr)}});
     note = "no tokenizer written: tokenizer.json is the model's own";
   } else {
-    std::vector<std::vector<float>> transposed;
-    const std::vector<SafetensorsTensor> tensors = hf_gpt2_tensors(model, whole, transposed);
-    if (data_bytes(tensors, options.dtype) > options.max_shard_bytes)  // GPT-2 folders are read unsharded
-      fail_input(dir, "--max-shard-size",
-                 strprintf("at least %zu bytes (a GPT-2 folder is one model.safetensors)", data_bytes(tensors, options.dtype)),
-                 std::to_string(options.max_shard_bytes));
-    write_hf_weights(files, tensors, options.dtype, options.max_shard_bytes);
     json config = gpt2_config(model);
     config["torch_dtype"] = torch_dtype(options.dtype);
     write_json(files.path("config.json"), config);

@@ -73,6 +73,17 @@ bad config_rope hf_F32 "a config.json of another rope scaling" \
 expect_one_error eth_convert "a Llama to llm.c's GPT-2 file" "tiny-llama-tied.yaml: norm: expected layernorm" -- \
   timeout 60 "$build/app/eth_convert" --model "$model" --export-llmc "$w/init.h5" --out "$work/llmc.bin"
 [ ! -e "$work/llmc.bin" ] || check "a Llama to llm.c: nothing written" 1 "$(ls "$work/llmc.bin")"
+# The export options on GPT-2: --dtype bf16 imports back rounded; shards are refused (a GPT-2
+# folder is read as one model.safetensors), before anything is written.
+gpt2=$src/inputs/models/tiny-4l.yaml
+timeout 60 "$build/tests/cli/init_checkpoint" "$gpt2" "$work/gpt2.h5" 7 > /dev/null 2>&1 \
+  && convert --model "$gpt2" --export-hf "$work/gpt2.h5" --out "$work/gpt2_hf" --dtype bf16 \
+  && convert --model "$gpt2" --import-hf "$work/gpt2_hf" --out "$work/gpt2_back.h5" \
+  && checker same "$gpt2" "$work/gpt2.h5" "$work/gpt2_back.h5" BF16
+check "GPT-2 exported in BF16, imported: each value rounded to bf16" $? ""
+expect_one_error eth_convert "GPT-2 in shards" "gpt2_shards: --max-shard-size: expected at least 217984 bytes" -- \
+  timeout 60 "$build/app/eth_convert" --model "$gpt2" --export-hf "$work/gpt2.h5" --out "$work/gpt2_shards" --max-shard-size 1000
+[ ! -e "$work/gpt2_shards" ] || check "GPT-2 in shards: nothing written" 1 "$(ls "$work/gpt2_shards")"
 expect_one_error eth_convert "an unknown --dtype" "--dtype: value: expected f32 or bf16, got f16" -- \
   timeout 60 "$build/app/eth_convert" --model "$model" --export-hf "$w/init.h5" --out "$work/x" --dtype f16
 [ ! -e "$work/x" ] || check "an unknown --dtype: nothing written" 1 "$(ls "$work/x")"
