@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/cpu/bf16.hpp"
 #include "lib/base/input_error.hpp"
 #include "lib/base/strprintf.hpp"
 
@@ -137,16 +138,24 @@ std::string shape_string(const std::vector<size_t>& shape) {
   return s + "]";
 }
 
+const char* dtype_name(SafetensorsDtype dtype) { return dtype == SafetensorsDtype::bf16 ? "BF16" : "F32"; }
+
+size_t dtype_size(SafetensorsDtype dtype) { return dtype == SafetensorsDtype::bf16 ? 2 : 4; }
+
 void write_safetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+                       const std::map<std::string, std::string>& metadata, SafetensorsDtype dtype) {
+  const size_t bytes = dtype_size(dtype);
+  const auto numel = [](const SafetensorsTensor& t) {
+    size_t n = 1;
+    for (size_t d : t.shape) n *= d;
+    return n;
+  };
   json header = json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   size_t at = 0;
   for (const SafetensorsTensor& t : tensors) {
-    size_t numel = 1;
-    for (size_t d : t.shape) numel *= d;
-    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {at, at + numel * sizeof(float)}}};
-    at += numel * sizeof(float);
+    header[t.name] = {{"dtype", dtype_name(dtype)}, {"shape", t.shape}, {"data_offsets", {at, at + numel(t) * bytes}}};
+    at += numel(t) * bytes;
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // 8 + N a multiple of 8
@@ -155,10 +164,15 @@ void write_safetensors(const std::string& path, const std::vector<SafetensorsTen
   if (!out) fail_input(path, "--out", "a writable path", "one that cannot be opened");
   out.write(reinterpret_cast<const char*>(&n), sizeof(n));
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  std::vector<kernels::bf16> rounded;
   for (const SafetensorsTensor& t : tensors) {
-    size_t numel = 1;
-    for (size_t d : t.shape) numel *= d;
-    out.write(reinterpret_cast<const char*>(t.data), static_cast<std::streamsize>(numel * sizeof(float)));
+    const char* data = reinterpret_cast<const char*>(t.data);
+    if (dtype == SafetensorsDtype::bf16) {
+      rounded.resize(numel(t));
+      for (size_t i = 0; i < rounded.size(); i++) rounded[i] = kernels::cpu::to_bf16(t.data[i]);
+      data = reinterpret_cast<const char*>(rounded.data());
+    }
+    out.write(data, static_cast<std::streamsize>(numel(t) * bytes));
   }
   if (!out.flush()) fail_input(path, "--out", "a file that can be written in full", "a write error");
 }

@@ -38,10 +38,17 @@ struct SafetensorsTensor {
   const float* data = nullptr;
 };
 
-// Writes the tensors as F32, in the order given (their data_offsets ascend in that order), with
-// `metadata` as "__metadata__". An InputError naming `path` when it cannot be written.
+// The element types the writer stores fp32 values as: F32 exactly, BF16 rounded to nearest even
+// (kernels/cpu/bf16.hpp).
+enum class SafetensorsDtype { f32, bf16 };
+const char* dtype_name(SafetensorsDtype dtype);  // "F32", "BF16"
+size_t dtype_size(SafetensorsDtype dtype);       // bytes per element
+
+// Writes the tensors as `dtype`, in the order given (their data_offsets ascend in that order),
+// with `metadata` as "__metadata__". An InputError naming `path` when it cannot be written.
 void write_safetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
-                       const std::map<std::string, std::string>& metadata);
+                       const std::map<std::string, std::string>& metadata,
+                       SafetensorsDtype dtype = SafetensorsDtype::f32);
 
 class SafetensorsReader {
  public:
