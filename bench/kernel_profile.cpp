@@ -7,19 +7,23 @@
 // cuBLASLt GEMMs by the roofline of their shapes. The predicted step adds every row times its
 // launches in one step. The inputs are synthetic; no count here depends on the values.
 //
-//   kernel_profile [--batch 1] [--seq-len 256] [--sample-batch 1] [--gpu H200] [--json FILE]
+//   kernel_profile [--batch 1] [--seq-len 256] [--sample-batch 1] [--gpu H200] [--ptxas FILE] [--json FILE]
 //
 // The interpreter runs the kernels at --sample-batch (B must be a whole multiple of it) and scales
 // each launch's counts to B (simt::scaled: the grid along the batch, or the loops of a kernel
 // whose grid is fixed); the classifier runs 4 rows and AdamW 62 of its 7,688 segments, scaled
 // the same way. docs/gpu.md, "The time model", checks the scaling against whole runs.
 #include <boost/program_options.hpp>
+#include <cxxabi.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <memory>
 #include <type_traits>
 #include <fstream>
+#include <map>
+#include <regex>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -73,6 +77,7 @@ struct Row {
   simt::LaunchProfile p;
   int launches;
   simt::KernelTime time;
+  int registers = 0;  // per thread, from --ptxas; 0: not known
 };
 
 // A GEMM of the step by its shape, (M x K) x (K x N), `count` times a step.
@@ -149,12 +154,44 @@ json as_json(const std::vector<Row>& rows) {
         {"atomic_addresses", p.atomic_addresses},
         {"barriers", p.barriers},
         {"blocks_per_sm", r.time.blocks_per_sm},
+        {"registers", r.registers},
         {"tail", r.time.tail},
         {"worst_line", worst ? worst->where : ""},
         {"worst_sectors_per_request", worst ? worst->traffic.sectors_per_request() : 0.0},
     });
   }
   return kernels;
+}
+
+// A kernel's name up to its parameter list, without the space older demanglers put between '>'s:
+// the key on which a profile's name and ptxas' demangled entry meet.
+std::string entry_key(std::string name) {
+  for (size_t at; (at = name.find("> >")) != std::string::npos;) name.erase(at + 1, 1);
+  return name.substr(0, name.find('('));
+}
+
+// Registers per thread of each kernel entry that `nvcc -Xptxas -v` compiled for sm_`cc`, from
+// its output, by entry_key.
+std::map<std::string, int> ptxas_registers(const std::string& path, int cc) {
+  std::ifstream file(path);
+  if (!file) throw std::runtime_error("cannot read " + path);
+  const std::regex entry(R"(Compiling entry function '([^']+)' for 'sm_([0-9]+)')"), used(R"(Used ([0-9]+) registers)");
+  std::map<std::string, int> registers;
+  std::string line, key;
+  std::smatch m;
+  while (std::getline(file, line)) {
+    if (std::regex_search(line, m, entry)) {
+      key.clear();
+      if (std::stoi(m[2]) != cc) continue;
+      int status = 0;
+      char* demangled = abi::__cxa_demangle(m[1].str().c_str(), nullptr, nullptr, &status);
+      if (status == 0) key = entry_key(demangled);
+      std::free(demangled);
+    } else if (!key.empty() && std::regex_search(line, m, used)) {
+      registers[key] = std::stoi(m[1]);
+    }
+  }
+  return registers;
 }
 
 // The launch `p`, run at a sample, as it would be `times` times larger: along its grid's batch
@@ -171,12 +208,14 @@ simt::LaunchProfile scale_to(const simt::LaunchProfile& p, unsigned times) {
 
 int main(int argc, char** argv) {
   int B = 1, T = 256, sample_B = 1;
-  std::string json_path, gpu_name = "H200";
+  std::string json_path, gpu_name = "H200", ptxas_path;
   po::options_description options("kernel_profile");
   options.add_options()("help", "this text")("batch", po::value(&B), "B, the micro-batch predicted (default 1)")(
       "seq-len", po::value(&T), "T (default 256)")("sample-batch", po::value(&sample_B),
                                                      "the B the interpreter runs, scaled to --batch (default 1)")(
       "gpu", po::value(&gpu_name), ("the GPU of the time model: " + eth::kernels::gpu_models()).c_str())(
+      "ptxas", po::value(&ptxas_path),
+      "nvcc -Xptxas -v's output for the kernels' .cu files: registers per thread, for blocks per SM")(
       "json", po::value(&json_path), "also write the rows to this file as JSON");
   po::variables_map vm;
   try {
@@ -251,6 +290,15 @@ int main(int argc, char** argv) {
                                       table.data(), table.size(), h);
   ran(1);
 
+  std::map<std::string, int> registers;
+  if (!ptxas_path.empty()) {
+    try {
+      registers = ptxas_registers(ptxas_path, gpu->sm.compute_capability);
+    } catch (const std::exception& e) {
+      std::cerr << "kernel_profile: --ptxas: " << e.what() << "\n";
+      return 2;
+    }
+  }
   const simt::TimeModelConstants constants;
   std::vector<Row> rows_out;
   double step_us = 0.0;
@@ -260,8 +308,10 @@ int main(int argc, char** argv) {
     const unsigned k = p.dialect_name.rfind("classifier", 0) == 0 ? classifier_times
                        : p.dialect_name.rfind("adamw", 0) == 0    ? static_cast<unsigned>(step_segments / segments)
                                                                   : times;
-    Row row{scale_to(p, k), launches[i], {}};
-    row.time = simt::predict(row.p, *gpu, constants);
+    Row row{scale_to(p, k), launches[i], {}, 0};
+    const auto found = registers.find(entry_key(p.name));
+    row.registers = found == registers.end() ? 0 : found->second;
+    row.time = simt::predict(row.p, *gpu, constants, row.registers);
     step_us += row.time.predicted_us * row.launches;
     rows_out.push_back(std::move(row));
   }

@@ -16,7 +16,7 @@ namespace eth::kernels::simt {
 
 // The fitted and the assumed constants (docs/gpu.md says which is which and from what).
 struct TimeModelConstants {
-  double dram_fraction = 0.68;    // of the datasheet DRAM bandwidth a streaming kernel attains (fitted)
+  double dram_fraction = 0.665;   // of the datasheet DRAM bandwidth a streaming kernel attains (fitted)
   double mma_fraction = 0.60;     // of the dense tensor peak mma.sync (m16n8k16) attains (estimated)
   double l2_fraction = 0.75;      // of the L2 bandwidth (fitted)
   double launch_us = 2.0;         // launch and drain of one kernel (the smallest kernels measured)
