@@ -66,4 +66,15 @@ struct LaunchProfile {
   double tail_factor(int slots) const;
 };
 
+// The profile of the same kernel on `grid`, a whole multiple of p.grid's blocks, as if each added
+// copy of the grid did what p's blocks did on data of its own: every count times the multiple,
+// the blocks' work repeated in launch order; and with `work` > 1, as if each block did its work
+// `work` times over (a kernel whose grid does not grow with the batch, its loops do): every
+// count and each block's work times `work` as well. Exact where the grid grows along the dimension that
+// indexes independent data (the batch: a flash attention's B x NH, a layernorm's rows) and
+// sectors do not straddle the copies' data, but for the distinct bytes of data the copies share
+// (a layernorm's weight and bias), counted once per copy; used to profile a micro-batch of 16
+// from one of 1 (test_time_model checks it against whole runs).
+LaunchProfile scaled(const LaunchProfile& p, Dim3 grid, uint64_t work = 1);
+
 }  // namespace eth::kernels::simt
