@@ -26,6 +26,9 @@
 #include <regex>
 #include <iostream>
 #include <nlohmann/json.hpp>
+
+#include "bench/bench_stamp.hpp"
+#include "lib/base/input_error.hpp"
 #include <string>
 #include <tuple>
 #include <vector>
@@ -207,6 +210,7 @@ simt::LaunchProfile scale_to(const simt::LaunchProfile& p, unsigned times) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const double load_at_start = eth::bench::load_now();
   int B = 1, T = 256, sample_B = 1;
   std::string json_path, gpu_name = "H200", ptxas_path;
   po::options_description options("kernel_profile");
@@ -343,22 +347,23 @@ int main(int argc, char** argv) {
     for (const Gemm& g : gemms)
       gemm_rows.push_back({{"name", g.name}, {"m", g.M}, {"n", g.N}, {"k", g.K}, {"launches", g.count},
                            {"predicted_us", g.us}, {"bound", "roofline"}});
-    std::ofstream file(json_path);
-    file << json{{"batch", B},
-                 {"sample_batch", sample_B},
-                 {"seq_len", T},
-                 {"gpu", gpu->sm.model},
-                 {"constants",
-                  {{"dram_fraction", constants.dram_fraction}, {"mma_fraction", constants.mma_fraction},
-                   {"l2_fraction", constants.l2_fraction}, {"launch_us", constants.launch_us},
-                   {"gemm_efficiency", constants.gemm_efficiency}}},
-                 {"predicted_step_ms", step_us / 1e3},
-                 {"kernels", as_json(rows_out)},
-                 {"gemms", gemm_rows}}
-                .dump(1)
-         << "\n";
-    if (!file) {
-      std::cerr << "kernel_profile: cannot write " << json_path << "\n";
+    try {
+      eth::bench::write_stamped(
+          json_path,
+          json{{"batch", B},
+               {"sample_batch", sample_B},
+               {"seq_len", T},
+               {"gpu", gpu->sm.model},
+               {"constants",
+                {{"dram_fraction", constants.dram_fraction}, {"mma_fraction", constants.mma_fraction},
+                 {"l2_fraction", constants.l2_fraction}, {"launch_us", constants.launch_us},
+                 {"gemm_efficiency", constants.gemm_efficiency}}},
+               {"predicted_step_ms", step_us / 1e3},
+               {"kernels", as_json(rows_out)},
+               {"gemms", gemm_rows}},
+          load_at_start);
+    } catch (const eth::InputError& e) {
+      std::cerr << "kernel_profile: " << e.what() << "\n";
       return 1;
     }
   }
