@@ -20,8 +20,9 @@
 // (transformers' q/k/v_proj stacked in qkv_w, gate/up_proj in fc_w, down_proj as fcproj_w).
 #pragma once
 
+#include <array>
 #include <cstddef>
-#include <string>
+#include <string_view>
 #include <vector>
 
 #include "lib/model/model_config.hpp"
@@ -36,20 +37,45 @@ enum class TensorInit {
 };
 
 struct TensorSpec {
-  std::string name;  // within its block: "qkv_w"; layers prefix "layer<l>."
-  std::vector<size_t> shape;
-  TensorInit init;
-  bool weight_decay;  // matrices and embeddings decay; biases and norm weights do not
+  std::string_view name;  // within its block: "qkv_w"; layers prefix "layer<l>."
+  size_t rows = 0;        // (rows, cols), or (rows) where cols is 0
+  size_t cols = 0;
+  TensorInit init = TensorInit::zeros;
+  bool weight_decay = false;  // matrices and embeddings decay; biases and norm weights do not
 
-  size_t size() const;
+  size_t size() const { return cols == 0 ? rows : rows * cols; }
+  std::vector<size_t> shape() const;
+};
+
+// A block's tensors in buffer order, without allocating: the planner counts them in its inner
+// loops (a layer has at most 12).
+class TensorList {
+ public:
+  void add(TensorSpec t) { items_[count_++] = t; }
+  const TensorSpec* begin() const { return items_.data(); }
+  const TensorSpec* end() const { return items_.data() + count_; }
+  size_t size() const { return count_; }
+
+ private:
+  std::array<TensorSpec, 12> items_{};
+  size_t count_ = 0;
 };
 
 // The tensors of each block, in buffer order.
-std::vector<TensorSpec> embedding_tensors(const ModelConfig& c);
-std::vector<TensorSpec> layer_tensors(const ModelConfig& c);
-std::vector<TensorSpec> final_norm_tensors(const ModelConfig& c);
+TensorList embedding_tensors(const ModelConfig& c);
+TensorList layer_tensors(const ModelConfig& c);
+TensorList final_norm_tensors(const ModelConfig& c);
 // The head's own tensor: lm_head_w when untied; the tied copy of wte ("wte") otherwise.
-TensorSpec head_tensor(const ModelConfig& c);
+TensorList head_tensors(const ModelConfig& c);
+
+// Each block's floats and AdamW segments (kernels/adamw_segments.hpp: each tensor cut into runs
+// of kAdamWSegmentFloats), summed from the lists above. Remembered for the last model asked on
+// this thread: the planner asks millions of times for one model.
+struct BlockCounts {
+  size_t embedding = 0, layer = 0, final_norm = 0, head = 0;                      // floats
+  size_t embedding_segments = 0, layer_segments = 0, final_norm_segments = 0, head_segments = 0;
+};
+BlockCounts block_counts(const ModelConfig& c);
 
 // Parameter counts (floats).
 size_t embedding_params(const ModelConfig& c);   // wte (+ wpe)

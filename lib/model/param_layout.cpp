@@ -10,7 +10,7 @@ namespace eth {
 namespace {
 
 // Where each of a layer's tensors lies, from the model's list; kAbsent for those it lacks.
-LayerOffsets make_layer_offsets(const std::vector<TensorSpec>& tensors) {
+LayerOffsets make_layer_offsets(const TensorList& tensors) {
   LayerOffsets o{};
   std::pair<const char*, size_t LayerOffsets::*> fields[] = {
       {"ln1_w", &LayerOffsets::ln1_w},         {"ln1_b", &LayerOffsets::ln1_b},
@@ -45,11 +45,10 @@ ParamLayout::ParamLayout(const ModelConfig& config, LayerRange layers)
   assert(0 <= layers.begin && layers.begin < layers.end && layers.end <= config.num_layers);
   size_t at = 0;
   // Places a block's tensors at `at`, their names prefixed, and returns the block's size.
-  auto place = [this, &at](BlockKind kind, int layer, const std::vector<TensorSpec>& tensors,
-                           const std::string& prefix) {
+  auto place = [this, &at](BlockKind kind, int layer, const TensorList& tensors, const std::string& prefix) {
     const size_t begin = at;
     for (const TensorSpec& t : tensors) {
-      tensors_.push_back({prefix + t.name, t.shape, at, t.size(), t.weight_decay, t.init});
+      tensors_.push_back({prefix + std::string(t.name), t.shape(), at, t.size(), t.weight_decay, t.init});
       at += t.size();
     }
     blocks_.push_back({kind, layer, begin, at - begin});
@@ -59,14 +58,14 @@ ParamLayout::ParamLayout(const ModelConfig& config, LayerRange layers)
     place(BlockKind::embedding, -1, embedding_tensors(config), "");
   }
   layers_offset_ = at;
-  const std::vector<TensorSpec> layer = layer_tensors(config);
+  const TensorList layer = layer_tensors(config);
   for (int l = layers.begin; l < layers.end; l++) place(BlockKind::layer, l, layer, "layer" + std::to_string(l) + ".");
   if (has_head()) {
     final_offset_ = at;
     place(BlockKind::final_norm, -1, final_norm_tensors(config), "");
     if (!tied_ || !has_embedding()) {  // the untied head, or the tied copy of wte
       head_offset_ = at;
-      place(BlockKind::head, -1, {head_tensor(config)}, "");
+      place(BlockKind::head, -1, head_tensors(config), "");
     }
   }
   size_ = at;

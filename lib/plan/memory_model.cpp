@@ -21,18 +21,14 @@ MemoryBytes stage_memory(const ModelConfig& model, LayerRange layers, int b, int
 
 namespace {
 
-// The segments of AdamW's table over all of a stage (lib/model/optimizer.hpp: adamw_segments):
-// each tensor cut into runs of kAdamWSegmentFloats, counted from the model's tensor list.
+// The segments of AdamW's table over all of a stage (lib/model/optimizer.hpp: adamw_segments),
+// counted from the model's tensor list (lib/model/model_tensors.hpp: block_counts).
 size_t stage_adamw_segments(const ModelConfig& model, LayerRange layers) {
-  auto runs = [](const std::vector<TensorSpec>& tensors) {
-    size_t n = 0;
-    for (const TensorSpec& t : tensors) n += (t.size() + kernels::kAdamWSegmentFloats - 1) / kernels::kAdamWSegmentFloats;
-    return n;
-  };
+  const BlockCounts b = block_counts(model);
   const bool first = layers.begin == 0, last = layers.end == model.num_layers;
-  size_t n = static_cast<size_t>(layers.count()) * runs(layer_tensors(model));
-  if (first) n += runs(embedding_tensors(model));
-  if (last) n += runs(final_norm_tensors(model)) + (model.tied_head && first ? 0 : runs({head_tensor(model)}));
+  size_t n = static_cast<size_t>(layers.count()) * b.layer_segments;
+  if (first) n += b.embedding_segments;
+  if (last) n += b.final_norm_segments + (model.tied_head && first ? 0 : b.head_segments);
   return n;
 }
 
