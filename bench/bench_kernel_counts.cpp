@@ -34,6 +34,7 @@
 #include "lib/base/random.hpp"
 #include "lib/base/strprintf.hpp"
 #include "lib/model/model_config.hpp"
+#include "lib/model/model_tensors.hpp"
 #include "lib/model/optimizer.hpp"
 #include "lib/model/param_layout.hpp"
 #include "lib/model/stage.hpp"
@@ -68,7 +69,7 @@ StepCounts count_step(const eth::ModelConfig& model, int B, int T, bool bf16) {
   }
   const eth::AdamWConfig adamw;
   eth::AdamW optimizer(stage.layout(), adamw, *backend);
-  backend->reserve_workspace({B, T, model.channels, model.num_heads, model.padded_vocab_size, true, true, 0});
+  backend->reserve_workspace(eth::stage_shape(model, {0, model.num_layers}, B, T, 0));
   launch.reset_counts();  // what making the stage and the optimizer launched is not the step's
 
   StepCounts out;

@@ -15,9 +15,9 @@ class FixedAttention final : public TimingBackend {
 
   std::string name() const override;
   kernels::AttentionPath attention_path(int) const override { return path_; }
-  void attention_forward(Tensor out, float* saved, ConstTensor qkv, int B, int T, int C, int NH) override;
+  void attention_forward(Tensor out, float* saved, ConstTensor qkv, int B, int T, kernels::AttentionHeads heads) override;
   void attention_backward(Tensor dqkv, ConstTensor dout, ConstTensor qkv, ConstTensor out, const float* saved,
-                          int B, int T, int C, int NH) override;
+                          int B, int T, kernels::AttentionHeads heads) override;
 
  private:
   kernels::AttentionPath path_;

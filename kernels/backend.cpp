@@ -22,4 +22,10 @@ void Backend::residual_layernorm_forward(Tensor residual, Tensor out, float* mea
   layernorm_forward(out, mean, rstd, residual, weight, bias, N, C);
 }
 
+void Backend::residual_rmsnorm_forward(Tensor residual, Tensor out, float* rstd, ConstTensor a, ConstTensor b,
+                                       ConstTensor weight, int N, int C, float eps) {
+  residual_forward(residual, a, b, static_cast<size_t>(N) * C);
+  rmsnorm_forward(out, rstd, residual, weight, N, C, eps);
+}
+
 }  // namespace eth::kernels

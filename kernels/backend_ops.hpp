@@ -45,7 +45,7 @@
      (Tensor out,            /* (B, T, C) */                                                                \
       const int32_t* tokens, /* (B, T) */                                                                   \
       const float* wte,      /* (Vp, C) */                                                                  \
-      const float* wpe,      /* (maxT, C) */                                                                \
+      const float* wpe,      /* (maxT, C), or null: rotary positions, the word rows alone */                \
       int B, int T, int C),                                                                                 \
      (out, tokens, wte, wpe, B, T, C))                                                                      \
   /* Either gradient may be null: it is then left out (the runtime adds a step's last word                  \
@@ -93,23 +93,26 @@
       int N, int C, int OC),                                                                                \
      (dinp, dweight, dbias, dout, inp, weight, N, C, OC))                                                   \
                                                                                                             \
-  /* Causal self-attention; qkv holds q, k, v side by side per token. What forward keeps in `saved`         \
-     for backward is decided by Backend::attention_path (kernels/attention_path.hpp); the caller            \
-     allocates Backend::attention_saved_floats(B, NH, T) floats for it. */                                  \
+  /* Causal self-attention over `heads` (kernels/attention_heads.hpp: NH query heads sharing NKV K/V        \
+     heads); qkv holds q, k, v side by side per token. What forward keeps in `saved` for backward is        \
+     decided by Backend::attention_path (kernels/attention_path.hpp); the caller allocates                  \
+     Backend::attention_saved_floats(B, NH, T) floats for it. */                                            \
   OP(void, attention_forward,                                                                               \
-     (Tensor out,      /* (B, T, C) */                                                                      \
+     (Tensor out,      /* (B, T, NH hs) */                                                                  \
       float* saved,    /* attention_saved_floats(B, NH, T) */                                               \
-      ConstTensor qkv, /* (B, T, 3C) */                                                                     \
-      int B, int T, int C, int NH),                                                                         \
-     (out, saved, qkv, B, T, C, NH))                                                                        \
+      ConstTensor qkv, /* (B, T, (NH + 2 NKV) hs) */                                                        \
+      int B, int T, AttentionHeads heads),                                                                  \
+     (out, saved, qkv, B, T, heads))                                                                        \
+  /* dK and dV of each K/V head summed over its query heads in one fixed order: the same bits on           \
+     every launch. */                                                                                       \
   OP(void, attention_backward,                                                                              \
-     (Tensor dqkv,        /* (B, T, 3C) overwritten */                                                      \
-      ConstTensor dout,   /* (B, T, C) */                                                                   \
-      ConstTensor qkv,    /* (B, T, 3C) */                                                                  \
-      ConstTensor out,    /* (B, T, C) forward's */                                                         \
+     (Tensor dqkv,        /* (B, T, (NH + 2 NKV) hs) overwritten */                                         \
+      ConstTensor dout,   /* (B, T, NH hs) */                                                               \
+      ConstTensor qkv,    /* (B, T, (NH + 2 NKV) hs) */                                                     \
+      ConstTensor out,    /* (B, T, NH hs) forward's */                                                     \
       const float* saved, /* forward's */                                                                   \
-      int B, int T, int C, int NH),                                                                         \
-     (dqkv, dout, qkv, out, saved, B, T, C, NH))                                                            \
+      int B, int T, AttentionHeads heads),                                                                  \
+     (dqkv, dout, qkv, out, saved, B, T, heads))                                                            \
   /* Incremental (decoding) attention: Tn new positions [T0, T0 + Tn) of each sample against the keys       \
      and values of every earlier position, kept in a cache. First writes the new rows' keys and values,     \
      taken from qkv_new, into the caches at [T0, T0 + Tn); then new row i (at position T0 + i) attends      \
@@ -117,12 +120,12 @@
      T0 + Tn <= Tmax. Keeps nothing for backward (inference only). With T0 = 0 and Tn = T it computes       \
      what attention_forward does. */                                                                        \
   OP(void, attention_decode,                                                                                \
-     (Tensor out,          /* (B, Tn, C) */                                                                 \
-      Tensor k_cache,      /* (B, NH, Tmax, hs), hs = C / NH */                                             \
-      Tensor v_cache,      /* (B, NH, Tmax, hs) */                                                          \
-      ConstTensor qkv_new, /* (B, Tn, 3C) */                                                                \
-      int B, int Tn, int T0, int Tmax, int C, int NH),                                                      \
-     (out, k_cache, v_cache, qkv_new, B, Tn, T0, Tmax, C, NH))                                              \
+     (Tensor out,          /* (B, Tn, NH hs) */                                                             \
+      Tensor k_cache,      /* (B, NKV, Tmax, hs) */                                                         \
+      Tensor v_cache,      /* (B, NKV, Tmax, hs) */                                                         \
+      ConstTensor qkv_new, /* (B, Tn, (NH + 2 NKV) hs) */                                                   \
+      int B, int Tn, int T0, int Tmax, AttentionHeads heads),                                               \
+     (out, k_cache, v_cache, qkv_new, B, Tn, T0, Tmax, heads))                                              \
                                                                                                             \
   /* GELU, tanh approximation (GPT-2's), elementwise over n; backward may run in place (dinp == dout). */   \
   OP(void, gelu_forward, (Tensor out, ConstTensor inp, size_t n), (out, inp, n))                            \
@@ -236,7 +239,16 @@
       ConstTensor a, ConstTensor b,          /* (N, C) */                                                   \
       ConstTensor weight, ConstTensor bias,  /* (C) */                                                      \
       int N, int C),                                                                                        \
-     (residual, out, mean, rstd, a, b, weight, bias, N, C))
+     (residual, out, mean, rstd, a, b, weight, bias, N, C))                                                 \
+  /* The same with RMSNorm after the add: residual = a + b, out = rmsnorm(residual) as stored. */           \
+  OP(void, residual_rmsnorm_forward,                                                                        \
+     (Tensor residual,              /* (N, C) */                                                            \
+      Tensor out,                   /* (N, C) */                                                            \
+      float* rstd,                  /* (N) */                                                               \
+      ConstTensor a, ConstTensor b, /* (N, C) */                                                            \
+      ConstTensor weight,           /* (C) */                                                               \
+      int N, int C, float eps),                                                                             \
+     (residual, out, rstd, a, b, weight, N, C, eps))
 
 // The parameter list of an entry as written, without its parentheses: ETH_OP_ARGS args.
 #define ETH_OP_ARGS(...) __VA_ARGS__

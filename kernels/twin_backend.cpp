@@ -29,10 +29,13 @@ size_t matmul_forward(size_t N, size_t C, size_t OC, bool bias) {
 }
 size_t matmul_backward(size_t N, size_t C, size_t OC) { return 2 * f32(rows(N, C)) + f32(rows(N, OC)) + f32(rows(OC, C)); }
 size_t matmul_dgelu_backward(size_t N, size_t C, size_t OC) { return matmul_backward(N, C, OC) + f32(rows(N, C)); }
-size_t attention_forward(size_t N, size_t C) { return f32(rows(N, C)) + f32(rows(N, 3 * C)); }
-size_t attention_backward(size_t N, size_t C) { return 2 * f32(rows(N, C)) + 2 * f32(rows(N, 3 * C)); }
-size_t attention_decode(size_t B, size_t Tn, size_t Tmax, size_t C) {
-  return f32(rows(B * Tn, C)) + 2 * f32(rows(B * Tmax, C)) + f32(rows(B * Tn, 3 * C));
+size_t attention_forward(size_t N, AttentionHeads h) { return f32(rows(N, h.out_row())) + f32(rows(N, h.qkv_row())); }
+size_t attention_backward(size_t N, AttentionHeads h) {
+  return 2 * f32(rows(N, h.out_row())) + 2 * f32(rows(N, h.qkv_row()));
+}
+size_t attention_decode(size_t B, size_t Tn, size_t Tmax, AttentionHeads h) {
+  const size_t cache = rows(rows(B, Tmax), static_cast<size_t>(h.NKV) * h.hs);
+  return f32(rows(B * Tn, h.out_row())) + 2 * f32(cache) + f32(rows(B * Tn, h.qkv_row()));
 }
 size_t gelu_forward(size_t n) { return 2 * f32(n); }
 size_t gelu_backward(size_t n) { return 3 * f32(n); }
@@ -87,6 +90,7 @@ class TwinBackend final : public ForwardingBackend {
     inner_.fill_zero(zeros, rows(T, C));
     inner_.encoder_forward(o, tokens, wte, zeros, B, T, C);
     round(o, rows(N, C));
+    if (wpe == nullptr) return store(out, o, rows(N, C));  // rotary positions: the word rows alone
     const float* positions = w.in(wpe, rows(T, C));
     for (int b = 0; b < B; b++) inner_.residual_forward(o + rows(b * T, C), o + rows(b * T, C), positions, rows(T, C));
     store(out, o, rows(N, C));
@@ -154,35 +158,38 @@ class TwinBackend final : public ForwardingBackend {
                                   ConstTensor weight, ConstTensor bias, int N, int C) override {
     Backend::residual_layernorm_forward(residual, out, mean, rstd, a, b, weight, bias, N, C);  // this path's two ops
   }
-  void attention_forward(Tensor out, float* saved, ConstTensor qkv, int B, int T, int C, int NH) override {
+  void residual_rmsnorm_forward(Tensor residual, Tensor out, float* rstd, ConstTensor a, ConstTensor b,
+                                ConstTensor weight, int N, int C, float eps) override {
+    Backend::residual_rmsnorm_forward(residual, out, rstd, a, b, weight, N, C, eps);  // this path's two ops
+  }
+  void attention_forward(Tensor out, float* saved, ConstTensor qkv, int B, int T, AttentionHeads heads) override {
     // saved stays fp32: lse is a softmax statistic, and the materialised path's probabilities
     // are what the blocked backward recomputes in fp32 from the 16-bit q and k.
     const size_t N = rows(B, T);
-    Working w(*this, need::attention_forward(N, C));
-    float* o = w.output(out, rows(N, C));
-    inner_.attention_forward(o, saved, w.in(qkv, rows(N, 3 * C)), B, T, C, NH);
-    store(out, o, rows(N, C));
+    Working w(*this, need::attention_forward(N, heads));
+    float* o = w.output(out, rows(N, heads.out_row()));
+    inner_.attention_forward(o, saved, w.in(qkv, rows(N, heads.qkv_row())), B, T, heads);
+    store(out, o, rows(N, heads.out_row()));
   }
   void attention_backward(Tensor dqkv, ConstTensor dout, ConstTensor qkv, ConstTensor out, const float* saved,
-                          int B, int T, int C, int NH) override {
-    const size_t N = rows(B, T);
-    Working w(*this, need::attention_backward(N, C));
-    float* d = w.output(dqkv, rows(N, 3 * C));
-    inner_.attention_backward(d, w.in(dout, rows(N, C)), w.in(qkv, rows(N, 3 * C)), w.in(out, rows(N, C)), saved,
-                              B, T, C, NH);
-    store(dqkv, d, rows(N, 3 * C));
+                          int B, int T, AttentionHeads heads) override {
+    const size_t N = rows(B, T), out_n = rows(N, heads.out_row()), qkv_n = rows(N, heads.qkv_row());
+    Working w(*this, need::attention_backward(N, heads));
+    float* d = w.output(dqkv, qkv_n);
+    inner_.attention_backward(d, w.in(dout, out_n), w.in(qkv, qkv_n), w.in(out, out_n), saved, B, T, heads);
+    store(dqkv, d, qkv_n);
   }
   void attention_decode(Tensor out, Tensor k_cache, Tensor v_cache, ConstTensor qkv_new, int B, int Tn, int T0,
-                        int Tmax, int C, int NH) override {
+                        int Tmax, AttentionHeads heads) override {
     // The caches take copies of qkv's keys and values: values of the storage type, stored without
     // rounding.
-    Working w(*this, need::attention_decode(B, Tn, Tmax, C));
-    const size_t cache = rows(rows(B, Tmax), C);
-    float* o = w.output(out, rows(rows(B, Tn), C));
+    Working w(*this, need::attention_decode(B, Tn, Tmax, heads));
+    const size_t cache = rows(rows(B, Tmax), static_cast<size_t>(heads.NKV) * heads.hs);
+    float* o = w.output(out, rows(rows(B, Tn), heads.out_row()));
     float* k = w.accumulated(k_cache, cache);
     float* v = w.accumulated(v_cache, cache);
-    inner_.attention_decode(o, k, v, w.in(qkv_new, rows(rows(B, Tn), 3 * C)), B, Tn, T0, Tmax, C, NH);
-    store(out, o, rows(rows(B, Tn), C));
+    inner_.attention_decode(o, k, v, w.in(qkv_new, rows(rows(B, Tn), heads.qkv_row())), B, Tn, T0, Tmax, heads);
+    store(out, o, rows(rows(B, Tn), heads.out_row()));
     store(k_cache, k, cache);
     store(v_cache, v, cache);
   }
@@ -357,6 +364,8 @@ std::unique_ptr<Backend> make_twin_fallback(Backend& inner) {
 
 size_t twin_workspace_bytes(const StageShape& s, Arithmetic arithmetic) {
   const size_t N = rows(s.B, s.T), C = static_cast<size_t>(s.C), Vp = static_cast<size_t>(s.Vp);
+  const size_t QKV = s.heads.qkv_row(), Q = s.heads.out_row(), F = static_cast<size_t>(s.fc),
+               FA = static_cast<size_t>(s.fc_act);
   if (arithmetic == Arithmetic::bf16 || arithmetic == Arithmetic::fp16) {
     // A native 16-bit backend's fallbacks (kernels/gpu_ops/gpu_ops_backend.hpp): the fused fc ops
     // at widths GELU's epilogue does not take; attention at head sizes the flash kernels do not
@@ -364,20 +373,26 @@ size_t twin_workspace_bytes(const StageShape& s, Arithmetic arithmetic) {
     // mma.m16n8k16) runs it on the twin and the arithmetic does not say which device this is.
     const bool fp16 = arithmetic == Arithmetic::fp16;
     size_t bytes = 0;
-    if (!gelu_epilogue_width(4 * s.C)) bytes = std::max(bytes, need::matmul_forward(N, C, 4 * C, true));
-    if (!gelu_epilogue_width(s.C)) bytes = std::max(bytes, need::matmul_dgelu_backward(N, 4 * C, C));
-    if (fp16 || !bf16_attention_head_size(s.C / s.NH))
-      bytes = std::max({bytes, need::attention_forward(N, C), need::attention_backward(N, C)});
+    if (!s.swiglu && !gelu_epilogue_width(s.fc)) bytes = std::max(bytes, need::matmul_forward(N, C, F, true));
+    if (!s.swiglu && !gelu_epilogue_width(s.C)) bytes = std::max(bytes, need::matmul_dgelu_backward(N, FA, C));
+    if (fp16 || !bf16_attention_head_size(s.heads.hs))
+      bytes = std::max({bytes, need::attention_forward(N, s.heads), need::attention_backward(N, s.heads)});
     return bytes;
   }
-  // A layer's ops, shapes as lib/model/stage.cpp calls them: the widest is fc_proj's matmul
-  // backward with dGELU ((N, 4C) in, dinp and pre_gelu, the 4C x C weight).
+  // A layer's ops, shapes as lib/model/stage.cpp calls them: for GPT-2 the widest is fc_proj's
+  // matmul backward with dGELU ((N, 4C) in, dinp and pre_gelu, the 4C x C weight).
   size_t bytes = std::max({need::layernorm_forward(N, C), need::layernorm_backward(N, C),
-                           need::matmul_forward(N, C, 3 * C, true), need::matmul_forward(N, 4 * C, C, true),
-                           need::matmul_forward(N, C, 4 * C, true), need::matmul_backward(N, C, 3 * C),
-                           need::matmul_backward(N, C, 4 * C), need::matmul_dgelu_backward(N, 4 * C, C),
-                           need::residual_forward(rows(N, C)), need::attention_forward(N, C),
-                           need::attention_backward(N, C), need::encoder_backward(s.gathered_rows, C)});
+                           need::matmul_forward(N, C, QKV, true), need::matmul_forward(N, Q, C, true),
+                           need::matmul_forward(N, FA, C, true), need::matmul_forward(N, C, F, true),
+                           need::matmul_backward(N, C, QKV), need::matmul_backward(N, Q, C),
+                           need::matmul_backward(N, C, F), need::residual_forward(rows(N, C)),
+                           need::attention_forward(N, s.heads), need::attention_backward(N, s.heads),
+                           need::rotary(rows(N, QKV)), need::encoder_backward(s.gathered_rows, C)});
+  // (RMSNorm's copies are layernorm's, less.) The MLP's: SwiGLU's ops, or the fused GELU ones.
+  if (s.swiglu)
+    bytes = std::max({bytes, need::matmul_backward(N, FA, C), need::swiglu_forward(N, FA), need::swiglu_backward(N, FA)});
+  else
+    bytes = std::max(bytes, need::matmul_dgelu_backward(N, FA, C));
   if (s.embedding)
     bytes = std::max({bytes, need::encoder_forward(N, static_cast<size_t>(s.T), C), need::encoder_backward(N, C)});
   if (s.head)

@@ -13,14 +13,22 @@
 
 #include <cstddef>
 
+#include "kernels/attention_heads.hpp"
+
 namespace eth::kernels {
 
-// A pipeline stage's shapes, as far as the workspace goes: micro-batches of B samples of T
-// tokens, C channels, NH heads, Vp padded vocabulary; the embedding and the head on it or not;
-// `gathered_rows`: the rows of one more embedding backward, of rows gathered from the tied group
-// (lib/runtime/late_embedding_rows.hpp), 0 where none.
+// A pipeline stage's shapes, as far as the workspace goes (lib/model/model_tensors.hpp's
+// stage_shape makes one from a model): micro-batches of B samples of T tokens, C channels,
+// attention's heads, the MLP's widths, Vp padded vocabulary; the embedding and the head on it or
+// not; `gathered_rows`: the rows of one more embedding backward, of rows gathered from the tied
+// group (lib/runtime/late_embedding_rows.hpp), 0 where none.
 struct StageShape {
-  int B, T, C, NH, Vp;
+  int B, T, C;
+  AttentionHeads heads;
+  int fc;      // the MLP's first matmul's outputs: 4C (GELU), or gate and up side by side (SwiGLU)
+  int fc_act;  // its activation's outputs, the second matmul's inputs: 4C, or FC
+  bool swiglu;
+  int Vp;
   bool embedding, head;
   size_t gathered_rows;
 };

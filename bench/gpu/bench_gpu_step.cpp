@@ -33,6 +33,7 @@
 #include "kernels/gpu_peaks.hpp"
 #include "lib/base/random.hpp"
 #include "lib/model/model_config.hpp"
+#include "lib/model/model_tensors.hpp"
 #include "lib/model/optimizer.hpp"
 #include "lib/model/param_layout.hpp"
 #include "lib/model/stage.hpp"
@@ -141,8 +142,7 @@ int main(int argc, char** argv) {
               : eth::kernels::make_cuda_backend(0, {.precision = eth::kernels::parse_precision(precision)});
       eth::Stage stage(config, all, B, T, 1, *backend);
       // As eth_train: the workspace before the first step, so that no step allocates.
-      backend->reserve_workspace(
-          {B, T, config.channels, config.num_heads, config.padded_vocab_size, true, true, 0});
+      backend->reserve_workspace(eth::stage_shape(config, all, B, T, 0));
       backend->copy_to_device(stage.params(), params.data(), P * sizeof(float));
       stage.params_written();
       const eth::AdamWConfig adamw_config;

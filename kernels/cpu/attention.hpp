@@ -9,28 +9,28 @@
 namespace eth::kernels::cpu {
 
 template <typename F>
-void attention_forward(AttentionPath path, F* out,  // (B, T, C)
+void attention_forward(AttentionPath path, F* out,  // (B, T, NH hs)
                        F* saved,                    // attention_saved_floats(path, B, NH, T)
-                       const F* qkv,                // (B, T, 3C)
-                       int B, int T, int C, int NH) {
+                       const F* qkv,                // (B, T, (NH + 2 NKV) hs)
+                       int B, int T, AttentionHeads heads) {
   if (path == AttentionPath::materialised) {
-    materialised_attention_forward(out, saved, qkv, B, T, AttentionHeads::multi_head(C, NH));
+    materialised_attention_forward(out, saved, qkv, B, T, heads);
   } else {
-    flash_attention_forward(out, saved, qkv, B, T, AttentionHeads::multi_head(C, NH));
+    flash_attention_forward(out, saved, qkv, B, T, heads);
   }
 }
 
 template <typename F>
-void attention_backward(AttentionPath path, F* dqkv,  // (B, T, 3C) overwritten
-                        const F* dout,                // (B, T, C)
-                        const F* qkv,                 // (B, T, 3C)
-                        const F* out,                 // (B, T, C) forward's
+void attention_backward(AttentionPath path, F* dqkv,  // (B, T, (NH + 2 NKV) hs) overwritten
+                        const F* dout,                // (B, T, NH hs)
+                        const F* qkv,                 // (B, T, (NH + 2 NKV) hs)
+                        const F* out,                 // (B, T, NH hs) forward's
                         const F* saved,               // forward's
-                        int B, int T, int C, int NH) {
+                        int B, int T, AttentionHeads heads) {
   if (path == AttentionPath::materialised) {
-    materialised_attention_backward(dqkv, dout, qkv, saved, B, T, AttentionHeads::multi_head(C, NH));
+    materialised_attention_backward(dqkv, dout, qkv, saved, B, T, heads);
   } else {
-    flash_attention_backward(dqkv, dout, qkv, out, saved, B, T, AttentionHeads::multi_head(C, NH));
+    flash_attention_backward(dqkv, dout, qkv, out, saved, B, T, heads);
   }
 }
 

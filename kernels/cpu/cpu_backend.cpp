@@ -143,19 +143,17 @@ class CpuBackend final : public Backend {
     cpu::matmul_backward(dinp.as_f32(), dweight, dbias, dout.as_f32(), inp.as_f32(), weight.as_f32(), N, C, OC);
   }
   AttentionPath attention_path(int T) const override { return cpu_attention_path(T); }
-  void attention_forward(Tensor out, float* saved, ConstTensor qkv, int B, int T, int C,
-                         int NH) override {
-    cpu::attention_forward(attention_path(T), out.as_f32(), saved, qkv.as_f32(), B, T, C, NH);
+  void attention_forward(Tensor out, float* saved, ConstTensor qkv, int B, int T, AttentionHeads heads) override {
+    cpu::attention_forward(attention_path(T), out.as_f32(), saved, qkv.as_f32(), B, T, heads);
   }
   void attention_backward(Tensor dqkv, ConstTensor dout, ConstTensor qkv, ConstTensor out,
-                          const float* saved, int B, int T, int C, int NH) override {
+                          const float* saved, int B, int T, AttentionHeads heads) override {
     cpu::attention_backward(attention_path(T), dqkv.as_f32(), dout.as_f32(), qkv.as_f32(), out.as_f32(), saved, B, T,
-                            C, NH);
+                            heads);
   }
   void attention_decode(Tensor out, Tensor k_cache, Tensor v_cache, ConstTensor qkv_new, int B, int Tn, int T0,
-                        int Tmax, int C, int NH) override {
-    cpu::attention_decode(out.as_f32(), k_cache.as_f32(), v_cache.as_f32(), qkv_new.as_f32(), B, Tn, T0, Tmax,
-                          AttentionHeads::multi_head(C, NH));
+                        int Tmax, AttentionHeads heads) override {
+    cpu::attention_decode(out.as_f32(), k_cache.as_f32(), v_cache.as_f32(), qkv_new.as_f32(), B, Tn, T0, Tmax, heads);
   }
   void gelu_forward(Tensor out, ConstTensor inp, size_t n) override { cpu::gelu_forward(out.as_f32(), inp.as_f32(),
                     n); }

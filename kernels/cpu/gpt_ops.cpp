@@ -34,6 +34,10 @@ void encoder_forward(F* out, const int32_t* tokens, const F* wte, const F* wpe, 
     for (int t = 0; t < T; t++) {
       F* o = out + (static_cast<size_t>(b) * T + t) * C;
       const F* e = wte + static_cast<size_t>(tokens[b * T + t]) * C;
+      if (wpe == nullptr) {  // rotary positions: the word rows alone
+        for (int c = 0; c < C; c++) o[c] = e[c];
+        continue;
+      }
       const F* p = wpe + static_cast<size_t>(t) * C;
       for (int c = 0; c < C; c++) o[c] = e[c] + p[c];
     }

@@ -26,9 +26,10 @@ struct EncoderForwardKernel {
   Global<E> out;                   // (B, T, C)
   Global<const int32_t> tokens;    // (B, T)
   Global<const float> wte;         // (Vp, C)
-  Global<const float> wpe;         // (maxT, C)
+  Global<const float> wpe;         // (maxT, C), or null: rotary positions, the word rows alone
   int T, C;
   size_t total;                    // B * T * C
+  bool learned_positions;          // wpe given
 
   SIMT_DEVICE void operator()(Thread& t) const {
     for (size_t i = global_index(t); i < total; i += grid_stride(t)) {
@@ -36,8 +37,8 @@ struct EncoderForwardKernel {
       const size_t c = i % C;
       const size_t pos = row % T;
       const int32_t token = tokens[row];
-      out[i] = simt::from_float<E>(simt::as_copy<E>(wte[static_cast<size_t>(token) * C + c]) +
-                                   simt::as_copy<E>(wpe[pos * C + c]));
+      const float word = simt::as_copy<E>(wte[static_cast<size_t>(token) * C + c]);
+      out[i] = simt::from_float<E>(learned_positions ? word + simt::as_copy<E>(wpe[pos * C + c]) : word);
     }
   }
 };
@@ -107,7 +108,7 @@ void encoder_forward(Launch& launch, E* out, const int32_t* tokens, const float*
                      int T, int C) {
   const size_t total = static_cast<size_t>(B) * T * C;
   if (total == 0) return;
-  launch.kernel(EncoderForwardKernel<E>{out, tokens, wte, wpe, T, C, total},
+  launch.kernel(EncoderForwardKernel<E>{out, tokens, wte, wpe, T, C, total, wpe != nullptr},
                 LaunchShape{Dim3(grid_for(total, kEncoderThreads)), Dim3(kEncoderThreads), 0});
 }
 

@@ -88,13 +88,15 @@ inline size_t sorted_rows(const StageShape& s) {
 // precision path (fp32 GPU ops and bf16 kernels alike: the larger of the two is reserved).
 inline size_t launch_scratch_bytes(const StageShape& s) {
   const size_t N = static_cast<size_t>(s.B) * s.T, C = static_cast<size_t>(s.C);
-  // A layer's backward ops with scratch, fp32 and bf16: layernorm's partials; the matmul bias
-  // gradients (the widest is fc's, 4C); flash attention's D. Then the head's loss (the fp32 op's
-  // token losses in double; the bf16 one's in float), the embedding's sort, and the gradient
-  // norm's sum of squares.
-  size_t bytes = std::max({column_sums_scratch_bytes(N, 4 * C),
-                           layernorm_backward_scratch_bytes(N, C), matmul_backward_bf16_scratch_bytes(4 * C, true),
-                           attention_backward_bf16_scratch_bytes(s.B, s.T, s.NH), sum_of_squares_scratch_bytes()});
+  // A layer's backward ops with scratch, fp32 and bf16: the norm's partials (RMSNorm runs
+  // layernorm's kernels); the matmul bias gradients (the widest: fc's, or qkv's); flash
+  // attention's D. Then the head's loss (the fp32 op's token losses in double; the bf16 one's in
+  // float), the embedding's sort, and the gradient norm's sum of squares.
+  const size_t widest_bias = std::max(static_cast<size_t>(s.fc), s.heads.qkv_row());
+  size_t bytes = std::max({column_sums_scratch_bytes(N, widest_bias), layernorm_backward_scratch_bytes(N, C),
+                           matmul_backward_bf16_scratch_bytes(widest_bias, true),
+                           attention_backward_bf16_scratch_bytes(s.B, s.T, static_cast<size_t>(s.heads.NH)),
+                           sum_of_squares_scratch_bytes()});
   if (s.head) bytes = std::max(bytes, crossentropy_scratch_bytes(N));
   if (sorted_rows(s) > 0) bytes = std::max(bytes, EncoderBackwardScratch(sorted_rows(s)).total);
   return bytes;

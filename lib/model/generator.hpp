@@ -1,4 +1,4 @@
-// The whole GPT-2 on one device, for generation: its parameters in ETH's one-stage layout
+// The whole model (either family) on one device, for generation: its parameters in ETH's one-stage layout
 // (ParamLayout(config, {0, L})) and a key/value cache per layer, so that each new token costs
 // one position's forward. Each layer is the Stage's block (lib/model/block_forward.hpp, the same
 // backend operations, so the same numbers), with Backend::attention_decode as its attention:
@@ -12,7 +12,7 @@
 // Storage is the Stage's: the caches and activations are of the backend's element type (bf16 on
 // the bf16 path, 2 bytes each), and the kernels read bf16 copies of the parameters there. Of the
 // fp32 masters, which nothing here updates, it keeps only what the kernels read as fp32: all of
-// them on fp32, the embedding's (wte, wpe) on bf16.
+// them on fp32, the embedding's (wte, and wpe with learned positions) on bf16.
 #pragma once
 
 #include <cstddef>
@@ -57,19 +57,21 @@ class Generator {
   int capacity_;
   int position_ = 0;
 
-  // fp32 masters: (layout_.size()) on fp32; on bf16 the layout's first embedding_floats(), wte and wpe.
+  // fp32 masters: (layout_.size()) on fp32; on bf16 the layout's first embedding_floats(): the embedding.
   kernels::DeviceBuffer<float> params_;
   kernels::DeviceBuffer<uint16_t> param_copies_;  // (layout_.size()) of the storage type, 16-bit paths only
   kernels::DeviceBuffer<int32_t> tokens_;             // (capacity)
   // Of the storage type. The caches, then the activations of the new rows (n <= capacity),
   // reused by every layer: no backward.
-  kernels::DeviceBuffer<std::byte> k_cache_, v_cache_;  // (L, NH, capacity, hs) each
+  kernels::DeviceBuffer<std::byte> k_cache_, v_cache_;  // (L, NKV, capacity, hs) each
   kernels::DeviceBuffer<std::byte> x_, y_;              // (capacity, C): the residual stream, in and after attention
-  kernels::DeviceBuffer<std::byte> ln_, branch_, atty_;  // (capacity, C)
-  kernels::DeviceBuffer<std::byte> qkv_;                 // (capacity, 3C)
-  kernels::DeviceBuffer<std::byte> fch_, fch_gelu_;      // (capacity, 4C)
+  kernels::DeviceBuffer<std::byte> ln_, branch_;         // (capacity, C)
+  kernels::DeviceBuffer<std::byte> qkv_;                 // (capacity, QKV)
+  kernels::DeviceBuffer<std::byte> atty_;                // (capacity, NH hs)
+  kernels::DeviceBuffer<std::byte> fch_, fch_act_;       // (capacity, F), (capacity, FA)
   kernels::DeviceBuffer<std::byte> logits_;              // (Vp): the last row's
   kernels::DeviceBuffer<float> mean_, rstd_;             // (capacity) fp32
+  kernels::DeviceBuffer<float> inv_freq_;                // (hs / 2) rotary positions only
   std::vector<float> host_logits_;                       // (Vp)
 };
 

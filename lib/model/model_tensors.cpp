@@ -135,4 +135,21 @@ LayerWidths layer_widths(const ModelConfig& c) {
           static_cast<size_t>(c.ffn_channels)};
 }
 
+kernels::AttentionHeads attention_heads(const ModelConfig& c) { return {c.num_heads, c.num_kv_heads, c.head_dim}; }
+
+kernels::StageShape stage_shape(const ModelConfig& c, LayerRange layers, int B, int T, size_t gathered_rows) {
+  const LayerWidths W = layer_widths(c);
+  return {B,
+          T,
+          c.channels,
+          attention_heads(c),
+          static_cast<int>(W.fc),
+          static_cast<int>(W.fc_act),
+          c.mlp == MlpKind::swiglu,
+          c.padded_vocab_size,
+          layers.begin == 0,
+          layers.end == c.num_layers,
+          gathered_rows};
+}
+
 }  // namespace eth

@@ -25,6 +25,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/attention_heads.hpp"
+#include "kernels/workspace.hpp"
 #include "lib/model/model_config.hpp"
 
 namespace eth {
@@ -115,5 +117,12 @@ struct LayerWidths {
   size_t kept(size_t C) const { return 4 * C + qkv + atty + fc + fc_act; }
 };
 LayerWidths layer_widths(const ModelConfig& c);
+
+// Attention's heads: NH query heads of hs channels sharing NKV key/value heads.
+kernels::AttentionHeads attention_heads(const ModelConfig& c);
+
+// The workspace's view of a stage of this model holding `layers` (kernels/workspace.hpp):
+// micro-batches of B samples of T tokens, `gathered_rows` late embedding rows (0: none).
+kernels::StageShape stage_shape(const ModelConfig& c, LayerRange layers, int B, int T, size_t gathered_rows);
 
 }  // namespace eth

@@ -6,6 +6,7 @@
 // kernels take the angle (position x inv_freq) and its cos and sin in fp32.
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "lib/model/model_config.hpp"
@@ -13,5 +14,10 @@
 namespace eth {
 
 std::vector<float> rotary_inverse_frequencies(const ModelConfig& config);  // (hs / 2)
+
+// The floats of that table: hs / 2 with rotary positions, 0 with learned ones.
+inline size_t rotary_table_floats(const ModelConfig& config) {
+  return config.positions == PositionKind::rotary ? static_cast<size_t>(config.head_dim) / 2 : 0;
+}
 
 }  // namespace eth

@@ -8,6 +8,7 @@
 #include "lib/base/strprintf.hpp"
 #include "lib/model/block_forward.hpp"
 #include "lib/model/model_tensors.hpp"
+#include "lib/model/rotary.hpp"
 
 namespace eth {
 
@@ -22,8 +23,9 @@ Stage::ActLayout Stage::act_layout(const ModelConfig& config, LayerRange layers,
   const bool last = layers.end == config.num_layers, full = recompute == Recompute::full;
   const size_t saved = kernels::attention_saved_floats(attention, static_cast<size_t>(B), NH, static_cast<size_t>(T));
   const LayerWidths W = layer_widths(config);
-  const std::array<size_t, kActs> elements = {BT * C, BT, BT, BT * W.qkv, saved, BT * W.atty,
-                                              BT * C, BT * C, BT, BT, BT * W.fc, BT * W.fc_act, BT * C};
+  const size_t mean = config.norm == NormKind::layernorm ? BT : 0;  // RMSNorm keeps rstd alone
+  const std::array<size_t, kActs> elements = {BT * C, mean, BT, BT * W.qkv, saved, BT * W.atty,
+                                              BT * C, BT * C, mean, BT, BT * W.fc, BT * W.fc_act, BT * C};
   auto type_of = [storage](int t) {
     const bool statistic = t == ln1_mean || t == ln1_rstd || t == att_saved || t == ln2_mean || t == ln2_rstd;
     return statistic ? ElementType::f32 : storage;
@@ -55,7 +57,7 @@ Stage::ActLayout Stage::act_layout(const ModelConfig& config, LayerRange layers,
   if (last) {
     size_t& at = full ? shared_at : slot_at;
     out.lnf = {full, take(at, bytes(BT * C, storage)), 0, storage};
-    out.lnf_mean = {full, take(at, bytes(BT, ElementType::f32)), 0, ElementType::f32};
+    out.lnf_mean = {full, take(at, bytes(mean, ElementType::f32)), 0, ElementType::f32};
     out.lnf_rstd = {full, take(at, bytes(BT, ElementType::f32)), 0, ElementType::f32};
   }
   out.slot_size = slot_at;
@@ -64,20 +66,9 @@ Stage::ActLayout Stage::act_layout(const ModelConfig& config, LayerRange layers,
 }
 
 void Stage::check_computes(const ModelConfig& c, const std::string& where) {
-  const std::string why = " (ETH's stage computes GPT-2's parts so far; this model can be planned with eth_plan)";
-  auto need = [&](bool ok, const char* field, const std::string& expected, const std::string& got) {
-    if (!ok) fail_input(where, field, expected + why, got);
-  };
-  need(c.norm == NormKind::layernorm, "norm", "layernorm", norm_name(c.norm));
-  need(c.positions == PositionKind::learned, "positions", "learned", positions_name(c.positions));
-  need(c.mlp == MlpKind::gelu, "mlp", "gelu", mlp_name(c.mlp));
-  need(c.num_kv_heads == c.num_heads, "num_kv_heads", "num_heads (" + std::to_string(c.num_heads) + ")",
-       std::to_string(c.num_kv_heads));
-  need(c.q_channels() == c.channels, "head_dim", "channels / num_heads", std::to_string(c.head_dim));
-  need(c.ffn_channels == 4 * c.channels, "ffn_channels", "4 x channels", std::to_string(c.ffn_channels));
-  need(c.attention_bias && c.mlp_bias, "attention_bias", "biases on every matrix", "none on some");
-  need(c.tied_head, "tied_head", "true", "false");
-  need(c.norm_eps == 1e-5, "norm_eps", "1e-05", strprintf("%g", c.norm_eps));
+  if (c.norm == NormKind::layernorm && c.norm_eps != 1e-5)
+    fail_input(where, "norm_eps", "1e-05 with layernorm (GPT-2's, which ETH's layernorm kernels hold; RMSNorm takes any)",
+               strprintf("%g", c.norm_eps));
 }
 
 Stage::ActivationFootprint Stage::activation_footprint(const ModelConfig& config, LayerRange layers, int B, int T,
@@ -90,9 +81,12 @@ Stage::ActivationFootprint Stage::activation_footprint(const ModelConfig& config
   // The last stage's logits (storage type), per-sample losses (B floats) and loss sum (a double).
   const size_t head = last ? BT * static_cast<size_t>(config.padded_vocab_size) * e + 4 * B + 8 : 0;
   const ActLayout acts = act_layout(config, layers, B, T, attention, storage, recompute);
-  // branch, dresidual, dbtc (C each), dqkv, dfch, the head's, the shared recomputed set
+  // branch and dresidual (C each), dbtc (C or NH hs), dqkv, dfch, SwiGLU's dfch_act, the head's,
+  // the shared recomputed set, the rotary table
   const LayerWidths W = layer_widths(config);
-  const size_t scratch = BT * (3 * C + W.qkv + W.fc) * e + head + acts.shared_size;
+  const size_t dact = config.mlp == MlpKind::swiglu ? W.fc_act : 0;
+  const size_t scratch = BT * (2 * C + std::max(C, W.atty) + W.qkv + W.fc + dact) * e + head + acts.shared_size +
+                         sizeof(float) * rotary_table_floats(config);
   return {acts.slot_size, scratch};
 }
 
@@ -141,10 +135,16 @@ Stage::Stage(const ModelConfig& config, LayerRange layers, int B, int T, int slo
   }
   branch_ = kernels::DeviceBuffer<std::byte>(backend, BT * C * e);
   dresidual_ = kernels::DeviceBuffer<std::byte>(backend, BT * C * e);
-  dbtc_ = kernels::DeviceBuffer<std::byte>(backend, BT * C * e);
   const LayerWidths W = layer_widths(config);
+  dbtc_ = kernels::DeviceBuffer<std::byte>(backend, BT * std::max(C, W.atty) * e);
   dqkv_ = kernels::DeviceBuffer<std::byte>(backend, BT * W.qkv * e);
   dfch_ = kernels::DeviceBuffer<std::byte>(backend, BT * W.fc * e);
+  if (config.mlp == MlpKind::swiglu) dfch_act_ = kernels::DeviceBuffer<std::byte>(backend, BT * W.fc_act * e);
+  if (config.positions == PositionKind::rotary) {
+    const std::vector<float> inv_freq = rotary_inverse_frequencies(config);
+    inv_freq_ = kernels::DeviceBuffer<float>(backend, inv_freq.size());
+    backend.copy_to_device(inv_freq_.data(), inv_freq.data(), inv_freq.size() * sizeof(float));
+  }
   zero_grads();
 }
 
@@ -212,7 +212,8 @@ void Stage::forward(int slot, const int32_t* host_tokens, kernels::ConstTensor i
     tokens_uploaded_[slot].record();
     // The embedding reads the fp32 masters (the bf16 path rounds the rows it reads, which only the
     // device knows: the fp32-compute path could not widen them from the copies).
-    backend_.encoder_forward(in, tokens, params_.data() + layout_.wte(), params_.data() + layout_.wpe(), B, T, C);
+    backend_.encoder_forward(in, tokens, params_.data() + layout_.wte(), learned_positions() ? params_.data() + layout_.wpe() : nullptr,
+                             B, T, C);
   } else if (input.data() != in.data()) {
     assert(input.type() == storage_);
     backend_.copy(in.data(), input.data(), BTC * kernels::element_bytes(storage_));
@@ -227,51 +228,67 @@ void Stage::forward(int slot, const int32_t* host_tokens, kernels::ConstTensor i
   }
 }
 
+NormOutput Stage::norm_output(const LayerActs& a, Act out, Act mean, Act rstd) {
+  return {a[out], a[mean].as_f32(), a[rstd].as_f32()};
+}
+
+NormOutput Stage::final_norm(int slot) {
+  return {at(slot, acts_.lnf), at(slot, acts_.lnf_mean).as_f32(), at(slot, acts_.lnf_rstd).as_f32()};
+}
+
+kernels::ConstTensor Stage::bias(kernels::ConstTensor params, size_t offset) {
+  return offset == ParamLayout::kAbsent ? nullptr : params + offset;
+}
+
+float* Stage::bias_grad(float* grads, size_t offset) { return offset == ParamLayout::kAbsent ? nullptr : grads + offset; }
+
 void Stage::ln1_forward(int slot, int i) {
-  const int N = rows_[slot] * T_, C = config_.channels;
+  const int N = rows_[slot] * T_;
   const kernels::ConstTensor lp = weights() + layout_.layer(layout_.layers().begin + i);
   const LayerOffsets& w = layout_.layer_offsets();
   const LayerActs a = layer_acts(slot, i);
-  backend_.layernorm_forward(a[ln1], a[ln1_mean].as_f32(), a[ln1_rstd].as_f32(), layer_input(slot, i), lp + w.ln1_w,
-                             lp + w.ln1_b, N, C);
+  ModelNorm(backend_, config_).forward(norm_output(a, ln1, ln1_mean, ln1_rstd), layer_input(slot, i), lp + w.ln1_w,
+                                       bias(lp, w.ln1_b), N);
 }
 
 void Stage::attention_forward(int slot, int i) {
-  const int B = rows_[slot], T = T_, C = config_.channels, NH = config_.num_heads;
+  const int B = rows_[slot], T = T_, C = config_.channels;
   const kernels::ConstTensor lp = weights() + layout_.layer(layout_.layers().begin + i);
   const LayerOffsets& w = layout_.layer_offsets();
   const LayerActs a = layer_acts(slot, i);
-  backend_.matmul_forward(a[qkv], a[ln1], lp + w.qkv_w, lp + w.qkv_b, B * T, C, 3 * C);
-  backend_.attention_forward(a[atty], a[att_saved].as_f32(), a[qkv], B, T, C, NH);
+  const kernels::AttentionHeads heads = attention_heads(config_);
+  backend_.matmul_forward(a[qkv], a[ln1], lp + w.qkv_w, bias(lp, w.qkv_b), B * T, C, static_cast<int>(heads.qkv_row()));
+  if (config_.positions == PositionKind::rotary) backend_.rotary_forward(a[qkv], inv_freq_.data(), B, T, 0, heads);
+  backend_.attention_forward(a[atty], a[att_saved].as_f32(), a[qkv], B, T, heads);
 }
 
 void Stage::layers_forward(int slot) {
-  const int B = rows_[slot], T = T_, C = config_.channels, NH = config_.num_heads;
+  const int B = rows_[slot], T = T_;
   const kernels::ConstTensor p = weights();
   const LayerRange range = layout_.layers();
-  // The first layer's ln1 alone; every later layernorm (the next layer's ln1, or the final one
-  // on a stage with the head) fused with the residual add before it (block_forward).
+  const LayerOffsets& w = layout_.layer_offsets();
+  const kernels::AttentionHeads heads = attention_heads(config_);
+  // The first layer's ln1 alone; every later norm (the next layer's ln1, or the final one on a
+  // stage with the head) fused with the residual add before it (block_forward).
   ln1_forward(slot, 0);
   for (int l = range.begin; l < range.end; l++) {
     const int i = l - range.begin;
     const LayerActs a = layer_acts(slot, i);
-    const kernels::Tensor branch = scratch(branch_);
-    const BlockActivations block{layer_input(slot, i), a[ln1], a[qkv], a[atty], a[res2], a[ln2], a[ln2_mean].as_f32(),
-                                 a[ln2_rstd].as_f32(), a[fch], a[fch_gelu], branch, a[res3]};
+    const BlockActivations block{layer_input(slot, i), a[ln1], a[qkv], a[atty], a[res2],
+                                 norm_output(a, ln2, ln2_mean, ln2_rstd), a[fch], a[fch_act], scratch(branch_),
+                                 a[res3]};
     const auto attend = [&](kernels::Tensor out, kernels::ConstTensor qkv_in) {
-      backend_.attention_forward(out, a[att_saved].as_f32(), qkv_in, B, T, C, NH);
+      backend_.attention_forward(out, a[att_saved].as_f32(), qkv_in, B, T, heads);
     };
-    std::optional<NextLayernorm> next;
+    std::optional<NextNorm> next;
     if (l + 1 < range.end) {
-      const LayerActs n = layer_acts(slot, i + 1);
       const kernels::ConstTensor next_lp = p + layout_.layer(l + 1);
-      next = NextLayernorm{n[ln1], n[ln1_mean].as_f32(), n[ln1_rstd].as_f32(), next_lp + layout_.layer_offsets().ln1_w,
-                           next_lp + layout_.layer_offsets().ln1_b};
+      next = NextNorm{norm_output(layer_acts(slot, i + 1), ln1, ln1_mean, ln1_rstd), next_lp + w.ln1_w,
+                      bias(next_lp, w.ln1_b)};
     } else if (layout_.has_head()) {
-      next = NextLayernorm{at(slot, acts_.lnf), at(slot, acts_.lnf_mean).as_f32(), at(slot, acts_.lnf_rstd).as_f32(),
-                           p + layout_.lnf_w(), p + layout_.lnf_b()};
+      next = NextNorm{final_norm(slot), p + layout_.lnf_w(), bias(p, layout_.lnf_b())};
     }
-    block_forward(backend_, block, p + layout_.layer(l), layout_.layer_offsets(), B * T, C, attend,
+    block_forward(backend_, config_, block, p + layout_.layer(l), w, {B, T, 0, inv_freq_.data()}, attend,
                   next ? &*next : nullptr);
   }
 }
@@ -306,11 +323,16 @@ void Stage::backward(int slot, kernels::ConstTensor doutput, const std::function
   auto done = [&on_unit_done](int unit) {
     if (on_unit_done) on_unit_done(unit);
   };
-  const int B = rows_[slot], T = T_, C = config_.channels, NH = config_.num_heads;
+  const int B = rows_[slot], T = T_, C = config_.channels;
   const int N = B * T;
   const size_t BTC = static_cast<size_t>(N) * C;
   const kernels::ConstTensor p = weights();
   float* g = grads_.data();
+  const ModelNorm norm(backend_, config_);
+  const kernels::AttentionHeads heads = attention_heads(config_);
+  const LayerWidths W = layer_widths(config_);
+  const int QKV = static_cast<int>(W.qkv), Q = static_cast<int>(W.atty), F = static_cast<int>(W.fc),
+            FA = static_cast<int>(W.fc_act);
   const kernels::Tensor dres = scratch(dresidual_);  // (B, T, C): gradient of the residual stream, flowing down
 
   if (recompute_ == Recompute::full && shared_holds_ != slot) {
@@ -322,9 +344,8 @@ void Stage::backward(int slot, kernels::ConstTensor doutput, const std::function
     backend_.matmul_backward(scratch(dbtc_), g + layout_.head_wte(), nullptr, scratch(logits_),
                              at(slot, acts_.lnf), p + layout_.head_wte(), N, C, config_.padded_vocab_size);
     backend_.fill_zero(dres, BTC);
-    backend_.layernorm_backward(dres, g + layout_.lnf_w(), g + layout_.lnf_b(), scratch(dbtc_),
-                                output(slot), p + layout_.lnf_w(), at(slot, acts_.lnf_mean).as_f32(),
-                                at(slot, acts_.lnf_rstd).as_f32(), N, C);
+    norm.backward(dres, g + layout_.lnf_w(), bias_grad(g, layout_.lnf_b()), scratch(dbtc_), output(slot),
+                  p + layout_.lnf_w(), final_norm(slot), N);
     done(config_.num_layers + 1);
   } else {
     assert(doutput.type() == storage_);
@@ -339,24 +360,34 @@ void Stage::backward(int slot, kernels::ConstTensor doutput, const std::function
     const LayerActs a = layer_acts(slot, i);
     const kernels::ConstTensor lp = p + layout_.layer(l);
     float* lg = g + layout_.layer(l);
-    // res3 = res2 + fcproj(gelu(fc(ln2(res2)))): dres flows through both paths.
-    backend_.matmul_dgelu_backward(scratch(dfch_), lg + w.fcproj_w, lg + w.fcproj_b, dres, a[fch_gelu],
-                                   lp + w.fcproj_w, a[fch], N, 4 * C, C);
-    backend_.matmul_backward(scratch(dbtc_), lg + w.fc_w, lg + w.fc_b, scratch(dfch_), a[ln2], lp + w.fc_w, N, C, 4 * C);
-    backend_.layernorm_backward(dres, lg + w.ln2_w, lg + w.ln2_b, scratch(dbtc_), a[res2], lp + w.ln2_w,
-                                a[ln2_mean].as_f32(), a[ln2_rstd].as_f32(), N, C);
+    // res3 = res2 + fcproj(act(fc(ln2(res2)))): dres flows through both paths.
+    if (config_.mlp == MlpKind::gelu) {
+      backend_.matmul_dgelu_backward(scratch(dfch_), lg + w.fcproj_w, bias_grad(lg, w.fcproj_b), dres, a[fch_act],
+                                     lp + w.fcproj_w, a[fch], N, FA, C);
+    } else {
+      backend_.matmul_backward(scratch(dfch_act_), lg + w.fcproj_w, bias_grad(lg, w.fcproj_b), dres, a[fch_act],
+                               lp + w.fcproj_w, N, FA, C);
+      backend_.swiglu_backward(scratch(dfch_), a[fch], scratch(dfch_act_), N, FA);
+    }
+    backend_.matmul_backward(scratch(dbtc_), lg + w.fc_w, bias_grad(lg, w.fc_b), scratch(dfch_), a[ln2], lp + w.fc_w,
+                             N, C, F);
+    norm.backward(dres, lg + w.ln2_w, bias_grad(lg, w.ln2_b), scratch(dbtc_), a[res2], lp + w.ln2_w,
+                  norm_output(a, ln2, ln2_mean, ln2_rstd), N);
     // res2 = x + attproj(attention(qkv(ln1(x)))); selective recomputes that half's activations.
     if (recompute_ == Recompute::selective) {
-      ln1_forward(slot, i);  // the bits layers_forward's fused layernorm made
+      ln1_forward(slot, i);  // the bits layers_forward's fused norm made
       attention_forward(slot, i);
     }
-    backend_.matmul_backward(scratch(dbtc_), lg + w.attproj_w, lg + w.attproj_b, dres, a[atty], lp + w.attproj_w,
-                             N, C, C);
-    backend_.attention_backward(scratch(dqkv_), scratch(dbtc_), a[qkv], a[atty], a[att_saved].as_f32(), B, T, C, NH);
-    backend_.matmul_backward(scratch(dbtc_), lg + w.qkv_w, lg + w.qkv_b, scratch(dqkv_), a[ln1], lp + w.qkv_w,
-                             N, C, 3 * C);
-    backend_.layernorm_backward(dres, lg + w.ln1_w, lg + w.ln1_b, scratch(dbtc_), x, lp + w.ln1_w, a[ln1_mean].as_f32(),
-                                a[ln1_rstd].as_f32(), N, C);
+    backend_.matmul_backward(scratch(dbtc_), lg + w.attproj_w, bias_grad(lg, w.attproj_b), dres, a[atty],
+                             lp + w.attproj_w, N, Q, C);
+    backend_.attention_backward(scratch(dqkv_), scratch(dbtc_), a[qkv], a[atty], a[att_saved].as_f32(), B, T, heads);
+    // qkv holds q and k turned; their gradient turns back to the matmul's outputs.
+    if (config_.positions == PositionKind::rotary)
+      backend_.rotary_backward(scratch(dqkv_), inv_freq_.data(), B, T, 0, heads);
+    backend_.matmul_backward(scratch(dbtc_), lg + w.qkv_w, bias_grad(lg, w.qkv_b), scratch(dqkv_), a[ln1],
+                             lp + w.qkv_w, N, C, QKV);
+    norm.backward(dres, lg + w.ln1_w, bias_grad(lg, w.ln1_b), scratch(dbtc_), x, lp + w.ln1_w,
+                  norm_output(a, ln1, ln1_mean, ln1_rstd), N);
     done(l + 1);
   }
 
@@ -367,7 +398,8 @@ void Stage::backward(int slot, kernels::ConstTensor doutput, const std::function
       backend_.copy(keep.rows.data(), dres.data(), BTC * kernels::element_bytes(storage_));
       backend_.copy(keep.ids, tokens, sizeof(int32_t) * N);
     }
-    backend_.encoder_backward(keep.rows ? nullptr : g + layout_.wte(), g + layout_.wpe(), dres, tokens, B, T, C);
+    backend_.encoder_backward(keep.rows ? nullptr : g + layout_.wte(), learned_positions() ? g + layout_.wpe() : nullptr,
+                              dres, tokens, B, T, C);
     done(0);
   }
 }

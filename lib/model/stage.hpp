@@ -1,6 +1,6 @@
-// One pipeline stage of a GPT-2: the layers [begin, end) of a model (plus the embedding on the
-// first stage and the final layernorm + tied LM head on the last), computing one micro-batch of
-// B samples of T tokens at a time. This is the API the pipeline runtime drives:
+// One pipeline stage of a model of either family (lib/model/model_config.hpp): the layers
+// [begin, end) (plus the embedding on the first stage and the final norm + LM head on the last),
+// computing one micro-batch of B samples of T tokens at a time. This is the API the pipeline runtime drives:
 //
 //   first stage:   forward(slot, tokens, nullptr)            -> output(slot)   (B, T, C)
 //   middle stage:  forward(slot, nullptr, input)             -> output(slot)
@@ -13,7 +13,7 @@
 // rest is recomputed by backward(slot) into one set shared by all slots. B is the capacity: forward(slot, ..., rows) may take fewer samples (a
 // smaller last micro-batch), which then use the first rows of every buffer; loss(slot) and
 // backward(slot) use the rows of that slot's forward. The last stage has one logits buffer (and,
-// under full recomputation, one final layernorm output): loss(slot) must directly follow
+// under full recomputation, one final norm output): loss(slot) must directly follow
 // forward(slot), and backward(slot) directly follow loss(slot), as in every 1F1B schedule.
 //
 // Parameter gradients accumulate over micro-batches as sums over samples; the caller scales by
@@ -21,7 +21,7 @@
 //
 // Storage: activations, their gradients, the stage's input and output and the logits are of the
 // backend's element type (Backend::storage: bf16 on the bf16 path, else fp32); parameters,
-// their gradients and the layernorm and attention statistics are fp32 on every path. On the
+// their gradients and the norm and attention statistics are fp32 on every path. On the
 // bf16 path the kernels read bf16 copies of the parameters, kept beside the masters.
 //
 // Every call only enqueues work on the backend's stream (kernels/device.hpp): tokens and targets
@@ -40,6 +40,7 @@
 #include "kernels/device_buffer.hpp"
 #include "lib/model/float_range.hpp"
 #include "lib/model/model_config.hpp"
+#include "lib/model/model_norm.hpp"
 #include "lib/model/param_layout.hpp"
 #include "lib/model/recompute.hpp"
 
@@ -53,10 +54,8 @@ struct KeptEmbeddingRows {
 
 class Stage {
  public:
-  // An InputError naming `where` and the first part of `config` the stage cannot compute yet: it
-  // runs GPT-2's parts (layernorm, learned positions, GELU, one K/V head per query head of C / NH
-  // channels, biases, a tied head); the Llama family is described, laid out and priced
-  // (eth_plan) but not yet trained, sampled, profiled or converted.
+  // An InputError naming `where` and the part of `config` the stage cannot compute: a layernorm
+  // eps other than GPT-2's 1e-5, which the layernorm kernels hold.
   static void check_computes(const ModelConfig& config, const std::string& where);
 
   Stage(const ModelConfig& config, LayerRange layers, int B, int T, int slots,
@@ -119,15 +118,16 @@ class Stage {
                                                   Recompute recompute = Recompute::none);
 
  private:
-  // One layer's activations, in this order; the first six are the attention half.
+  // One layer's activations, in this order; the first six are the attention half. Widths as
+  // lib/model/model_tensors.hpp's LayerWidths; RMSNorm keeps no mean (0 elements).
   enum Act : int {
     ln1, ln1_mean, ln1_rstd,  // (B, T, C), (B, T), (B, T)
-    qkv,                      // (B, T, 3C)
+    qkv,                      // (B, T, QKV), q and k turned where positions are rotary
     att_saved,                // attention's saved state: lse (B, NH, T) or probabilities (B, NH, T, T)
-    atty,                     // (B, T, C)
+    atty,                     // (B, T, NH hs)
     res2,                     // (B, T, C)
     ln2, ln2_mean, ln2_rstd,  // (B, T, C), (B, T), (B, T)
-    fch, fch_gelu,            // (B, T, 4C)
+    fch, fch_act,             // (B, T, F), (B, T, FA): 4C each (GELU), or 2 FC and FC (SwiGLU)
     res3,                     // (B, T, C)
     kActs
   };
@@ -142,7 +142,7 @@ class Stage {
   };
   struct ActLayout {
     std::array<Place, kActs> layer;
-    Place lnf, lnf_mean, lnf_rstd;  // last stage: (B, T, C), (B, T), (B, T)
+    Place lnf, lnf_mean, lnf_rstd;  // last stage: (B, T, C), (B, T) (layernorm only), (B, T)
     Place input;                    // in the slot (B, T, C): the stage input (encoded on the first stage)
     Place output;                   // in the slot (B, T, C), full only: the last layer's res3
     size_t slot_size, shared_size;  // bytes
@@ -156,9 +156,16 @@ class Stage {
   kernels::ConstTensor layer_input(int slot, int local_layer);
   // A (B, T, width) scratch buffer of the storage type.
   kernels::Tensor scratch(kernels::DeviceBuffer<std::byte>& buffer) { return {buffer.data(), storage_}; }
-  // The forward of the slot's layers (and final layernorm), from its input on; and of one
-  // layer's attention half, which selective backward recomputes: ln1 from the layer's input,
-  // then qkv and attention from ln1.
+  // A norm's output and statistics among a layer's activations; the final norm's of a slot.
+  static NormOutput norm_output(const LayerActs& a, Act out, Act mean, Act rstd);
+  NormOutput final_norm(int slot);
+  // A bias (or its gradient) at `offset`, null where the model has none (ParamLayout::kAbsent).
+  static kernels::ConstTensor bias(kernels::ConstTensor params, size_t offset);
+  static float* bias_grad(float* grads, size_t offset);
+  bool learned_positions() const { return config_.positions == PositionKind::learned; }
+  // The forward of the slot's layers (and final norm), from its input on; and of one layer's
+  // attention half, which selective backward recomputes: ln1 from the layer's input, then qkv,
+  // its rotation and attention from ln1.
   void layers_forward(int slot);
   void ln1_forward(int slot, int local_layer);
   void attention_forward(int slot, int local_layer);
@@ -197,9 +204,11 @@ class Stage {
   // activation gradients.
   kernels::DeviceBuffer<std::byte> branch_;     // (B, T, C)
   kernels::DeviceBuffer<std::byte> dresidual_;  // (B, T, C) running gradient of the residual stream
-  kernels::DeviceBuffer<std::byte> dbtc_;       // (B, T, C)
+  kernels::DeviceBuffer<std::byte> dbtc_;       // (B, T, max(C, NH hs))
   kernels::DeviceBuffer<std::byte> dqkv_;       // (B, T, QKV)
   kernels::DeviceBuffer<std::byte> dfch_;       // (B, T, F)
+  kernels::DeviceBuffer<std::byte> dfch_act_;   // (B, T, FA) SwiGLU only
+  kernels::DeviceBuffer<float> inv_freq_;       // (hs / 2) rotary positions only: their inverse frequencies
 };
 
 }  // namespace eth

@@ -37,8 +37,7 @@ size_t stage_adamw_segments(const ModelConfig& model, LayerRange layers) {
 // workspace, as Backend::reserve_workspace holds them.
 double backend_workspace_bytes(const ModelConfig& model, LayerRange layers, int b, int T, size_t gathered_rows,
                                const JobMemoryOptions& options) {
-  const kernels::StageShape shape{b, T, model.channels, model.num_heads, model.padded_vocab_size,
-                                  layers.begin == 0, layers.end == model.num_layers, gathered_rows};
+  const kernels::StageShape shape = stage_shape(model, layers, b, T, gathered_rows);
   const size_t copies =
       options.storage == kernels::ElementType::f32 ? 0 : kernels::twin_workspace_bytes(shape, options.arithmetic);
   return double(copies + kernels::gpu_ops::launch_workspace_bytes(shape, options.device));

@@ -69,8 +69,7 @@ PipelineRuntime::PipelineRuntime(const ModelConfig& model, const Plan& plan, con
   // memory_model counts it): for the widest op of this stage, and the embedding backward of the
   // tied group's gathered rows.
   const size_t gathered = late_rows_.on() ? static_cast<size_t>(tied_rows_kept_late(plan, seq_len)) : 0;
-  backend.reserve_workspace({ctx.role.samples, seq_len, model.channels, model.num_heads, model.padded_vocab_size,
-                             ctx.first_stage(), ctx.last_stage(), gathered});
+  backend.reserve_workspace(stage_shape(model, stage_.layout().layers(), ctx.role.samples, seq_len, gathered));
   const size_t BT = static_cast<size_t>(ctx.role.samples) * T_;
   inputs_.resize(BT);
   targets_.resize(BT);

@@ -154,7 +154,7 @@ std::vector<Comparison> check_attention_shape(const Backends& be, int B, int T, 
   kernels::cpu::flash_attention_forward(ref.data(), lse.data(), qkv.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
   auto d_qkv = upload(be.gpu, qkv), d_out = upload(be.gpu, nans(BTC)),
        d_saved = upload(be.gpu, nans(be.gpu.attention_saved_floats(B, NH, T)));
-  be.gpu.attention_forward(d_out.data(), d_saved.data(), d_qkv.data(), B, T, C, NH);
+  be.gpu.attention_forward(d_out.data(), d_saved.data(), d_qkv.data(), B, T, kernels::AttentionHeads::multi_head(C, NH));
   out.push_back(compare("attention_forward out" + shape, download(be.gpu, d_out), ref, kFp32));
   if (blocked) out.push_back(compare("attention_forward lse" + shape, download(be.gpu, d_saved), lse, kFp32));
 
@@ -165,7 +165,7 @@ std::vector<Comparison> check_attention_shape(const Backends& be, int B, int T, 
   auto d_dout = upload(be.gpu, dout), d_ref = upload(be.gpu, ref), d_lse_ref = upload(be.gpu, lse),
        d_dqkv = upload(be.gpu, nans(3 * BTC));
   be.gpu.attention_backward(d_dqkv.data(), d_dout.data(), d_qkv.data(), d_ref.data(),
-                            blocked ? d_lse_ref.data() : d_saved.data(), B, T, C, NH);
+                            blocked ? d_lse_ref.data() : d_saved.data(), B, T, kernels::AttentionHeads::multi_head(C, NH));
   out.push_back(compare("attention_backward dqkv" + shape, download(be.gpu, d_dqkv), dqkv, kFp32));
   return out;
 }

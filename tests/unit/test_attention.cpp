@@ -98,13 +98,13 @@ struct AttentionRun {
     poison(out), poison(saved), poison(dqkv);
     if constexpr (std::is_same_v<F, float>) {
       if (backend != nullptr) {
-        backend->attention_forward(out.data(), saved.data(), q.data(), B, T, C, NH);
-        backend->attention_backward(dqkv.data(), d.data(), q.data(), out.data(), saved.data(), B, T, C, NH);
+        backend->attention_forward(out.data(), saved.data(), q.data(), B, T, kernels::AttentionHeads::multi_head(C, NH));
+        backend->attention_backward(dqkv.data(), d.data(), q.data(), out.data(), saved.data(), B, T, kernels::AttentionHeads::multi_head(C, NH));
         return;
       }
     }
-    ops::attention_forward(path, out.data(), saved.data(), q.data(), B, T, C, NH);
-    ops::attention_backward(path, dqkv.data(), d.data(), q.data(), out.data(), saved.data(), B, T, C, NH);
+    ops::attention_forward(path, out.data(), saved.data(), q.data(), B, T, kernels::AttentionHeads::multi_head(C, NH));
+    ops::attention_backward(path, dqkv.data(), d.data(), q.data(), out.data(), saved.data(), B, T, kernels::AttentionHeads::multi_head(C, NH));
   }
 };
 

@@ -57,7 +57,7 @@ Vec decode_in_chunks(const Vec& qkv, const Shape& s, const std::vector<int>& chu
     const std::vector<F> q = rows_of<F>(qkv, s, 3 * s.C, t0, n);  // (B, n, 3C)
     std::vector<F> o(static_cast<size_t>(s.B) * n * s.C);
     poison(o);
-    decode(o.data(), k.data(), v.data(), q.data(), s.B, n, t0, s.T, s.C, s.NH);
+    decode(o.data(), k.data(), v.data(), q.data(), s.B, n, t0, s.T, eth::kernels::AttentionHeads::multi_head(s.C, s.NH));
     for (int b = 0; b < s.B; b++)
       for (size_t i = 0; i < static_cast<size_t>(n) * s.C; i++)
         out[(static_cast<size_t>(b) * s.T + t0) * s.C + i] = o[static_cast<size_t>(b) * n * s.C + i];
@@ -106,9 +106,9 @@ TEST(AttentionDecode, AsynchronousCpuBackendMatchesToo) {
 // anything beyond rounding (1e-16 per operation, sums of at most T terms) is a bug.
 TEST(AttentionDecode, EqualsWholeSequenceAttentionInDouble) {
   const Shape s{1, 9, 32, 2};
-  const auto decode = [](double* o, double* k, double* v, const double* q, int B, int Tn, int T0, int Tmax, int C,
-                         int NH) {
-    ops::attention_decode<double>(o, k, v, q, B, Tn, T0, Tmax, eth::kernels::AttentionHeads::multi_head(C, NH));
+  const auto decode = [](double* o, double* k, double* v, const double* q, int B, int Tn, int T0, int Tmax,
+                         eth::kernels::AttentionHeads heads) {
+    ops::attention_decode<double>(o, k, v, q, B, Tn, T0, Tmax, heads);
   };
   const Vec qkv = random_vector(static_cast<size_t>(s.B) * s.T * 3 * s.C, 72, 2.0);
   const Vec one_by_one = decode_in_chunks<double>(qkv, s, std::vector<int>(9, 1), decode);

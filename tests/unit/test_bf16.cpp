@@ -203,15 +203,15 @@ TEST_P(Twin, AttentionForwardAndBackward) {
   const Vec qkv = rounded(random_vec(N * 3 * C, 1));
   const size_t saved_floats = twin->attention_saved_floats(B, NH, T);
   Vec out = nan_vec(N * C), saved(saved_floats), expected(N * C), e_saved(saved_floats);
-  twin->attention_forward(out.data(), saved.data(), qkv.data(), B, T, C, NH);
-  fp32->attention_forward(expected.data(), e_saved.data(), qkv.data(), B, T, C, NH);
+  twin->attention_forward(out.data(), saved.data(), qkv.data(), B, T, kernels::AttentionHeads::multi_head(C, NH));
+  fp32->attention_forward(expected.data(), e_saved.data(), qkv.data(), B, T, kernels::AttentionHeads::multi_head(C, NH));
   expect_stored_output("attention out", out, rounded(expected));
   EXPECT_EQ(saved, e_saved);  // softmax statistics stay fp32
 
   const Vec dout = rounded(random_vec(N * C, 2));
   Vec dqkv = nan_vec(N * 3 * C), e_dqkv(N * 3 * C);
-  twin->attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), saved.data(), B, T, C, NH);
-  fp32->attention_backward(e_dqkv.data(), dout.data(), qkv.data(), out.data(), saved.data(), B, T, C, NH);
+  twin->attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), saved.data(), B, T, kernels::AttentionHeads::multi_head(C, NH));
+  fp32->attention_backward(e_dqkv.data(), dout.data(), qkv.data(), out.data(), saved.data(), B, T, kernels::AttentionHeads::multi_head(C, NH));
   expect_stored_output("attention dqkv", dqkv, rounded(e_dqkv));
 }
 

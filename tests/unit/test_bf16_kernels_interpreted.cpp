@@ -290,8 +290,8 @@ TEST(Bf16KernelsInterpreted, Fp16OpsRunOnTheFp16Kernels) {
     const std::vector<fp16> qkv = fp16s(3 * BTC, 1.f, 30), dout = fp16s(BTC, 1.f, 31);
     std::vector<fp16> out = poisoned<fp16>(BTC), dqkv = poisoned<fp16>(3 * BTC);
     std::vector<float> lse = poisoned<float>(N * NH);
-    backend->attention_forward(out.data(), lse.data(), qkv.data(), B, T, Ca, NH);
-    backend->attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), B, T, Ca, NH);
+    backend->attention_forward(out.data(), lse.data(), qkv.data(), B, T, kernels::AttentionHeads::multi_head(Ca, NH));
+    backend->attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), B, T, kernels::AttentionHeads::multi_head(Ca, NH));
     backend->synchronize();
     EXPECT_TRUE(written(out) && written(dqkv)) << "hs " << hs;
   }

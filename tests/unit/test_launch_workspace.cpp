@@ -21,6 +21,7 @@
 #include "kernels/workspace.hpp"
 #include "lib/base/random.hpp"
 #include "lib/model/model_config.hpp"
+#include "lib/model/model_tensors.hpp"
 #include "lib/model/optimizer.hpp"
 #include "lib/model/param_layout.hpp"
 #include "lib/model/stage.hpp"
@@ -41,7 +42,7 @@ void expect_step_within_reserve(std::unique_ptr<kernels::Backend> backend, kerne
   stage.params_written();
   const AdamWConfig adamw;
   AdamW optimizer(stage.layout(), adamw, *backend);
-  const kernels::StageShape shape{B, T, model.channels, model.num_heads, model.padded_vocab_size, true, true, 0};
+  const kernels::StageShape shape = stage_shape(model, {0, model.num_layers}, B, T, 0);
   const size_t before = backend->allocated_bytes();
   backend->reserve_workspace(shape);
   const size_t reserved = backend->allocated_bytes() - before;
@@ -75,7 +76,7 @@ void expect_step_within_reserve(std::unique_ptr<kernels::Backend> backend, kerne
 TEST(LaunchWorkspace, TheShapeMakesFcsBiasColumnSumsTheLargestRequest) {
   const ModelConfig model = load_model_config("inputs/models/tiny-hs64.yaml");
   const size_t N = size_t{B} * T, C = static_cast<size_t>(model.channels);
-  const kernels::StageShape shape{B, T, model.channels, model.num_heads, model.padded_vocab_size, true, true, 0};
+  const kernels::StageShape shape = stage_shape(model, {0, model.num_layers}, B, T, 0);
   EXPECT_EQ(kernels::gpu_ops::launch_scratch_bytes(shape), kernels::gpu_ops::column_sums_scratch_bytes(N, 4 * C));
   EXPECT_GT(kernels::gpu_ops::launch_scratch_bytes(shape), kernels::gpu_ops::sum_of_squares_scratch_bytes());
   // What the memory model adds on each device: the scratch in the interpreter; on a GPU also

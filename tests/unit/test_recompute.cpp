@@ -21,6 +21,7 @@
 #include "kernels/gpu_ops/scratch.hpp"
 #include "kernels/host_copy.hpp"
 #include "lib/model/model_config.hpp"
+#include "lib/model/model_tensors.hpp"
 #include "lib/model/param_layout.hpp"
 #include "lib/model/stage.hpp"
 
@@ -208,7 +209,7 @@ void check_bf16_stage_memory(const std::string& model, const std::function<std::
       // The workspace reserved as the runtime does at start-up: the step then allocates nothing
       // (a grown workspace would change the bytes held). On the interpreted kernels it holds the
       // GPU ops' launch workspace besides (their scratch comes from the same allocator).
-      const kernels::StageShape shape{B, T, C, config.num_heads, config.padded_vocab_size, first, last, 0};
+      const kernels::StageShape shape = stage_shape(config, layers, B, T, 0);
       const size_t workspace = kernels::twin_workspace_bytes(shape, arithmetic) +
                                kernels::gpu_ops::launch_workspace_bytes(shape, backend->ops_device());
       backend->reserve_workspace(shape);
