@@ -1,4 +1,4 @@
-// oracle_dump: three training steps of a small GPT-2 on the CPU backend (or the CUDA backend with
+// oracle_dump: three training steps of a small GPT-2 or Llama on the CPU backend (or the CUDA backend with
 // ETH_BACKEND=cuda on a GPU machine), computed exactly as lib/job/trainer.cpp computes them, with every
 // tensor that torch_oracle.py checks written out.
 //
@@ -12,7 +12,7 @@
 // the backend's precision (--precision);
 // torch_oracle.py then emulates the 16-bit rounding points in float64.
 //
-// OUT_DIR/manifest.json describes the run (model, batch, AdamW settings, per-step loss, gradient
+// OUT_DIR/manifest.json describes the run (the model with every field of its ModelConfig, batch, AdamW settings, per-step loss, gradient
 // norm and clip factor), the parameter layout (every tensor's name, shape, offset, size and
 // weight_decay) and the data files beside it, all raw little-endian, P = layout().size():
 //
@@ -105,11 +105,29 @@ json file_entry(const std::string& path, const char* dtype, std::vector<size_t> 
   return {{"path", path}, {"dtype", dtype}, {"shape", std::move(shape)}};
 }
 
+// The model as torch_oracle.py builds it: every field of ModelConfig, the family's parts by the
+// names model files spell them.
+json model_entry(const eth::ModelConfig& m) {
+  const eth::RopeScaling& s = m.rope_scaling;
+  return {{"name", m.name}, {"family", eth::family_name(m.family)}, {"vocab_size", m.vocab_size},
+          {"padded_vocab_size", m.padded_vocab_size}, {"max_seq_len", m.max_seq_len},
+          {"num_layers", m.num_layers}, {"num_heads", m.num_heads}, {"num_kv_heads", m.num_kv_heads},
+          {"head_dim", m.head_dim}, {"channels", m.channels}, {"ffn_channels", m.ffn_channels},
+          {"norm", eth::norm_name(m.norm)}, {"norm_eps", m.norm_eps},
+          {"positions", eth::positions_name(m.positions)}, {"rope_theta", m.rope_theta},
+          {"rope_scaling", {{"factor", s.factor}, {"low_freq_factor", s.low_freq_factor},
+                            {"high_freq_factor", s.high_freq_factor},
+                            {"original_max_position", s.original_max_position}}},
+          {"mlp", eth::mlp_name(m.mlp)}, {"attention_bias", m.attention_bias}, {"mlp_bias", m.mlp_bias},
+          {"tied_head", m.tied_head}};
+}
+
 // `attention`: "" or the kernel the backend must run at T ("blocked", "materialised"), so that
 // a test names the path it covers and fails when the backend's choice moves away from it.
 void dump(const fs::path& dir, const std::string& model_path, int T, const std::string& attention,
           eth::kernels::Precision precision, const std::string& params_checkpoint, const std::string& tokens_path) {
   const eth::ModelConfig model = eth::load_model_config(model_path);
+  eth::Stage::check_computes(model, model_path);  // an InputError for parts the stage does not compute
   const int B = kMicroBatch, V = model.vocab_size, Vp = model.padded_vocab_size;
   if (T > model.max_seq_len)
     eth::fail_input(model_path, "max_seq_len", "at least " + std::to_string(T), std::to_string(model.max_seq_len));
@@ -224,9 +242,7 @@ void dump(const fs::path& dir, const std::string& model_path, int T, const std::
     files[name] = file_entry(name + ".f32", "float32", {P});
   }
   const json manifest = {
-      {"model", {{"name", model.name}, {"vocab_size", V}, {"padded_vocab_size", Vp},
-                 {"max_seq_len", model.max_seq_len}, {"num_layers", model.num_layers},
-                 {"num_heads", model.num_heads}, {"channels", model.channels}}},
+      {"model", model_entry(model)},
       {"precision", eth::kernels::precision_name(backend->precision())},
       {"loss_scale", loss_scale},
       {"micro_batch", B},

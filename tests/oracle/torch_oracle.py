@@ -3,9 +3,10 @@
     /usr/bin/python3 torch_oracle.py DIR
 
 DIR holds what oracle_dump wrote (manifest.json and raw little-endian tensors). This script
-builds the same GPT-2 in float64 PyTorch from the same initial parameters, runs the same three
-steps (gradient accumulation over micro-batches, global-norm clipping, AdamW with weight decay on
-the tensors marked weight_decay only), and compares every tensor by its relative error
+builds the same model (GPT-2, or a Llama: see below) in float64 PyTorch from the same initial
+parameters, runs the same three steps (gradient accumulation over micro-batches, global-norm
+clipping, AdamW with weight decay on the tensors marked weight_decay only), and compares every
+tensor by its relative error
 
     err = ||ours - ref|| / ||ref||        (Frobenius norms, in float64; ||ours|| when ref is 0)
 
@@ -47,9 +48,9 @@ tiny-long.yaml at T = 80 (blocked; also on the interpreted GPU kernels), and tol
   - parameters <= 3.7e-3 (1.2e-2 before GELU was fused): 3e-2. Step 1 of AdamW moves every
     element by about lr * sign(g), and bf16's gradient noise (2^-8 relative per stored activation
     gradient, vs 2^-24 in fp32) flips the sign of the gradients that nearly cancel; every real
-    optimizer mistake is >= 1e-1. The key biases (the middle C of each qkv_b, see the fp32 note)
-    are pure noise here: up to 2e-1. They are left out of the parameter comparison in bf16 and
-    printed on their own.
+    optimizer mistake is >= 1e-1. The key biases (the middle C of each qkv_b, see the fp32 note;
+    a Llama's: see below) are pure noise here: up to 2e-1. They are left out of the parameter
+    comparison in bf16 and fp16 and printed on their own.
 
 fp16 (manifest "precision": "fp16", with oracle_dump's fixed loss scale S = 2^10): the same
 rounding points in fp16 (torch.float16: round to nearest even, subnormals, overflow to infinity),
@@ -70,6 +71,30 @@ order). Measured (2026-12-05), and tolerances:
     bf16's: after step 1 the norms follow the parameters (below).
   - parameters <= 4.7e-3: 3e-2, bf16's argument (AdamW's first steps move elements by lr sign(g),
     and the gradients that nearly cancel flip sign with the rounding noise).
+
+Llama (manifest "family": "llama"; tiny-llama*.yaml): llama_logits below, transformers'
+LlamaForCausalLM: RMSNorm, rotary positions (rotate_half, Llama 3's frequency scaling), grouped-
+query attention (repeat_kv), SwiGLU, an untied or tied head, and Qwen2-style biases where the
+model has them. inv_freq is rounded to float32, as transformers' buffer and ETH's: part of the
+model; the angles and their cos and sin are float64 here, fp32 in ETH (at most 2^-24 of an angle
+below 80, 5e-6 rad). In 16 bits the rounding points are ETH's twin's: the embedding, each RMSNorm
+output (rounded once, after the weight; statistics fp32 of the stored input), every GEMM output
+(qkv, the attention's projection, fc's gate and up in one (N, 2 FC) row, fc_proj, the logits),
+q and k once rotated (in place, from the stored qkv), the attention output, the SwiGLU output and
+each residual sum; gradients where each op stores them (the SwiGLU's and the rotary's backward
+outputs, each GEMM's dinp, the residual stream's once RMSNorm's backward has added to it).
+Tolerances: GPT-2's, with GPT-2's arguments. The key biases again: with rotary positions a key's
+bias enters the score as q_t R((s - t) inv_freq) b, which differs from the shift softmax ignores
+only through the rotation, so on the frequencies whose angles stay small over the sequence (most
+of a head's under Llama 3's scaling) its gradient nearly cancels as GPT-2's does; qkv_b's
+[Q, Q + KV) is set apart in 16 bits as GPT-2's middle C is. Not yet measured against ETH (its
+stage did not compute Llama when this was written). Measured instead (2026-12-06), a float32
+training by this script's own code (float32 between the same rounding points, fp32 angles)
+against the float64 reference, as a floor for ETH's error: fp32 logits 2.2e-7, parameters
+<= 1.4e-5 (the key biases of tiny-llama-long); bf16 logits <= 5e-7, gradients <= 1.6e-3, key
+biases up to 8e-2; fp16 logits <= 3.3e-4. Leaving out any one rounding point of the bf16
+reference moves its logits by 1.7e-3 (the logits' own) to 8.2e-3 (the parameter copies): the 1e-3
+pins them down as for GPT-2 (in fp16 by 2e-4 to 1e-3: pinned by bf16, the twin being one code).
 
 Prints a table of every tensor with its error, then the worst (largest error relative to its
 tolerance), and exits non-zero if any tolerance is exceeded.
@@ -233,6 +258,105 @@ def gpt2_logits(p, tokens, cfg, precision="fp32"):
     return s(x @ wte.T)                                        # (B, T, Vp)
 
 
+# ----------------------------------------------------------------------------------------------
+# Llama, float64, as transformers' LlamaForCausalLM computes it (RMSNorm, rotary positions with
+# rotate_half, grouped-query attention through repeat_kv, SwiGLU), the parameters named as in
+# ParamLayout: fc_w holds the gate's FC rows then the up's FC rows, lm_head_w is the untied head.
+
+def rmsnorm(x, weight, eps):
+    """LlamaRMSNorm: x / sqrt(mean(x^2) + eps) times the weight. (..., C) -> (..., C)."""
+    return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight
+
+
+def rope_inverse_frequencies(cfg):
+    """The rotary embedding's inv_freq (hs / 2): theta^(-2i / hs), then Llama 3's scaling when the
+    model has it (transformers' _compute_llama3_parameters), in float64, then rounded to float32
+    as transformers keeps the buffer (and ETH's lib/model/rotary.cpp)."""
+    hs = cfg["head_dim"]
+    inv_freq = 1.0 / cfg["rope_theta"] ** (torch.arange(0, hs, 2, dtype=torch.float64) / hs)
+    s = cfg["rope_scaling"]
+    if s["factor"] != 0:
+        factor, low, high = s["factor"], s["low_freq_factor"], s["high_freq_factor"]
+        old_len = s["original_max_position"]
+        low_freq_wavelen, high_freq_wavelen = old_len / low, old_len / high
+        wavelen = 2 * math.pi / inv_freq
+        scaled = torch.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
+        smooth = (old_len / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wavelen < high_freq_wavelen) & ~(wavelen > low_freq_wavelen)
+        inv_freq = torch.where(medium, smoothed, scaled)
+    return inv_freq.to(torch.float32).to(torch.float64)
+
+
+def rotate_half(x):
+    """(x1, x2) -> (-x2, x1), the halves of the last dimension."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def rope(x, inv_freq):
+    """Rotary positions on x (B, T, H, hs), position t at row t: x cos + rotate_half(x) sin, the
+    angle t inv_freq[i] shared by channels i and i + hs/2 (transformers' apply_rotary_pos_emb)."""
+    T = x.shape[1]
+    angle = torch.arange(T, dtype=torch.float64)[:, None] * inv_freq[None, :]  # (T, hs/2)
+    emb = torch.cat((angle, angle), dim=-1)[None, :, None, :]                  # (1, T, 1, hs)
+    return x * emb.cos() + rotate_half(x) * emb.sin()
+
+
+def gqa_attention(q, k, v, NH, NKV):
+    """Causal attention, query head h on K/V head h // (NH / NKV) (transformers' repeat_kv).
+    q (B, T, NH hs), k and v (B, T, NKV hs) -> (B, T, NH hs)."""
+    B, T, _ = q.shape
+    hs = q.shape[2] // NH
+    q = q.view(B, T, NH, hs).transpose(1, 2)                                   # (B, NH, T, hs)
+    k, v = (x.view(B, T, NKV, hs).transpose(1, 2).repeat_interleave(NH // NKV, dim=1) for x in (k, v))
+    att = (q @ k.transpose(-2, -1)) / math.sqrt(hs)                            # (B, NH, T, T)
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    att = att.masked_fill(~causal, float("-inf")).softmax(dim=-1)
+    return (att @ v).transpose(1, 2).reshape(B, T, NH * hs)
+
+
+def llama_logits(p, tokens, cfg, precision="fp32"):
+    """tokens (B, T) -> logits (B, T, Vp); the LM head is lm_head_w, or wte when tied. In 16 bits
+    the values pass the rounding points of ETH's kernels: every stored activation (the embedding,
+    each RMSNorm output, each GEMM output, q and k once rotated, the attention output, the
+    SwiGLU output, each residual sum, the logits), computed between them in float64."""
+    L, NH, NKV, hs = cfg["num_layers"], cfg["num_heads"], cfg["num_kv_heads"], cfg["head_dim"]
+    eps = cfg["norm_eps"]
+    s, r = STORE[precision], READ[precision]
+    wte = r(p["wte"])
+    inv_freq = rope_inverse_frequencies(cfg)
+    B, T = tokens.shape
+    Q, KV = NH * hs, NKV * hs
+    x = s(wte[tokens])                                                          # (B, T, C)
+    for l in range(L):
+        # The biases the model lacks are None (F.linear's none).
+        w = {name: r(p[f"layer{l}.{name}"]) if f"layer{l}.{name}" in p else None for name in
+             ("ln1_w", "qkv_w", "qkv_b", "attproj_w", "attproj_b", "ln2_w",
+              "fc_w", "fc_b", "fcproj_w", "fcproj_b")}
+        h = s(rmsnorm(x, w["ln1_w"], eps))
+        qkv = s(F.linear(h, w["qkv_w"], w["qkv_b"]))                            # (B, T, Q + 2 KV)
+        q, k, v = qkv.split((Q, KV, KV), dim=2)
+        q, k = (rope(y.view(B, T, -1, hs), inv_freq).reshape(B, T, -1) for y in (q, k))
+        q, k, v = s(torch.cat((q, k, v), dim=2)).split((Q, KV, KV), dim=2)      # rotated in place
+        y = s(gqa_attention(q, k, v, NH, NKV))                                  # (B, T, Q)
+        x = s(x + s(F.linear(y, w["attproj_w"], w["attproj_b"])))
+        h = s(rmsnorm(x, w["ln2_w"], eps))
+        gate, up = s(F.linear(h, w["fc_w"], w["fc_b"])).chunk(2, dim=2)         # (B, T, FC) each
+        h = s(F.silu(gate) * up)                                                # (B, T, FC)
+        x = s(x + s(F.linear(h, w["fcproj_w"], w["fcproj_b"])))
+    x = s(rmsnorm(x, r(p["lnf_w"]), eps))
+    head = wte if cfg["tied_head"] else r(p["lm_head_w"])
+    return s(x @ head.T)                                                       # (B, T, Vp)
+
+
+def model_logits(p, tokens, cfg, precision="fp32"):
+    """The manifest's model: GPT-2 (manifests before the family was written too) or Llama."""
+    if cfg.get("family", "gpt2") == "llama":
+        return llama_logits(p, tokens, cfg, precision)
+    return gpt2_logits(p, tokens, cfg, precision)
+
+
 def sample_losses(logits, targets, V):
     """Cross-entropy over the first V of Vp columns. (B, T, Vp), (B, T) -> (B): mean over T."""
     B, T, _ = logits.shape
@@ -255,7 +379,7 @@ def reference(m, run_dir):
     ref = {}
 
     with torch.no_grad():
-        logits = gpt2_logits(p, tokens[0, 0], cfg, precision)
+        logits = model_logits(p, tokens[0, 0], cfg, precision)
         ref["logits"] = logits.numpy().copy()
         ref["eval loss"] = sample_losses(logits, targets[0, 0], V).mean().item()
 
@@ -272,7 +396,8 @@ def reference(m, run_dir):
             # Each micro-batch adds its share of the global batch's mean loss, so the
             # accumulated .grad is the mean gradient over all G samples.
             # On the 16-bit paths the dlogits are rounded as the twin rounds them (Rounding).
-            mb_loss = sample_losses(gpt2_logits(p, tokens[step, mb], cfg, precision), targets[step, mb], V).sum() / G
+            mb_logits = model_logits(p, tokens[step, mb], cfg, precision)
+            mb_loss = sample_losses(mb_logits, targets[step, mb], V).sum() / G
             mb_loss.backward()
             loss += mb_loss.item()
         n = step + 1
@@ -330,7 +455,11 @@ def main():
     header = f"\n{'tensor':<18} {'shape':>10} {'grad step1':>11}" + \
         "".join(f" {'params step' + str(n):>14}" for n in range(1, steps + 1))
     print(header)
-    C = m["model"]["channels"]
+    # The key biases: qkv_b's [Q, Q + KV), as wide as the queries' Q and the values' KV (GPT-2's
+    # manifests before head_dim and num_kv_heads were written: both C).
+    cfg = m["model"]
+    hs = cfg.get("head_dim", cfg["channels"] // cfg["num_heads"])
+    Q, KV = cfg["num_heads"] * hs, cfg.get("num_kv_heads", cfg["num_heads"]) * hs
     key_bias_errors = []
     for t in tensors:
         name = t["name"]
@@ -339,8 +468,8 @@ def main():
         for n in range(1, steps + 1):
             ours, theirs = after[n - 1][name], ref[f"params_step{n}"][name]
             if precision != "fp32" and name.endswith("qkv_b"):  # the key biases apart (see the header)
-                key_bias_errors.append(rel_error(ours[C:2 * C], theirs[C:2 * C]))
-                ours, theirs = np.concatenate([ours[:C], ours[2 * C:]]), np.concatenate([theirs[:C], theirs[2 * C:]])
+                key_bias_errors.append(rel_error(ours[Q:Q + KV], theirs[Q:Q + KV]))
+                ours, theirs = np.concatenate([ours[:Q], ours[Q + KV:]]), np.concatenate([theirs[:Q], theirs[Q + KV:]])
             err = rel_error(ours, theirs)
             results.append((f"{name} params step{n}", err, param_tol))
             row.append(err)
