@@ -5,6 +5,8 @@
 #include <fstream>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "lib/base/input_error.hpp"
 #include "lib/base/strprintf.hpp"
 #include "lib/io/checkpoint_files.hpp"
@@ -44,12 +46,27 @@ void save_checkpoint(RankRuntime& runtime, const std::string& output_dir, int ke
 }
 
 void save_parameters(RankRuntime& runtime, const ModelConfig& model, const std::string& path, int rank) {
-  std::vector<float> full(rank == 0 ? ParamLayout(model, {0, model.num_layers}).size() : 0);
+  const ParamLayout whole(model, {0, model.num_layers});
+  std::vector<float> full(rank == 0 ? whole.size() : 0);
   runtime.gather_parameters(full.data());
   if (rank != 0) return;
   std::ofstream out(path, std::ios::binary);
   if (!out) fail_input(path, "--save-params", "a writable path", "a path that cannot be opened");
   out.write(reinterpret_cast<const char*>(full.data()), static_cast<std::streamsize>(full.size() * sizeof(float)));
+  nlohmann::json layout;
+  layout["model"] = model.name;
+  layout["q_channels"] = model.q_channels();
+  layout["kv_channels"] = model.kv_channels();
+  layout["tensors"] = nlohmann::json::array();
+  for (const ParamTensor& t : whole.tensors()) {
+    nlohmann::json entry;
+    entry["name"] = t.name;
+    entry["shape"] = t.shape;
+    entry["offset"] = t.offset;
+    entry["size"] = t.size;
+    layout["tensors"].push_back(entry);
+  }
+  std::ofstream(path + ".json") << layout.dump(1) << '\n';
 }
 
 void write_trace(StepTrace& trace, const Plan& plan, int world, const std::string& path) {

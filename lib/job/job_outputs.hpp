@@ -25,7 +25,9 @@ void draw_plan(const Job& job, int rank, std::ostream& log);
 void save_checkpoint(RankRuntime& runtime, const std::string& output_dir, int keep, const CheckpointHeader& header,
                      int rank, std::ostream& log);
 
-// Collective: the whole model after the last step, raw float32 in the one-stage layout, by rank 0.
+// Collective: the whole model after the last step, raw float32 in the one-stage layout, by rank 0;
+// beside it PATH.json says what lies where: the model's name, its query and key/value widths (NH hs,
+// NKV hs), and each tensor's name, shape, offset and size in floats (lib/model/param_layout.hpp).
 void save_parameters(RankRuntime& runtime, const ModelConfig& model, const std::string& path, int rank);
 
 // Collective: every rank's spans in one Chrome trace, a row per rank named by its place in `plan`.

@@ -13,12 +13,13 @@ FlatGradSync::FlatGradSync(const ParallelContext& ctx, const ParamLayout& layout
       device_(device),
       whole_(device, whole.size()) {
   assert(std::none_of(shards.begin(), shards.end(), [](const BlockShard& s) { return s.sharded; }));  // block mode only
-  // The stage's units are contiguous in both layouts; its wte (embedding or head copy) goes to
-  // the model's one wte, so the flat sum adds both uses of it as the tied group would.
+  // The stage's units are contiguous in both layouts (an untied model's wte and head among
+  // them); a tied model's wte (embedding or head copy) goes to the model's one wte, so the flat
+  // sum adds both uses of it as the tied group would.
   const LayerRange mine = stage_units(layout.layers(), ctx.blocks.back().unit_end - 2);
   placements_.push_back({layout.unit_offset(mine.begin), whole.unit_offset(mine.begin),
                          layout.unit_offset(mine.end - 1) + layout.unit_size(mine.end - 1) - layout.unit_offset(mine.begin)});
-  if (layout.has_embedding() || layout.has_head())
+  if (ctx.tied.is_member())
     placements_.push_back({layout.has_embedding() ? layout.wte() : layout.head_wte(), whole.wte(), layout.wte_size()});
   reducer_->add_slice(ctx.flat, whole_.data(), whole.size(), "flat reduction of the whole model");
 }

@@ -55,7 +55,8 @@ ParallelContext build_parallel_context(const Topology& topology, const Plan& pla
   auto create = [&](const std::vector<int>& members) { return ProcessGroup::create(sorted(members), ctx.node_of_rank, tag++); };
   ctx.blocks = derive_grad_blocks(plan, model.num_layers);
   for (const GradBlock& b : ctx.blocks) ctx.block_groups.push_back(create(b.owners));
-  ctx.tied = create(tied_embedding_group(plan));
+  // An untied model's wte and head are reduced with units 0 and L + 1: no tied group.
+  ctx.tied = create(model.tied_head ? tied_embedding_group(plan) : std::vector<int>{});
   // The flat baseline (FlatGradSync, lib/runtime/grad_sync_modes.hpp) ignores nodes: one plain
   // all-reduce over everyone.
   std::vector<int> training;

@@ -30,7 +30,7 @@ struct ParallelContext {
 
   std::vector<GradBlock> blocks;          // every gradient block of the plan
   std::vector<ProcessGroup> block_groups; // per block; this rank is a member of its own blocks
-  ProcessGroup tied;                      // first and last stages of every pipeline
+  ProcessGroup tied;                      // first and last stages of every pipeline; none when untied
   ProcessGroup flat;                      // every training rank as one node: flat all-reduces
 
   // Micro-batch rows (samples) between this stage and its neighbours: activations flow from

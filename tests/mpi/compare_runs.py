@@ -1,9 +1,9 @@
 """Compares two eth_train runs: per-step losses and gradient norms (metrics.jsonl; the run's
 steps, which may start later when it resumed from a checkpoint), validation losses where the runs
 evaluated (they must have evaluated after the same steps) and final parameters (--save-params, the
-one-stage layout of lib/model/param_layout.hpp).
+one-stage layout of lib/model/param_layout.hpp, which the file's PARAMS.json sidecar lists).
 
-    compare_runs.py MODEL_YAML REF_DIR REF_PARAMS RUN_DIR RUN_PARAMS [TOLERANCE]
+    compare_runs.py REF_DIR REF_PARAMS RUN_DIR RUN_PARAMS [TOLERANCE]
 
 Checks max relative loss difference, max relative grad_norm difference (the global norm before
 clipping; the worst step is printed) and ||run - ref|| / ||ref|| over all parameters but the key
@@ -11,7 +11,7 @@ biases against the tolerance (default 1e-5, for fp32: the two runs add the same 
 gradients in different orders, so they differ by float rounding only, ~1e-7 per step, amplified a
 little by AdamW; bf16 runs pass a larger bound, tests/mpi/CMakeLists.txt says which and why). The key biases (the middle C of each layer's qkv_b) are left out, and printed
 with the worst tensor, because their true gradient is exactly zero (softmax ignores a shift shared
-by all keys): in fp32 it is pure rounding noise, which AdamW's normalisation turns into updates of
+by all keys; with rotary positions nearly so, torch_oracle.py's header says why): in fp32 it is pure rounding noise, which AdamW's normalisation turns into updates of
 order lr, so any two summation orders, even two one-rank runs with different micro-batches, move
 them differently. The blocked attention's backward (kernels/cpu/flash_attention.cpp) takes each
 row's softmax dot from dO and the rounded output O, as FlashAttention does, so its noise there is
@@ -22,19 +22,12 @@ import json
 import sys
 
 import numpy as np
-import yaml
 
 
-def tensors(m):
-    """(name, size) in ParamLayout order for the whole model."""
-    V, C, L = m["padded_vocab_size"], m["channels"], m["num_layers"]
-    out = [("wte", V * C), ("wpe", m["max_seq_len"] * C)]
-    per_layer = [("ln1_w", C), ("ln1_b", C), ("qkv_w", 3 * C * C), ("qkv_b", 3 * C), ("attproj_w", C * C),
-                 ("attproj_b", C), ("ln2_w", C), ("ln2_b", C), ("fc_w", 4 * C * C), ("fc_b", 4 * C),
-                 ("fcproj_w", 4 * C * C), ("fcproj_b", C)]
-    for l in range(L):
-        out += [(f"layer{l}.{n}", s) for n, s in per_layer]
-    return out + [("lnf_w", C), ("lnf_b", C)]
+def layout(params_path):
+    """The --save-params file's sidecar: {"q_channels", "kv_channels", "tensors": [{name, offset, size}]}."""
+    with open(params_path + ".json") as f:
+        return json.load(f)
 
 
 def per_step(run_dir, key):
@@ -53,9 +46,8 @@ def losses(run_dir):
 
 
 def main():
-    model = yaml.safe_load(open(sys.argv[1]))
-    ref_dir, ref_params, run_dir, run_params = sys.argv[2:6]
-    tol = float(sys.argv[6]) if len(sys.argv) > 6 else 1e-5
+    ref_dir, ref_params, run_dir, run_params = sys.argv[1:5]
+    tol = float(sys.argv[5]) if len(sys.argv) > 5 else 1e-5
     a, b = losses(ref_dir), losses(run_dir)
     # A resumed run logs only the steps after its checkpoint: those are compared.
     if not b or not set(b) <= set(a) or max(b) != max(a):
@@ -73,24 +65,25 @@ def main():
     val_diff = max((abs(va[s] - vb[s]) / abs(va[s]) for s in vb), default=0.0)
     p = np.fromfile(ref_params, dtype=np.float32).astype(np.float64)
     q = np.fromfile(run_params, dtype=np.float32).astype(np.float64)
-    if p.size != q.size or p.size != sum(s for _, s in tensors(model)):
+    lay = layout(ref_params)
+    if lay != layout(run_params):
+        sys.exit(f"FAIL: {ref_params}.json and {run_params}.json lay the parameters out differently")
+    tensors = [(t["name"], t["offset"], t["size"]) for t in lay["tensors"]]
+    if p.size != q.size or p.size != sum(size for _, _, size in tensors):
         sys.exit(f"FAIL: parameter files hold {p.size} and {q.size} floats")
-    C = model["channels"]
-    compared = np.ones(p.size, bool)  # all but the key biases
-    at = 0
-    for name, size in tensors(model):
+    Q, KV = lay["q_channels"], lay["kv_channels"]
+    compared = np.ones(p.size, bool)  # all but the key biases: [Q, Q + KV) of each qkv_b
+    for name, offset, size in tensors:
         if name.endswith("qkv_b"):
-            compared[at + C:at + 2 * C] = False
-        at += size
+            compared[offset + Q:offset + Q + KV] = False
     param_diff = np.linalg.norm(q[compared] - p[compared]) / np.linalg.norm(p[compared])
     key_bias_diff = np.linalg.norm(q[~compared] - p[~compared]) / max(np.linalg.norm(p[~compared]), 1e-30)
-    worst, at = -1.0, 0
-    for name, size in tensors(model):
-        x, y = p[at:at + size], q[at:at + size]
+    worst = -1.0
+    for name, offset, size in tensors:
+        x, y = p[offset:offset + size], q[offset:offset + size]
         rel = np.linalg.norm(y - x) / max(np.linalg.norm(x), 1e-30)
         if rel > worst:
             worst, worst_name = rel, name
-        at += size
     print(f"losses over {len(b)} steps: max relative difference {loss_diff:.3e} (tolerance {tol:g})")
     print(f"grad norms over {len(gb)} steps: max relative difference {norm_diff:.3e} (tolerance {tol:g}) at step "
           f"{norm_step}: {ga[norm_step]:.9g} vs {gb[norm_step]:.9g}")

@@ -35,9 +35,9 @@ if [ -n "${EXPECT:-}" ] && ! grep -q -- "$EXPECT" "$work/plan.log"; then
 fi
 echo "control: one rank, micro-batch $half instead of $batch"
 tolerance=${TOLERANCE:-1e-5}
-$py "$src/tests/mpi/compare_runs.py" "$model" "$work/reference" "$work/reference.bin" "$work/control" "$work/control.bin" "$tolerance"
+$py "$src/tests/mpi/compare_runs.py" "$work/reference" "$work/reference.bin" "$work/control" "$work/control.bin" "$tolerance"
 echo "plan $(basename "$plan") on $ranks ranks $*${FAULT:+ with --inject-fault $FAULT}:"
-compare_plan=("$src/tests/mpi/compare_runs.py" "$model" "$work/reference" "$work/reference.bin" "$work/plan" "$work/plan.bin"
+compare_plan=("$src/tests/mpi/compare_runs.py" "$work/reference" "$work/reference.bin" "$work/plan" "$work/plan.bin"
               "$tolerance")
 if [ -z "${FAULT:-}" ]; then
   $py "${compare_plan[@]}"

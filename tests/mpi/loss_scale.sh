@@ -48,7 +48,7 @@ print(f"the skipped step changed none of {len(tensors)} parameter and moment ten
 PY
 run one 1 --batch 10 --micro-batch 5 "${scaling[@]}" --inject-fault overflow:rank=0:step=3:block=0
 echo "the plan against one rank that skipped the same step:"
-$py "$src/tests/mpi/compare_runs.py" "$model" "$work/one" "$work/one.bin" "$work/plan" "$work/plan.bin" "$tolerance"
+$py "$src/tests/mpi/compare_runs.py" "$work/one" "$work/one.bin" "$work/plan" "$work/plan.bin" "$tolerance"
 run resumed 4 "${plan[@]}" "${scaling[@]}" --resume "$work/plan/checkpoints/step_4.h5"
 grep -q "loss scale *| dynamic (fp16 ranks): 65536," "$work/resumed.log"
 cmp "$work/plan.bin" "$work/resumed.bin"

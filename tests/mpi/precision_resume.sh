@@ -32,7 +32,7 @@ resumed() {
   PRECISION=$to run "${to}_from_${from}_one" 1 "${one[@]}" --resume "$work/$from/checkpoints/step_3.h5"
   grep "resumed from" "$work/${to}_from_$from.log"
   echo "$to from the $from checkpoint: the plan against one rank"
-  $py "$src/tests/mpi/compare_runs.py" "$model" "$work/${to}_from_${from}_one" "$work/${to}_from_${from}_one.bin" \
+  $py "$src/tests/mpi/compare_runs.py" "$work/${to}_from_${from}_one" "$work/${to}_from_${from}_one.bin" \
     "$work/${to}_from_$from" "$work/${to}_from_$from.bin" "$tolerance"
   $py - "$work/$to/metrics.jsonl" "$work/${to}_from_$from/metrics.jsonl" <<'PY'
 import json, sys

@@ -62,7 +62,7 @@ launch() {
 
 # compare REF RUN: compare_runs.py of two launched runs into $work/RUN.cmp; returns its status.
 compare() {
-  $py "$src/tests/mpi/compare_runs.py" "$model" "$work/$1" "$work/$1.bin" "$work/$2" "$work/$2.bin" "${TOLERANCE:-1e-5}" \
+  $py "$src/tests/mpi/compare_runs.py" "$work/$1" "$work/$1.bin" "$work/$2" "$work/$2.bin" "${TOLERANCE:-1e-5}" \
     > "$work/$2.cmp" 2>&1
 }
 

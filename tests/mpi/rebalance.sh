@@ -44,7 +44,7 @@ open(sys.argv[1] + ".last", "w").write(str(events[-1]["after_step"]))
 PY
 last=$(cat "$work/rebalanced/metrics.jsonl.last")
 echo "re-balanced run on 4 ranks against one rank:"
-$py "$src/tests/mpi/compare_runs.py" "$model" "$work/reference" "$work/reference.bin" "$work/rebalanced" "$work/rebalanced.bin"
+$py "$src/tests/mpi/compare_runs.py" "$work/reference" "$work/reference.bin" "$work/rebalanced" "$work/rebalanced.bin"
 
 run resumed 4 "${four[@]}" --resume "$work/rebalanced/checkpoints/step_$last.h5"
 grep "resumed from" "$work/resumed.log"

@@ -31,14 +31,14 @@ echo "sharded, same plan, resumed after step 3: final parameters bit-identical t
 
 run unsharded_other 4 "${four[@]}" --plan "$plans/rebalance-4.yaml" --resume "$work/sharded/checkpoints/step_3.h5"
 echo "written sharded (data-parallel-4), resumed unsharded on rebalance-4 after step 3:"
-$py "$src/tests/mpi/compare_runs.py" "$model" "$work/sharded" "$work/sharded.bin" "$work/unsharded_other" "$work/unsharded_other.bin"
+$py "$src/tests/mpi/compare_runs.py" "$work/sharded" "$work/sharded.bin" "$work/unsharded_other" "$work/unsharded_other.bin"
 
 run unsharded 4 "${four[@]}" --plan "$plans/two-depths-4.yaml" --checkpoint-every 3
 run sharded_other 4 "${four[@]}" --plan "$plans/split-stage-4.yaml" --shard-optimizer \
   --resume "$work/unsharded/checkpoints/step_3.h5"
 expect_sharded sharded_other
 echo "written unsharded (two-depths-4), resumed sharded on split-stage-4 after step 3:"
-$py "$src/tests/mpi/compare_runs.py" "$model" "$work/unsharded" "$work/unsharded.bin" "$work/sharded_other" "$work/sharded_other.bin"
+$py "$src/tests/mpi/compare_runs.py" "$work/unsharded" "$work/unsharded.bin" "$work/sharded_other" "$work/sharded_other.bin"
 
 # The sharded run's step-6 file against the unsharded run's of the same plan: the gathered
 # moments are the whole tensors (a shard left out would be zeros), equal to float rounding.
