@@ -215,7 +215,14 @@ size_t data_bytes(const std::vector<SafetensorsTensor>& tensors, SafetensorsDtyp
 }  // namespace
 
 void check_converts(const ModelConfig& model, const std::string& model_path, bool hugging_face) {
-  if (!hugging_face || model.family != ModelFamily::llama) Stage::check_computes(model, model_path);
+  Stage::check_computes(model, model_path);
+  const ModelConfig gpt2 = gpt2_config(model.name, model.vocab_size, model.padded_vocab_size, model.max_seq_len,
+                                       model.num_layers, model.num_heads, model.channels);
+  if (!hugging_face && !(model == gpt2))
+    fail_input(model_path, "family",
+               "gpt2 with GPT-2's parts (llm.c's files hold GPT-2's tensors; a Llama converts with --import-hf and "
+               "--export-hf)",
+               describe_model(model));
 }
 
 std::string export_hf_model(const std::string& checkpoint_path, const ModelConfig& model, const std::string& dir,

@@ -27,10 +27,9 @@ struct HfExportOptions {
   size_t max_shard_bytes = 5'000'000'000;  // transformers' default, "5GB"
 };
 
-// What eth_convert requires of `model` (read from `model_path`) before converting: a Llama
-// converts to and from Hugging Face folders whatever ETH's stage computes (a checkpoint is
-// tensors by name); GPT-2's files, and every llm.c file, only what the stage computes
-// (Stage::check_computes). An InputError naming `model_path` otherwise.
+// What eth_convert requires of `model` (read from `model_path`) before converting: what the stage
+// computes (Stage::check_computes), and for llm.c's files (hugging_face false) GPT-2's parts,
+// which are all those files hold. An InputError naming `model_path` otherwise.
 void check_converts(const ModelConfig& model, const std::string& model_path, bool hugging_face);
 
 // eth_convert --export-hf: a checkpoint's parameters (any step, any plan) into the folder `dir`

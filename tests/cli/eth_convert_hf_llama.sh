@@ -70,7 +70,7 @@ bad config_disagrees hf_F32 "a config.json of another model" \
 model=$src/tests/cli/tiny-llama-tied.yaml w=$work/tiny-llama-tied
 bad config_rope hf_F32 "a config.json of another rope scaling" \
   "config_rope/config.json: rope_scaling.factor: expected 8.0 (the model, tiny-llama-tied), got 16.0"
-expect_one_error eth_convert "a Llama to llm.c's GPT-2 file" "tiny-llama-tied.yaml: norm: expected layernorm" -- \
+expect_one_error eth_convert "a Llama to llm.c's GPT-2 file" "tiny-llama-tied.yaml: family: expected gpt2 with GPT-2's parts" -- \
   timeout 60 "$build/app/eth_convert" --model "$model" --export-llmc "$w/init.h5" --out "$work/llmc.bin"
 [ ! -e "$work/llmc.bin" ] || check "a Llama to llm.c: nothing written" 1 "$(ls "$work/llmc.bin")"
 # The export options on GPT-2: --dtype bf16 imports back rounded; shards are refused (a GPT-2

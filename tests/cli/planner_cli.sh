@@ -91,12 +91,12 @@ sed 's/"rope_scaling": null/"rope_scaling": {"rope_type": "yarn", "factor": 4.0}
   "$src/inputs/models/hf/Llama-3-8B/config.json" >"$work/yarn/config.json"
 expect_one_error eth_plan "plan: a rope type ETH does not compute" "yarn/config.json" "rope_scaling.rope_type" \
   "\"yarn\"" -- plan --topology "$topology" --model "$work/yarn/config.json" --batch 8 --seq-len 16
-llama="$src/inputs/models/demo-llama.yaml"
-expect_one_error eth_profile "profile: the stage does not compute RMSNorm yet, from 2 ranks" "demo-llama.yaml" \
-  "norm: expected layernorm" "got rmsnorm" -- profile --model "$llama" --seq-len 16 --out "$work/bad.yaml"
-expect_one_error eth_train "train: the stage does not compute RMSNorm yet, from 4 ranks" "demo-llama.yaml" \
-  "norm: expected layernorm" -- timeout 120 mpirun -np 4 "$build/app/eth_train" --model "$llama" \
-  --topology "$topology" --plan "$work/plan.yaml" --train-data "$work/data.bin" --seq-len 16 --steps 1 \
-  --output-dir "$work/llama-run"
+llama="$src/inputs/models/tiny-llama-4l.yaml"
+profile --model "$llama" --seq-len 16 --device-type cpu-rank --micro-batches 1 --repetitions 1 \
+  --out "$work/llama-profile.yaml" >"$work/out" 2>&1 && grep -q "method: measured" "$work/llama-profile.yaml"
+check "profile: a Llama's stage measured, from 2 ranks" $? "$(tail -3 "$work/out")"
+timeout 120 mpirun -np 4 "$build/app/eth_train" --model "$llama" --topology "$topology" --plan "$work/plan.yaml" \
+  --train-data "$work/data.bin" --seq-len 16 --steps 1 --output-dir "$work/llama-run" >"$work/out" 2>&1
+check "train: a Llama on the plan's 4 ranks" $? "$(tail -3 "$work/out")"
 
 finish

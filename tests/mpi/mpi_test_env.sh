@@ -50,13 +50,14 @@ launch_mpi() {
   fi
 }
 
-# tiny_job STEPS: the 4-layer tiny model ($model), the test plans' folder ($plans), a shard
-# ($work/data.bin) and the options every run of the test shares ($common) for STEPS steps.
+# tiny_job STEPS: the 4-layer tiny model ($model: MODEL, default inputs/models/tiny-4l.yaml), the
+# test plans' folder ($plans), a shard ($work/data.bin) and the options every run of the test
+# shares ($common: lr LR, default 1e-2) for STEPS steps.
 tiny_job() {
-  model="$src/inputs/models/tiny-4l.yaml"
+  model="$src/${MODEL:-inputs/models/tiny-4l.yaml}"
   plans="$src/tests/mpi/plans"
   write_tiny_shard "$work/data.bin" 7
-  common=(--model "$model" --train-data "$work/data.bin" --seq-len 16 --steps "$1" --lr 1e-2 --warmup 1 --seed 42)
+  common=(--model "$model" --train-data "$work/data.bin" --seq-len 16 --steps "$1" --lr "${LR:-1e-2}" --warmup 1 --seed 42)
 }
 
 # run NAME RANKS ARGS...: eth_train with the caller's "${common[@]}" and ARGS, metrics in

@@ -8,6 +8,7 @@
 #   random_plans.sh BUILD_DIR SOURCE_DIR [COUNT] [SEED]
 #
 # Environment:
+#   MODEL (default inputs/models/tiny-4l.yaml): another 4-layer model (its Llama twin, tiny-llama-4l).
 #   ETH_NCCL=emulated: the plans whose moments are not sharded must sum on NCCL's emulation.
 #   MODES (default "cpu cpu-async"): the backend modes the plans take turns in, four plans each
 #     (plan i runs once, with ETH_BACKEND the (i / 4 mod n)-th of the n modes; random_plans.py
@@ -43,7 +44,7 @@ ref_seed=${RANDOM_PLANS_REF_SEED:-42}
 source "$src/tests/mpi/mpi_test_env.sh"
 # RANDOM_PLANS_KEEP=DIR: keep the plans, logs, metrics and parameters there (for debugging).
 [ -z "${RANDOM_PLANS_KEEP:-}" ] || trap 'rm -rf "$RANDOM_PLANS_KEEP"; cp -r "$work" "$RANDOM_PLANS_KEEP"; rm -rf "$work"' EXIT
-model="$src/inputs/models/tiny-4l.yaml"
+model="$src/${MODEL:-inputs/models/tiny-4l.yaml}"
 write_tiny_shard "$work/data.bin" 7
 common=(--model "$model" --train-data "$work/data.bin" --seq-len 16 --steps 3 --lr "$lr" --warmup 1
         --precision "${PRECISION:-fp32}")

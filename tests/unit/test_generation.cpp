@@ -26,9 +26,9 @@ namespace eth::test {
 namespace {
 
 struct TinyModel {
-  ModelConfig config = load_model_config("inputs/models/tiny.yaml");  // V 97, Vp 128, maxT 16, L 2, C 32
+  ModelConfig config;  // tiny.yaml: V 97, Vp 128, maxT 16, L 2, C 32
   std::vector<float> params;
-  TinyModel() {
+  explicit TinyModel(const char* path = "inputs/models/tiny.yaml") : config(load_model_config(path)) {
     const ParamLayout whole(config, {0, config.num_layers});
     params.resize(whole.size());
     init_parameters(config, whole, 11, params.data());
@@ -62,8 +62,9 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 // two layers and a 32-wide head: seen 9e-8 (the worst logit of 30 steps; recorded as the test's
 // worst_logit_difference property). A wrong cache
 // row, position offset or causal edge moves the logits by 1e-3 or more.
-void expect_cache_equals_full_recomputation(std::unique_ptr<kernels::Backend> backend) {
-  const TinyModel m;
+void expect_cache_equals_full_recomputation(std::unique_ptr<kernels::Backend> backend,
+                                            const char* model = "inputs/models/tiny.yaml") {
+  const TinyModel m(model);
   Generator generator(m.config, *backend, m.params.data());
   SamplingOptions greedy;
   greedy.temperature = 0;
@@ -94,6 +95,12 @@ void expect_cache_equals_full_recomputation(std::unique_ptr<kernels::Backend> ba
 
 TEST(Generation, CacheEqualsFullRecomputation) { expect_cache_equals_full_recomputation(kernels::make_cpu_backend()); }
 
+// A Llama (tiny-llama-4l: RMSNorm, rotary positions from the cache's offset, SwiGLU, a cache of
+// 2 K/V heads for 4 query heads, an untied head) under the same bound and argument.
+TEST(Generation, LlamaCacheEqualsFullRecomputation) {
+  expect_cache_equals_full_recomputation(kernels::make_cpu_backend(), "inputs/models/tiny-llama-4l.yaml");
+}
+
 // The same on the CUDA backend's kernels, in the kernel interpreter: attention_decode's GPU kernel
 // against the blocked training attention's, both interpreted.
 TEST(Generation, CacheEqualsFullRecomputationOnTheInterpretedGpuKernels) {
@@ -109,8 +116,8 @@ TEST(Generation, CacheEqualsFullRecomputationOnTheInterpretedGpuKernels) {
 // 0 here, over the logits of a 12-token prefill and 4 steps. Bound 1e-3 norm-wise, room for a
 // few such flips (each an ulp, 2^-8, of one activation); the fp32 generator, every rounding
 // point missing, is 5.5e-3 away, and the test checks that the bound tells the two apart.
-TEST(Generation, Bf16StoresTwoBytesAndFollowsTheBf16Forward) {
-  const TinyModel m;
+void expect_bf16_generator_follows_the_bf16_forward(const char* model) {
+  const TinyModel m(model);
   const std::unique_ptr<kernels::Backend> backend = kernels::make_twin_backend(kernels::make_cpu_backend(), kernels::Precision::bf16);
   const size_t bf16_bytes = Generator::device_bytes(m.config, kernels::ElementType::bf16);
   const ModelConfig gpt2 = load_model_config("inputs/models/gpt2-124m.yaml");
@@ -144,6 +151,15 @@ TEST(Generation, Bf16StoresTwoBytesAndFollowsTheBf16Forward) {
   std::printf("bf16 generator against the bf16 forward: %.3g; the fp32 generator against it: %.3g\n", worst, worst32);
   EXPECT_LE(worst, 1e-3);
   EXPECT_GT(worst32, 1e-3) << "the bound must tell the bf16 path from the fp32 one";
+}
+
+TEST(Generation, Bf16StoresTwoBytesAndFollowsTheBf16Forward) {
+  expect_bf16_generator_follows_the_bf16_forward("inputs/models/tiny.yaml");
+}
+
+// The same for a Llama (RMSNorm, rotary, SwiGLU and a GQA cache on the bf16 twin).
+TEST(Generation, LlamaBf16StoresTwoBytesAndFollowsTheBf16Forward) {
+  expect_bf16_generator_follows_the_bf16_forward("inputs/models/tiny-llama-4l.yaml");
 }
 
 TEST(Generation, SameSeedSameText) {
