@@ -78,8 +78,10 @@ Stage::ActivationFootprint Stage::activation_footprint(const ModelConfig& config
   const size_t C = static_cast<size_t>(config.channels);
   const size_t e = kernels::element_bytes(storage);
   const bool last = layers.end == config.num_layers;
-  // The last stage's logits (storage type), per-sample losses (B floats) and loss sum (a double).
-  const size_t head = last ? BT * static_cast<size_t>(config.padded_vocab_size) * e + 4 * B + 8 : 0;
+  // The last stage's logits of a chunk (storage type), per-sample losses (B floats) and loss sum
+  // (a double).
+  const size_t chunk = static_cast<size_t>(head_samples(config, B)) * T;
+  const size_t head = last ? chunk * static_cast<size_t>(config.padded_vocab_size) * e + 4 * B + 8 : 0;
   const ActLayout acts = act_layout(config, layers, B, T, attention, storage, recompute);
   // branch and dresidual (C each), dbtc (C or NH hs), dqkv, dfch, SwiGLU's dfch_act, the head's,
   // the shared recomputed set, the rotary table
@@ -101,6 +103,7 @@ Stage::Stage(const ModelConfig& config, LayerRange layers, int B, int T, int slo
       backend_(backend),
       storage_(backend.storage()),
       recompute_(recompute),
+      head_samples_(head_samples(config, B)),
       acts_(act_layout(config, layers, B, T, backend.attention_path(T), storage_, recompute)) {
   assert(B > 0 && T > 0 && T <= config.max_seq_len && slots > 0);
   const size_t BT = static_cast<size_t>(B) * T;
@@ -127,7 +130,7 @@ Stage::Stage(const ModelConfig& config, LayerRange layers, int B, int T, int slo
     targets_ = kernels::DeviceBuffer<int32_t>(backend, BT);
     targets_upload_ = kernels::DeviceBuffer<int32_t>(backend, BT, kernels::Memory::pinned);
     targets_uploaded_ = kernels::Event(backend);
-    logits_ = kernels::DeviceBuffer<std::byte>(backend, BT * Vp * e);
+    logits_ = kernels::DeviceBuffer<std::byte>(backend, static_cast<size_t>(head_samples_) * T * Vp * e);
     sample_losses_ = kernels::DeviceBuffer<float>(backend, static_cast<size_t>(B));
     loss_sum_ = kernels::DeviceBuffer<double>(backend, 1);
     const double zero = 0.0;
@@ -293,18 +296,35 @@ void Stage::layers_forward(int slot) {
   }
 }
 
+int Stage::head_samples(const ModelConfig& config, int B) {
+  const size_t kept = layer_widths(config).kept(static_cast<size_t>(config.channels));
+  const size_t fit = static_cast<size_t>(B) * kept / static_cast<size_t>(config.padded_vocab_size);
+  return static_cast<int>(std::clamp<size_t>(fit, 1, static_cast<size_t>(B)));
+}
+
 void Stage::loss(int slot, const int32_t* host_targets, float grad_scale, int counted_rows) {
   assert(layout_.has_head());
-  const int B = rows_[slot], T = T_, C = config_.channels;
+  const int B = rows_[slot], T = T_, C = config_.channels, Vp = config_.padded_vocab_size;
   const int N = B * T;
   targets_uploaded_.wait();  // the previous upload has read the pinned buffer
   std::copy(host_targets, host_targets + N, targets_upload_.data());
   backend_.copy_to_device_async(targets_.data(), targets_upload_.data(), sizeof(int32_t) * N);
   targets_uploaded_.record();
-  backend_.matmul_forward(scratch(logits_), at(slot, acts_.lnf), weights() + layout_.head_wte(), nullptr,
-                          N, C, config_.padded_vocab_size);
-  backend_.crossentropy_forward_backward(sample_losses_.data(), scratch(logits_), targets_.data(), B, T,
-                                         config_.vocab_size, config_.padded_vocab_size, grad_scale);
+  // The head in chunks of whole samples (head_samples): each chunk's logits, its losses and, when
+  // training, its dlogits taken at once through the head's matmul into dW and the rows of dlnf
+  // (dbtc), which backward(slot) starts from.
+  const kernels::ConstTensor head = weights() + layout_.head_wte();
+  for (int b0 = 0; b0 < B; b0 += head_samples_) {
+    const int samples = std::min(head_samples_, B - b0), rows = samples * T;
+    const size_t row0 = static_cast<size_t>(b0) * T;
+    const kernels::ConstTensor lnf = at(slot, acts_.lnf) + row0 * C;
+    backend_.matmul_forward(scratch(logits_), lnf, head, nullptr, rows, C, Vp);
+    backend_.crossentropy_forward_backward(sample_losses_.data() + b0, scratch(logits_), targets_.data() + row0,
+                                           samples, T, config_.vocab_size, Vp, grad_scale);
+    if (grad_scale != 0)
+      backend_.matmul_backward(scratch(dbtc_) + row0 * C, grads_.data() + layout_.head_wte(), nullptr,
+                               scratch(logits_), lnf, head, rows, C, Vp);
+  }
   const int counted = counted_rows < 0 ? B : std::min(counted_rows, B);
   if (counted > 0) backend_.accumulate_sum(loss_sum_.data(), sample_losses_.data(), static_cast<size_t>(counted));
 }
@@ -340,9 +360,7 @@ void Stage::backward(int slot, kernels::ConstTensor doutput, const std::function
     shared_holds_ = slot;
   }
   if (layout_.has_head()) {
-    // logits holds dlogits, left by loss(slot, targets, true).
-    backend_.matmul_backward(scratch(dbtc_), g + layout_.head_wte(), nullptr, scratch(logits_),
-                             at(slot, acts_.lnf), p + layout_.head_wte(), N, C, config_.padded_vocab_size);
+    // dbtc holds dlnf, and the head's dW is complete: loss(slot, targets, scale) took them.
     backend_.fill_zero(dres, BTC);
     norm.backward(dres, g + layout_.lnf_w(), bias_grad(g, layout_.lnf_b()), scratch(dbtc_), output(slot),
                   p + layout_.lnf_w(), final_norm(slot), N);

@@ -14,7 +14,10 @@
 // smaller last micro-batch), which then use the first rows of every buffer; loss(slot) and
 // backward(slot) use the rows of that slot's forward. The last stage has one logits buffer (and,
 // under full recomputation, one final norm output): loss(slot) must directly follow
-// forward(slot), and backward(slot) directly follow loss(slot), as in every 1F1B schedule.
+// forward(slot), and backward(slot) directly follow loss(slot), as in every 1F1B schedule. The
+// logits are never held whole where they would pass a layer's activations (a 128k vocabulary):
+// loss() runs the head in chunks of head_samples() samples, each chunk's logits, losses and
+// gradients (dW of the head, the rows of dlnf that backward starts from) at once.
 //
 // Parameter gradients accumulate over micro-batches as sums over samples; the caller scales by
 // 1/global_batch (see the optimizer), so any split of the batch computes the same step.
@@ -30,6 +33,7 @@
 #pragma once
 
 #include <array>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -93,7 +97,15 @@ class Stage {
   void loss(int slot, const int32_t* host_targets /* (B, T) */, float grad_scale, int counted_rows = -1);
   // The loss sum since the last call (waits for the stream), and resets it to zero.
   double take_loss_sum();
-  kernels::ConstTensor logits() const { return {logits_.data(), storage_}; }  // (B, T, Vp), after loss(.., false)
+  // (B, T, Vp) after loss(.., 0), where the head ran in one chunk (head_samples(config, B) == B:
+  // models whose vocabulary is small beside a layer, as the tests' are).
+  kernels::ConstTensor logits() const {
+    assert(head_samples_ == B_);
+    return {logits_.data(), storage_};
+  }
+  // Samples per chunk of the head at micro-batch B: the most whose logits (s T Vp) are no larger
+  // than one layer's activations (B T, times LayerWidths::kept), at least 1.
+  static int head_samples(const ModelConfig& config, int B);
 
   // on_unit_done(u), when given, is called as soon as the gradients of model unit u (see
   // lib/plan/grad_blocks.hpp) and of wte (on the head: before unit L+1; on the embedding: with
@@ -178,6 +190,7 @@ class Stage {
   kernels::Backend& backend_;
   kernels::ElementType storage_;
   Recompute recompute_;
+  int head_samples_;  // head_samples(config_, B_)
   ActLayout acts_;
   int shared_holds_ = -1;  // full: the slot whose forward the shared set holds; -1 none
 
@@ -190,7 +203,7 @@ class Stage {
   kernels::DeviceBuffer<std::byte> shared_;       // (shared_size): recomputed activations
   kernels::DeviceBuffer<int32_t> tokens_;       // (slots, B, T) first stage, for encoder backward
   kernels::DeviceBuffer<int32_t> targets_;      // (B, T) last stage
-  kernels::DeviceBuffer<std::byte> logits_;     // (B, T, Vp) last stage; becomes dlogits
+  kernels::DeviceBuffer<std::byte> logits_;     // (head_samples_, T, Vp) last stage; becomes dlogits
   kernels::DeviceBuffer<float> sample_losses_;  // (B)
   kernels::DeviceBuffer<double> loss_sum_;      // (1) last stage
 

@@ -122,7 +122,8 @@ void expect_modes_equal_none(kernels::Backend& backend, const std::string& model
 
 TEST(Recompute, SelectiveAndFullEqualNoneBitForBit) {
   for (auto make : {kernels::make_cpu_backend, kernels::make_async_cpu_backend})
-    expect_modes_equal_none(*make(0), "inputs/models/tiny-4l.yaml");
+    for (const char* model : {"inputs/models/tiny-4l.yaml", "inputs/models/tiny-llama-4l.yaml"})
+      expect_modes_equal_none(*make(0), model);
 }
 
 #ifdef ETH_HAVE_SIMT_INTERPRETER
@@ -138,9 +139,10 @@ TEST(Recompute, SelectiveAndFullEqualNoneBitForBitOnTheBf16Kernels) {
 
 // What a stage allocates through the backend is what activation_footprint says (the memory
 // models build on it): parameters and gradients, the slots, the scratch, and the int32 token
-// ids (per slot on the first stage) and targets (last stage).
-TEST(Recompute, StageAllocatesItsFootprint) {
-  const ModelConfig config = load_model_config("inputs/models/tiny-4l.yaml");
+// ids (per slot on the first stage) and targets (last stage). For GPT-2, a Llama (RMSNorm keeps
+// no means; rotary positions a table of inverse frequencies; SwiGLU a scratch of its own), and a
+// Llama whose vocabulary makes the head run in chunks (its logits buffer a chunk's).
+void expect_stage_allocates_its_footprint(const ModelConfig& config) {
   auto backend = kernels::make_cpu_backend();
   const int B = 2, T = 8, slots = 3;
   const size_t BT = static_cast<size_t>(B) * T;
@@ -163,6 +165,15 @@ TEST(Recompute, StageAllocatesItsFootprint) {
   }
   EXPECT_EQ(backend->allocated_bytes(), 0u);
   EXPECT_GT(backend->peak_allocated_bytes(), 0u);
+}
+
+TEST(Recompute, StageAllocatesItsFootprint) {
+  ModelConfig chunked = load_model_config("inputs/models/tiny-llama-4l.yaml");
+  chunked.padded_vocab_size = 2048;
+  ASSERT_LT(Stage::head_samples(chunked, 2), 2);
+  for (const ModelConfig& config : {load_model_config("inputs/models/tiny-4l.yaml"),
+                                    load_model_config("inputs/models/tiny-llama-4l.yaml"), chunked})
+    expect_stage_allocates_its_footprint(config);
 }
 
 // The same on the bf16 paths: activations, scratch and logits stored in two bytes (the layernorm
