@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "lib/io/gpt2_bpe.hpp"
+
 namespace eth {
 
 class PieceEncoder {
@@ -30,9 +32,16 @@ class CorpusTokenizer {
   virtual std::unique_ptr<PieceEncoder> encoder() const = 0;
 };
 
-// The tokenizer at `path`: a file named *.json is a Hugging Face tokenizer.json
-// (lib/io/hf_tokenizer.hpp); anything else is a folder with GPT-2's encoder.json and vocab.bpe
+// The tokenizer.json that `path` names: the path itself when it ends in .json, or the folder's
+// tokenizer.json when the folder holds one; "" for anything else (GPT-2's folder, encoder.json
+// and vocab.bpe).
+std::string tokenizer_json_path(const std::string& path);
+
+// The tokenizer at `path`: a Hugging Face tokenizer.json (tokenizer_json_path,
+// lib/io/hf_tokenizer.hpp), or else a folder with GPT-2's encoder.json and vocab.bpe
 // (lib/io/gpt2_bpe.hpp). An InputError names the file and what is wrong or not implemented.
 std::unique_ptr<CorpusTokenizer> open_corpus_tokenizer(const std::string& path);
+// GPT-2's built-in BPE over `bpe`'s files.
+std::unique_ptr<CorpusTokenizer> gpt2_corpus_tokenizer(Gpt2Bpe bpe);
 
 }  // namespace eth

@@ -124,8 +124,9 @@ class SentencePieceTokenizer final : public HfCorpusTokenizer {
 
 }  // namespace
 
-std::unique_ptr<CorpusTokenizer> open_hf_tokenizer(const std::string& path) {
-  HfTokenizer t = read_hf_tokenizer(path);
+std::unique_ptr<CorpusTokenizer> open_hf_tokenizer(const std::string& path) { return hf_corpus_tokenizer(read_hf_tokenizer(path)); }
+
+std::unique_ptr<CorpusTokenizer> hf_corpus_tokenizer(HfTokenizer t) {
   if (t.kind == HfTokenizer::Kind::kSentencePiece) return std::make_unique<SentencePieceTokenizer>(std::move(t));
   return std::make_unique<ByteLevelTokenizer>(std::move(t));
 }

@@ -211,11 +211,13 @@ class Reader {
   void read_begin_of_text(const json& root, const std::unordered_map<std::string, uint32_t>& added, HfTokenizer& t) const {
     if (const auto id = template_bos(root.value("post_processor", json()))) {
       t.begin_of_text = *id;
+      t.prompt_begins = true;
       return;
     }
     for (const char* name : {"<|begin_of_text|>", "<s>", "<|endoftext|>"}) {
       if (added.count(name)) {
         t.begin_of_text = added.at(name);
+        t.prompt_begins = std::string_view(name) != "<|endoftext|>";
         return;
       }
     }
@@ -246,7 +248,8 @@ HfTokenizer read_hf_tokenizer(const std::string& path) {
     reader.read_pre_tokenizer(root, t);
     reader.read_model(root, t);
     reader.read_byte_tokens(root["model"], t);
-    reader.read_begin_of_text(root, reader.read_added_tokens(root, t), t);
+    t.specials = reader.read_added_tokens(root, t);
+    reader.read_begin_of_text(root, t.specials, t);
     if (t.begin_of_text >= t.vocab_size)
       fail_input(path, "post_processor (beginning-of-text token)", "an id below the vocabulary's " + std::to_string(t.vocab_size),
                  std::to_string(t.begin_of_text));

@@ -43,6 +43,11 @@ struct HfTokenizer {
   BpeMerges merges;
   uint32_t byte_ids[256] = {};  // byte b's token: its stand-in (byte-level) or <0xNN> (SentencePiece)
   uint32_t begin_of_text = 0;
+  // eth_sample's prompts start with begin_of_text: the post-processor puts it first, or it is a
+  // beginning-of-text token by name (<|begin_of_text|>, <s>: Llama 3's first tokenizer.json has
+  // a ByteLevel post-processor, yet the model saw it first in training), not GPT-2's <|endoftext|>.
+  bool prompt_begins = false;
+  std::unordered_map<std::string, uint32_t> specials;  // added_tokens: content -> id
   uint64_t vocab_size = 0;      // 1 + the largest id of model.vocab and added_tokens
 };
 
@@ -51,5 +56,6 @@ HfTokenizer read_hf_tokenizer(const std::string& path);
 
 // The tokenizer of `path` for eth_tokenize (hf_encoders.cpp).
 std::unique_ptr<CorpusTokenizer> open_hf_tokenizer(const std::string& path);
+std::unique_ptr<CorpusTokenizer> hf_corpus_tokenizer(HfTokenizer tokenizer);
 
 }  // namespace eth

@@ -1,6 +1,8 @@
-// Text in, text out around the token loop (lib/model/generate.hpp): a prompt in GPT-2's BPE,
-// cut from the left to the model's context, and the new tokens decoded as they come, whole
-// UTF-8 characters only (bytes that split one are held back until the next token completes it).
+// Text in, text out around the token loop (lib/model/generate.hpp): a prompt in the model's
+// tokenizer (lib/io/text_tokenizer.hpp), cut from the left to the model's context, and the new
+// tokens decoded as they come, whole UTF-8 characters only (bytes that split one are held back
+// until the next token completes it; an invalid sequence becomes U+FFFD), until the tokenizer's
+// end token or the token count.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/io/gpt2_bpe.hpp"
+#include "lib/io/text_tokenizer.hpp"
 #include "lib/model/generator.hpp"
 #include "lib/model/sampling.hpp"
 
@@ -20,14 +22,18 @@ struct PromptTokens {
 };
 
 // The tokens of `text` (invalid UTF-8 repaired as eth_tokenize does); an empty text stands for
-// GPT-2's <|endoftext|>, the start of a document. An InputError naming `option` when a token is
-// not below the model's vocab_size (a model of its own vocabulary, not GPT-2's).
-PromptTokens encode_prompt(const Gpt2Bpe& bpe, std::string text, const ModelConfig& model, const std::string& option);
+// the beginning-of-text token (GPT-2's <|endoftext|>), the start of a document. An InputError
+// naming `option` when a token is not below the model's vocab_size (a model of another
+// vocabulary than the tokenizer's).
+PromptTokens encode_prompt(const TextTokenizer& tokenizer, std::string text, const ModelConfig& model,
+                           const std::string& option);
 
-// Generates `new_tokens` tokens after `prompt` and returns their text; on_text, when given,
-// receives it piece by piece as it completes. Ids past GPT-2's vocabulary decode to nothing.
-std::string generate_text(Generator& generator, const Gpt2Bpe& bpe, const std::vector<int32_t>& prompt,
+// Generates up to `new_tokens` tokens after `prompt`, stopping after an end token of the
+// tokenizer, and returns their text; on_text, when given, receives it piece by piece as it
+// completes, and on_token each token. Ids past the tokenizer's vocabulary decode to nothing.
+std::string generate_text(Generator& generator, const TextTokenizer& tokenizer, const std::vector<int32_t>& prompt,
                           int new_tokens, const SamplingOptions& sampling,
-                          const std::function<void(const std::string&)>& on_text = {});
+                          const std::function<void(const std::string&)>& on_text = {},
+                          const std::function<void(int32_t)>& on_token = {});
 
 }  // namespace eth

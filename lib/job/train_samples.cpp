@@ -17,8 +17,8 @@ TrainSamples::TrainSamples(const TrainOptions& o, const ModelConfig& model, int 
   if (o.sample_every == 0) return;
   agreed([&] {
     if (rank != 0) return;
-    bpe_.emplace(o.tokenizer_dir);
-    const PromptTokens prompt = encode_prompt(*bpe_, o.sample_prompt, model, "--sample-prompt");
+    tokenizer_.emplace(o.tokenizer_dir);
+    const PromptTokens prompt = encode_prompt(*tokenizer_, o.sample_prompt, model, "--sample-prompt");
     prompt_ = prompt.tokens;
     // The context must leave room for at least one new token without a restart.
     if (prompt.dropped > 0 || static_cast<int>(prompt_.size()) >= model.max_seq_len)
@@ -56,7 +56,7 @@ void TrainSamples::sample(int step, RankRuntime& runtime, kernels::Backend& back
     Generator generator(model_, backend, whole.data());
     SamplingOptions sampling;
     sampling.seed = kSeed;
-    text = generate_text(generator, *bpe_, prompt_, options_.sample_tokens, sampling);
+    text = generate_text(generator, *tokenizer_, prompt_, options_.sample_tokens, sampling);
   }  // the generator's device memory goes back before the next step
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   log << strprintf("step %5d | sample (%d tokens, %.0f ms): %s%s\n", step + 1, options_.sample_tokens, ms,

