@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One rank's GPT-2 training step: ETH's CPU backend against OpenBLAS sgemm (same process) and
+# One rank's training step (GPT-2 by default; MODEL a Hugging Face config.json for a Llama): ETH's CPU backend against OpenBLAS sgemm (same process) and
 # against Debian's PyTorch (same config, same thread count), run in interleaved rounds because
 # the machine is shared and noisy. Writes bench/results/train_step.json; docs/results.md quotes it.
 #

@@ -1,9 +1,12 @@
 #!/usr/bin/python3
-"""The PyTorch twin of bench_train_step: the same GPT-2 step, timed the same way.
+"""The PyTorch twin of bench_train_step: the same GPT-2 or Llama step, timed the same way.
 
 Run with Debian's /usr/bin/python3 (python3-torch 1.13). Same config as the C++ benchmark:
 layers, heads, channels, B, T, padded vocabulary Vp with the loss over the first V logits,
-tied LM head, tanh GELU, float32, AdamW (betas 0.9/0.95, eps 1e-8, weight decay 0.1 on matrices
+tied LM head, tanh GELU (GPT-2; a model YAML) or transformers' LlamaForCausalLM (a Hugging Face
+config.json: RMSNorm, rotary positions in the rotate-half layout with Llama 3's scaling where the
+config has it, grouped-query attention by repeat_kv, SwiGLU, the head tied or not, Vp padded to
+a multiple of 128 as ETH pads it), float32, AdamW (betas 0.9/0.95, eps 1e-8, weight decay 0.1 on matrices
 and embeddings only), global-norm clipping at 1.0. A step is what a PyTorch user writes:
 zero_grad, forward, loss, backward, clip_grad_norm_, optimizer.step, plus loss.item() (ours reads
 the loss and the norm back too). Repeats are blocks of timed steps, each followed by a timing of
@@ -20,6 +23,15 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+
+def read_hf_config(path):
+    """A Hugging Face LlamaForCausalLM config.json, with ETH's padded vocabulary (a multiple of 128)."""
+    with open(path) as f:
+        c = json.load(f)
+    c["padded_vocab_size"] = (c["vocab_size"] + 127) // 128 * 128
+    c.setdefault("head_dim", c["hidden_size"] // c["num_attention_heads"])
+    return c
 
 
 def read_model_yaml(path):
@@ -60,6 +72,92 @@ class Block(nn.Module):
         return x + self.fcproj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
 
 
+class RMSNorm(nn.Module):
+    def __init__(self, C, eps):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(C))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotary_inverse_frequencies(c):
+    """transformers' default and llama3 rope types (rope_scaling or rope_parameters)."""
+    hs = c["head_dim"]
+    inv_freq = 1.0 / c.get("rope_theta", 10000.0) ** (torch.arange(0, hs, 2, dtype=torch.float64) / hs)
+    s = c.get("rope_scaling") or c.get("rope_parameters") or {}
+    if s.get("rope_type", s.get("type")) == "llama3":
+        factor, low, high, old = s["factor"], s["low_freq_factor"], s["high_freq_factor"], s["original_max_position_embeddings"]
+        wavelen = 2 * math.pi / inv_freq
+        scaled = torch.where(wavelen > old / low, inv_freq / factor, inv_freq)
+        smooth = (old / wavelen - low) / (high - low)
+        medium = (wavelen >= old / high) & (wavelen <= old / low)
+        inv_freq = torch.where(medium, (1 - smooth) * scaled / factor + smooth * scaled, scaled)
+    return inv_freq.float()
+
+
+def rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, c, T):
+        super().__init__()
+        C, self.NH, self.NKV, self.hs = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+        FC, bias, mlp_bias = c["intermediate_size"], c.get("attention_bias", False), c.get("mlp_bias", False)
+        self.ln1 = RMSNorm(C, c["rms_norm_eps"])
+        self.qkv = nn.Linear(C, (self.NH + 2 * self.NKV) * self.hs, bias=bias)  # q, k, v side by side
+        self.attproj = nn.Linear(self.NH * self.hs, C, bias=bias)
+        self.ln2 = RMSNorm(C, c["rms_norm_eps"])
+        self.fc = nn.Linear(C, 2 * FC, bias=mlp_bias)  # gate, then up
+        self.fcproj = nn.Linear(FC, C, bias=mlp_bias)
+        angle = torch.arange(T, dtype=torch.float32)[:, None] * rotary_inverse_frequencies(c)[None, :]
+        emb = torch.cat((angle, angle), dim=-1)  # (T, hs)
+        self.register_buffer("cos", emb.cos())
+        self.register_buffer("sin", emb.sin())
+        self.register_buffer("causal", torch.tril(torch.ones(T, T, dtype=torch.bool)))
+
+    def forward(self, x):
+        B, T, _ = x.shape
+        NH, NKV, hs = self.NH, self.NKV, self.hs
+        q, k, v = self.qkv(self.ln1(x)).split((NH * hs, NKV * hs, NKV * hs), dim=2)
+        q = q.view(B, T, NH, hs).transpose(1, 2)  # (B, NH, T, hs)
+        k = k.view(B, T, NKV, hs).transpose(1, 2)
+        v = v.view(B, T, NKV, hs).transpose(1, 2)
+        cos, sin = self.cos[:T], self.sin[:T]
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        k, v = k.repeat_interleave(NH // NKV, dim=1), v.repeat_interleave(NH // NKV, dim=1)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B, NH, T, T): torch 1.13 has no SDPA
+        att = att.masked_fill(~self.causal[:T, :T], float("-inf")).softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, NH * hs)
+        x = x + self.attproj(y)
+        gate, up = self.fc(self.ln2(x)).chunk(2, dim=2)
+        return x + self.fcproj(F.silu(gate) * up)
+
+
+class Llama(nn.Module):
+    def __init__(self, c, L, T):
+        super().__init__()
+        self.V, Vp, C = c["vocab_size"], c["padded_vocab_size"], c["hidden_size"]
+        self.wte = nn.Embedding(Vp, C)
+        self.blocks = nn.ModuleList(LlamaBlock(c, T) for _ in range(L))
+        self.lnf = RMSNorm(C, c["rms_norm_eps"])
+        self.head = None if c.get("tie_word_embeddings", False) else nn.Linear(C, Vp, bias=False)
+        for name, p in self.named_parameters():
+            if p.dim() >= 2:
+                std = 0.02 / math.sqrt(2 * L) if name.endswith(("attproj.weight", "fcproj.weight")) else 0.02
+                nn.init.normal_(p, 0.0, std)
+
+    def forward(self, idx, targets):
+        x = self.wte(idx)
+        for block in self.blocks:
+            x = block(x)
+        logits = F.linear(self.lnf(x), self.wte.weight if self.head is None else self.head.weight)  # (B, T, Vp)
+        return F.cross_entropy(logits[..., : self.V].reshape(-1, self.V), targets.reshape(-1))
+
+
 class GPT(nn.Module):
     def __init__(self, V, Vp, maxT, L, NH, C, T):
         super().__init__()
@@ -98,11 +196,17 @@ def main():
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    m = read_model_yaml(args.model)
-    L = args.layers or m["num_layers"]
-    V, Vp, C, NH = m["vocab_size"], m["padded_vocab_size"], m["channels"], m["num_heads"]
     B, T = args.batch, args.seq_len
-    model = GPT(V, Vp, m["max_seq_len"], L, NH, C, T)
+    if args.model.endswith(".json"):
+        m = read_hf_config(args.model)
+        L = args.layers or m["num_hidden_layers"]
+        V, Vp, C, NH = m["vocab_size"], m["padded_vocab_size"], m["hidden_size"], m["num_attention_heads"]
+        model = Llama(m, L, T)
+    else:
+        m = read_model_yaml(args.model)
+        L = args.layers or m["num_layers"]
+        V, Vp, C, NH = m["vocab_size"], m["padded_vocab_size"], m["channels"], m["num_heads"]
+        model = GPT(V, Vp, m["max_seq_len"], L, NH, C, T)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
