@@ -64,6 +64,14 @@ std::vector<std::pair<const char*, int>> model_dimensions(const ModelConfig& m) 
           {"num_layers", m.num_layers},   {"num_heads", m.num_heads},                 {"channels", m.channels}};
 }
 
+// The model's parts beyond its dimensions (family, norm, positions, MLP, K/V heads, biases, the
+// head), so that a checkpoint of one family never loads into another whose tensors happen to share
+// names and shapes. Files written before the Llama family hold GPT-2's.
+constexpr const char* kModelParts = "model_parts";
+std::string model_parts(const ModelConfig& m) {
+  return describe_model(m) + (m.attention_bias ? ", attention biases" : "") + (m.mlp_bias ? ", MLP biases" : "");
+}
+
 void write_attribute(hid_t file, const char* name, hid_t type, const void* value) {
   const hid_t space = H5_CHECK(H5Screate(H5S_SCALAR));
   const hid_t attr = H5_CHECK(H5Acreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT));
@@ -150,6 +158,7 @@ CheckpointWriter::CheckpointWriter(const std::string& path, const ModelConfig& m
     write_attribute(file_, "skipped_steps", H5T_NATIVE_INT64, &header.loss_scale->skipped);
   }
   for (const auto& [name, value] : model_dimensions(model)) write_attribute(file_, name, H5T_NATIVE_INT, &value);
+  write_string_attribute(file_, kModelParts, model_parts(model));
   const ParamLayout whole(model, {0, model.num_layers});
   for (CheckpointGroup g : kGroups) {
     H5_CHECK(H5Gclose(H5_CHECK(H5Gcreate2(file_, group_path(g), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT))));
@@ -218,6 +227,14 @@ CheckpointReader::CheckpointReader(const std::string& path, const ModelConfig& m
       if (stored != value)
         fail_input(path, name, strprintf("%d, as in the model of --model (%s)", value, model.name.c_str()), std::to_string(stored));
     }
+    const std::string parts =
+        H5Aexists(file_, kModelParts) > 0
+            ? read_string_attribute(file_, path, kModelParts)
+            : model_parts(gpt2_config(model.name, model.vocab_size, model.padded_vocab_size, model.max_seq_len,
+                                      model.num_layers, model.num_heads, model.channels));
+    if (parts != model_parts(model))
+      fail_input(path, kModelParts, "'" + model_parts(model) + "', as in the model of --model (" + model.name + ")",
+                 "'" + parts + "'");
     header_.step = read_attribute<int>(file_, path, "step", H5T_NATIVE_INT);
     header_.global_batch = read_attribute<int>(file_, path, "global_batch", H5T_NATIVE_INT);
     header_.seed = read_attribute<uint64_t>(file_, path, "seed", H5T_NATIVE_UINT64);
