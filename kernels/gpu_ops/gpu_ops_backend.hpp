@@ -171,11 +171,10 @@ class GpuOpsBackend : public Base {
   // Decoding has an fp32 kernel only (generation is not where the step's time goes).
   void attention_decode(Tensor out, Tensor k_cache, Tensor v_cache, ConstTensor qkv_new, int B, int Tn, int T0,
                         int Tmax, AttentionHeads heads) override {
-    multi_head_only(heads);
     if (out.type() != ElementType::f32)
       return fallback().attention_decode(out, k_cache, v_cache, qkv_new, B, Tn, T0, Tmax, heads);
     gpu_ops::attention_decode(launch(), out.as_f32(), k_cache.as_f32(), v_cache.as_f32(), qkv_new.as_f32(), B, Tn, T0,
-                              Tmax, heads.NH * heads.hs, heads.NH);
+                              Tmax, heads);
   }
   void gelu_forward(Tensor out, ConstTensor inp, size_t n) override {
     on_any_element(out, [&](auto e) {
@@ -301,12 +300,6 @@ class GpuOpsBackend : public Base {
   static void on_any_element(const T& t, F&& f) {
     if (t.type() == ElementType::f32) return f(float{});
     on_16bit_element(t, std::forward<F>(f));
-  }
-  // The decoding kernel takes one K/V head per query head so far.
-  static void multi_head_only(AttentionHeads heads) {
-    if (heads.NKV != heads.NH)
-      throw std::logic_error("the GPU decoding attention kernel takes as many K/V heads as query heads (got " +
-                             std::to_string(heads.NKV) + " for " + std::to_string(heads.NH) + ")");
   }
   // Whether the flash kernels take 16-bit attention at head size hs: the sizes they are compiled
   // for, on a device with their matrix instructions.

@@ -81,7 +81,7 @@ void attention_backward(Launch& launch, float* dqkv, const float* dout, const fl
 // attention_decode.hpp
 template <class Launch>
 void attention_decode(Launch& launch, float* out, float* k_cache, float* v_cache, const float* qkv_new, int B, int Tn,
-                      int T0, int Tmax, int C, int NH);
+                      int T0, int Tmax, AttentionHeads heads);
 
 // flash_attention_bf16.hpp (E = bf16 or fp16; mma.sync: compute capability 8.0 and later)
 template <class Launch, class E>
