@@ -319,6 +319,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GpuFlash16Interpreted,
                                            // grouped-query: 2 query heads per K/V head (dK/dV's
                                            // steps run on from one head to the next: 3 + 3 at
                                            // hs 64 and T 130), and one K/V head for all
+                                           Shape{1, 37, 256, 4, 2},    // hs 64: dQ in one step
                                            Shape{2, 130, 256, 4, 2},   // hs 64
                                            Shape{1, 70, 256, 4, 1},    // hs 64
                                            Shape{1, 70, 512, 4, 2}),   // hs 128: steps 3 + 3
