@@ -254,10 +254,11 @@ int main(int argc, char** argv) {
   const Buffer<bf16> qkv(size_t(n) * 3 * C, 0.01f), out(size_t(n) * C, 0.02f), dout(size_t(n) * C, 0.03f);
   const Buffer<float> lse(size_t(b) * NH * T, 0.1f);
   const Buffer<bf16> dqkv(size_t(n) * 3 * C), residual(size_t(n) * C), normed(size_t(n) * C);
+  const eth::kernels::AttentionHeads heads = eth::kernels::AttentionHeads::multi_head(C, NH);
   eth::kernels::gpu_ops::attention_forward16<eth::kernels::emulated::HostLaunch, bf16>(launch, out.data(), lse.data(),
-                                                                                        qkv.data(), b, T, C, NH);
+                                                                                        qkv.data(), b, T, heads);
   eth::kernels::gpu_ops::attention_backward16<eth::kernels::emulated::HostLaunch, bf16>(
-      launch, dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), b, T, C, NH);
+      launch, dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), b, T, heads);
   ran(L);
 
   const Buffer<bf16> inp(size_t(n) * C, 0.05f), weight(C, 0.1f), dinp(size_t(n) * C);

@@ -5,6 +5,8 @@ Each mutation edits one attention kernel in place (a barrier deleted, or a prefe
 the tile the warps are reading), rebuilds the interpreted test of that family, runs it, and
 restores the file; it prints the tests that failed and the first line of the launch's report.
 A mutation no test catches is a hole in the detector or in the tests' shapes: the script exits 1.
+So is one that no grouped-query test catches (a shape with fewer K/V heads than query heads,
+whose dK/dV blocks run on from one query head to the next): each must be caught there too.
 
   python3 scripts/race_mutations.py [--build build] [--only TEXT]   (about a minute per mutation here)
 """
@@ -60,7 +62,7 @@ MUTATIONS = [
      "stage_rows<H, E>(t, s.v, w0 - j0, dv, 1.f);\n    t.sync();\n", "stage_rows<H, E>(t, s.v, w0 - j0, dv, 1.f);\n", 0,
      FLASH_TEST),
     ("flash dK/dV: the prefetch of Q, dO, lse and D into the tile being read", FLASH,
-     "load_queries(t, s, 1 - buffer, at, r0 + kStep)", "load_queries(t, s, buffer, at, r0 + kStep)", 0, FLASH_TEST),
+     "load_queries(t, s, 1 - buffer, b, ", "load_queries(t, s, buffer, b, ", 0, FLASH_TEST),
     ("flash dQ: the loop's barrier deleted", FLASH,
      "      t.sync();  // this step's keys have landed, and every warp is done with the last step's\n", "", 0,
      FLASH_TEST),
@@ -80,6 +82,26 @@ MUTATIONS = [
      FP32_TEST),
     ("fp32 dQ: the barrier after the rows' load deleted", FP32, "      t.sync();\n", "", 2, FP32_TEST),
 ]
+
+
+# The tests of grouped-query shapes, by name.
+GROUPED = re.compile(r"NKV|GroupedQuery")
+
+
+def raced_tests(stdout):
+    """The tests whose output holds a race report: gtest prints each between RUN and its result."""
+    raced, current, seen = set(), None, False
+    for line in stdout.splitlines():
+        run = re.match(r"^\[ RUN      \] (\S+)", line)
+        if run:
+            current, seen = run.group(1), False
+        elif current and "shared-memory race" in line:
+            seen = True
+        elif current and re.match(r"^\[ +(FAILED|OK) +\] " + re.escape(current), line):
+            if seen:
+                raced.add(current)
+            current = None
+    return raced
 
 
 def replace_nth(text, old, new, n):
@@ -118,7 +140,13 @@ def main():
             missed += 1
             print(f"MISSED  {name}: {test} " + ("passed" if run.returncode == 0 else "failed without a race report"))
             continue
-        print(f"caught  {name}: {len(failed)} tests of {test} fail, first {failed[0]}")
+        grouped = sorted(t for t in raced_tests(run.stdout) if GROUPED.search(t))
+        if not grouped:
+            missed += 1
+            print(f"MISSED  {name}: no grouped-query test of {test} reports a race")
+            continue
+        print(f"caught  {name}: {len(failed)} tests of {test} fail, first {failed[0]}; "
+              f"{len(grouped)} grouped-query, first {grouped[0]}")
         print(f"        {report[report.find('kernel '):]}")
     subprocess.run(["ninja", "-C", args.build, FLASH_TEST, FP32_TEST], check=True, stdout=subprocess.DEVNULL)
     return 1 if missed else 0

@@ -6,8 +6,8 @@
 namespace eth::kernels {
 
 template void gpu_ops::attention_forward<cuda::CudaLaunch>(cuda::CudaLaunch&, float*, float*, const float*, int, int,
-                                                           int, int);
+                                                           AttentionHeads);
 template void gpu_ops::attention_backward<cuda::CudaLaunch>(cuda::CudaLaunch&, float*, const float*, const float*,
-                                                            const float*, const float*, int, int, int, int);
+                                                            const float*, const float*, int, int, AttentionHeads);
 
 }  // namespace eth::kernels

@@ -5,6 +5,6 @@
 namespace eth::kernels {
 
 template void gpu_ops::attention_decode<cuda::CudaLaunch>(cuda::CudaLaunch&, float*, float*, float*, const float*, int,
-                                                          int, int, int, int, int);
+                                                          int, int, int, AttentionHeads);
 
 }  // namespace eth::kernels

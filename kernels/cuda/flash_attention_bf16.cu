@@ -6,9 +6,9 @@
 namespace eth::kernels {
 #define ETH_INSTANTIATE_FLASH16(E)                                                                                    \
   template void gpu_ops::attention_forward16<cuda::CudaLaunch, E>(cuda::CudaLaunch&, E*, float*, const E*, int, int, \
-                                                                  int, int);                                        \
+                                                                  AttentionHeads);                                  \
   template void gpu_ops::attention_backward16<cuda::CudaLaunch, E>(cuda::CudaLaunch&, E*, const E*, const E*,        \
-                                                                   const E*, const float*, int, int, int, int);
+                                                                   const E*, const float*, int, int, AttentionHeads);
 ETH_INSTANTIATE_FLASH16(bf16)
 ETH_INSTANTIATE_FLASH16(fp16)
 #undef ETH_INSTANTIATE_FLASH16

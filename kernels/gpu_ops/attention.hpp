@@ -14,8 +14,9 @@
 // H = 64 or 128, where one thread per row held 2 x H and spilled.
 //
 // Backward runs as two kernels so that no gradient needs an atomic add: one block per key tile
-// sums dK and dV over the query rows after it, one block per query tile sums dQ over the keys
-// before it; each recomputes the probabilities it needs. D_t = rowsum(dO_t * O_t) is recomputed
+// of a K/V head sums dK and dV over the query rows after it, of each query head of its group in
+// turn (grouped-query attention: kernels/attention_heads.hpp), one block per query tile sums dQ
+// over the keys before it; each recomputes the probabilities it needs. D_t = rowsum(dO_t * O_t) is recomputed
 // where it is read (a dot of hs per row and tile, small beside the tile's hs x tile work), by the
 // same function in both kernels, so both see the same bits.
 //
@@ -79,40 +80,44 @@ SIMT_DEVICE float group_sum(Thread& t, unsigned mask, float v) {
   return v;
 }
 
-// Offsets of one (sample b, head h), bh = b NH + h, in qkv (row stride 3C), out and dout (row
-// stride C), and lse.
+// Offsets of one (sample b, query head h) at its sample's first row: in qkv (row stride
+// heads.qkv_row()) of its query, and of its K/V head's key and value; in out and dout (row
+// stride heads.out_row()); in lse (B, NH, T).
 struct HeadView {
-  size_t qkv, out, lse;
-  SIMT_HOST_DEVICE HeadView(int bh, int T, int C, int NH, int hs)
-      : qkv(static_cast<size_t>(bh / NH) * T * 3 * C + static_cast<size_t>(bh % NH) * hs),
-        out(static_cast<size_t>(bh / NH) * T * C + static_cast<size_t>(bh % NH) * hs),
-        lse(static_cast<size_t>(bh) * T) {}
+  size_t q, k, v, out, lse;
+  SIMT_HOST_DEVICE HeadView(int b, int h, int T, AttentionHeads heads)
+      : q(static_cast<size_t>(b) * T * heads.qkv_row() + heads.q(h)),
+        k(static_cast<size_t>(b) * T * heads.qkv_row() + heads.k(heads.kv_head(h))),
+        v(static_cast<size_t>(b) * T * heads.qkv_row() + heads.v(heads.kv_head(h))),
+        out(static_cast<size_t>(b) * T * heads.out_row() + heads.q(h)),
+        lse((static_cast<size_t>(b) * heads.NH + h) * T) {}
+  // Of query head bh % NH of sample bh / NH: a block (x, bh) of a grid over B NH.
+  static SIMT_HOST_DEVICE HeadView of(int bh, int T, AttentionHeads heads) {
+    return HeadView(bh / heads.NH, bh % heads.NH, T, heads);
+  }
 };
 
-// Where a thread of block (x, bh) stands: its head's offsets, and its place (row, g) among the
-// block's groups of G threads, thread tid = G row + g.
+// A thread's place (row, g) among its block's groups of G threads, thread tid = G row + g.
 template <int G>
 struct RowThread {
-  HeadView at;
-  size_t C3;      // qkv's row stride
   int row, g;
   unsigned mask;  // its group's lanes
-  SIMT_DEVICE RowThread(Thread& t, int T, int C, int NH, int hs)
-      : at(static_cast<int>(t.block_idx().y), T, C, NH, hs),
-        C3(3 * static_cast<size_t>(C)),
-        row(static_cast<int>(t.thread_idx().x) / G),
+  SIMT_DEVICE explicit RowThread(Thread& t)
+      : row(static_cast<int>(t.thread_idx().x) / G),
         g(static_cast<int>(t.thread_idx().x) % G),
         mask(group_mask<G>(t.lane())) {}
 };
 
-// What both backward kernels read, and dqkv (B, T, 3C), of which each writes its thirds.
+// What both backward kernels read, and dqkv (B, T, (NH + 2 NKV) hs), of which each writes its
+// parts: dq, or dk and dv.
 struct BackwardArgs {
-  Global<float> dqkv;        // (B, T, 3C)
-  Global<const float> dout;  // (B, T, C)
-  Global<const float> qkv;   // (B, T, 3C)
-  Global<const float> out;   // (B, T, C)
+  Global<float> dqkv;        // (B, T, (NH + 2 NKV) hs)
+  Global<const float> dout;  // (B, T, NH hs)
+  Global<const float> qkv;   // (B, T, (NH + 2 NKV) hs)
+  Global<const float> out;   // (B, T, NH hs)
   Global<const float> lse;   // (B, NH, T)
-  int T, C, NH, hs;
+  int T;
+  AttentionHeads heads;
   float scale;               // 1 / sqrt(hs)
 };
 
@@ -142,7 +147,7 @@ SIMT_DEVICE float row_delta(Thread& t, unsigned mask, Global<const float> dout, 
 }
 
 // Grid (ceil(T / kRows), B NH), block kThreads: block (x, bh) owns query rows
-// [x kRows, x kRows + kRows) of head bh; thread (row = tid / G, g = tid % G) owns query row
+// [x kRows, x kRows + kRows) of query head bh (sample bh / NH); thread (row = tid / G, g = tid % G) owns query row
 // x kRows + row, dims g + G i of its q (pre-scaled) and acc. Key/value tiles of kRows rows up to
 // the block's last query are staged through shared memory, read by every thread at once.
 template <int H>
@@ -154,22 +159,26 @@ struct ForwardKernel {
   struct Smem {
     simt::SharedArray2D<float, kRows, H> k, v;  // keys [j0, j0 + kRows) of the head
   };
-  Global<float> out;        // (B, T, C)
+  Global<float> out;        // (B, T, NH hs)
   Global<float> lse;        // (B, NH, T)
-  Global<const float> qkv;  // (B, T, 3C)
-  int T, C, NH, hs;
+  Global<const float> qkv;  // (B, T, (NH + 2 NKV) hs)
+  int T;
+  AttentionHeads heads;
   float scale;              // 1 / sqrt(hs)
 
   SIMT_DEVICE void operator()(Thread& t) const {
     Smem& s = t.shared<Smem>();
-    const auto [at, C3, row, g, mask] = RowThread<G>(t, T, C, NH, hs);
+    const auto [row, g, mask] = RowThread<G>(t);
+    const HeadView at = HeadView::of(static_cast<int>(t.block_idx().y), T, heads);
+    const size_t qkv_row = heads.qkv_row(), out_row = heads.out_row();
+    const int hs = heads.hs;
     const int i0 = static_cast<int>(t.block_idx().x) * kRows, query = i0 + row;
     const bool active = query < T;
     float q[kDims], acc[kDims];
     SIMT_UNROLL
     for (int i = 0; i < kDims; i++) {
       const int d = g + G * i;
-      q[i] = (active && d < hs) ? qkv[at.qkv + query * C3 + d] * scale : 0.f;
+      q[i] = (active && d < hs) ? qkv[at.q + query * qkv_row + d] * scale : 0.f;
       acc[i] = 0.f;
     }
     float m = -INFINITY, l = 0.f;
@@ -177,8 +186,8 @@ struct ForwardKernel {
     for (int j0 = 0; j0 < last; j0 += kRows) {
       const int cols = simt::imin(kRows, last - j0);
       t.sync();  // the previous tile is no longer read
-      load_rows<H>(t, s.k, qkv + (at.qkv + C), C3, j0, cols, kRows, hs);
-      load_rows<H>(t, s.v, qkv + (at.qkv + 2 * static_cast<size_t>(C)), C3, j0, cols, kRows, hs);
+      load_rows<H>(t, s.k, qkv + at.k, qkv_row, j0, cols, kRows, hs);
+      load_rows<H>(t, s.v, qkv + at.v, qkv_row, j0, cols, kRows, hs);
       t.sync();
       const int visible = active ? simt::imin(cols, query - j0 + 1) : 0;  // the same in the whole group
       for (int c = 0; c < visible; c++) {
@@ -204,17 +213,18 @@ struct ForwardKernel {
     SIMT_UNROLL
     for (int i = 0; i < kDims; i++) {
       const int d = g + G * i;
-      if (d < hs) out[at.out + static_cast<size_t>(query) * C + d] = acc[i] * inv;
+      if (d < hs) out[at.out + query * out_row + d] = acc[i] * inv;
     }
     if (g == 0) lse[at.lse + query] = m + simt::logf_(l);
   }
 };
 
-// Grid (ceil(T / kRows), B NH), block kThreads: block (x, bh) owns key rows
-// [j0, j0 + kRows), j0 = x kRows, of head bh; thread (row = tid / G, g) owns key j0 + row and
-// dims g + G i of its dK and dV, summed over every query t >= its key. The block's k and v rows
-// sit in shared memory (each group reads its own row); query rows, their dO, lse and D are
-// staged kSub at a time.
+// Grid (ceil(T / kRows), B NKV), block kThreads: block (x, bg) owns key rows
+// [j0, j0 + kRows), j0 = x kRows, of K/V head bg % NKV of sample bg / NKV; thread
+// (row = tid / G, g) owns key j0 + row and dims g + G i of its dK and dV, summed over every query
+// t >= its key of each query head of the group in turn (NH / NKV of them, in order: the bits do
+// not depend on the launch). The block's k and v rows sit in shared memory (each group reads its
+// own row); query rows, their dO, lse and D are staged kSub at a time.
 template <int H>
 struct BackwardDkdvKernel : BackwardArgs {  // writes the dk and dv thirds of dqkv
   using Tl = Tile<H>;
@@ -228,61 +238,68 @@ struct BackwardDkdvKernel : BackwardArgs {  // writes the dk and dv thirds of dq
   };
   SIMT_DEVICE void operator()(Thread& t) const {
     Smem& s = t.shared<Smem>();
-    const auto [at, C3, row, g, mask] = RowThread<G>(t, T, C, NH, hs);
+    const auto [row, g, mask] = RowThread<G>(t);
+    const int bg = static_cast<int>(t.block_idx().y), b = bg / heads.NKV, h0 = bg % heads.NKV * heads.group();
+    const HeadView kv(b, h0, T, heads);  // the K/V head's offsets (those of its group's first query head)
+    const size_t qkv_row = heads.qkv_row(), out_row = heads.out_row();
+    const int hs = heads.hs;
     const int j0 = static_cast<int>(t.block_idx().x) * kRows, key = j0 + row, cols = simt::imin(kRows, T - j0);
-    load_rows<H>(t, s.k_own, qkv + (at.qkv + C), C3, j0, cols, kRows, hs);
-    load_rows<H>(t, s.v_own, qkv + (at.qkv + 2 * static_cast<size_t>(C)), C3, j0, cols, kRows, hs);
+    load_rows<H>(t, s.k_own, qkv + kv.k, qkv_row, j0, cols, kRows, hs);
+    load_rows<H>(t, s.v_own, qkv + kv.v, qkv_row, j0, cols, kRows, hs);
     float dk[kDims], dv[kDims];
     SIMT_UNROLL
     for (int i = 0; i < kDims; i++) dk[i] = dv[i] = 0.f;
-    for (int r0 = j0; r0 < T; r0 += kSub) {  // query rows before j0 see none of these keys
-      const int rows = simt::imin(kSub, T - r0);
-      t.sync();  // the previous rows are no longer read; also orders k_own's load before its reads
-      load_rows<H>(t, s.q, qkv + at.qkv, C3, r0, rows, kSub, hs);
-      load_rows<H>(t, s.dout, dout + at.out, C, r0, rows, kSub, hs);
-      if (row < rows) {  // the first `rows` groups: D and lse of query r0 + row
-        const float D = row_delta<G>(t, mask, dout, out, at.out + static_cast<size_t>(r0 + row) * C, g, hs);
-        if (g == 0) {
-          s.D(row) = D;
-          s.lse(row) = lse[at.lse + r0 + row];
+    for (int h = h0; h < h0 + heads.group(); h++) {
+      const HeadView at(b, h, T, heads);
+      for (int r0 = j0; r0 < T; r0 += kSub) {  // query rows before j0 see none of these keys
+        const int rows = simt::imin(kSub, T - r0);
+        t.sync();  // the previous rows are no longer read; also orders k_own's load before its reads
+        load_rows<H>(t, s.q, qkv + at.q, qkv_row, r0, rows, kSub, hs);
+        load_rows<H>(t, s.dout, dout + at.out, out_row, r0, rows, kSub, hs);
+        if (row < rows) {  // the first `rows` groups: D and lse of query r0 + row
+          const float D = row_delta<G>(t, mask, dout, out, at.out + (r0 + row) * out_row, g, hs);
+          if (g == 0) {
+            s.D(row) = D;
+            s.lse(row) = lse[at.lse + r0 + row];
+          }
         }
-      }
-      t.sync();
-      if (row >= cols) continue;
-      for (int r = simt::imax(0, key - r0); r < rows; r++) {  // query r0 + r >= key
-        float s_part = 0.f, dp_part = 0.f;
-        SIMT_UNROLL
-        for (int i = 0; i < kDims; i++) {
-          const int d = g + G * i;
-          s_part += s.q(r, d) * s.k_own(row, d);
-          dp_part += s.dout(r, d) * s.v_own(row, d);
-        }
-        const float sc = group_sum<G>(t, mask, s_part), dp = group_sum<G>(t, mask, dp_part);
-        const float p = simt::expf_(sc * scale - s.lse(r));
-        const float ds = p * (dp - s.D(r)) * scale;
-        SIMT_UNROLL
-        for (int i = 0; i < kDims; i++) {
-          const int d = g + G * i;
-          dv[i] += p * s.dout(r, d);
-          dk[i] += ds * s.q(r, d);
+        t.sync();
+        if (row >= cols) continue;
+        for (int r = simt::imax(0, key - r0); r < rows; r++) {  // query r0 + r >= key
+          float s_part = 0.f, dp_part = 0.f;
+          SIMT_UNROLL
+          for (int i = 0; i < kDims; i++) {
+            const int d = g + G * i;
+            s_part += s.q(r, d) * s.k_own(row, d);
+            dp_part += s.dout(r, d) * s.v_own(row, d);
+          }
+          const float sc = group_sum<G>(t, mask, s_part), dp = group_sum<G>(t, mask, dp_part);
+          const float p = simt::expf_(sc * scale - s.lse(r));
+          const float ds = p * (dp - s.D(r)) * scale;
+          SIMT_UNROLL
+          for (int i = 0; i < kDims; i++) {
+            const int d = g + G * i;
+            dv[i] += p * s.dout(r, d);
+            dk[i] += ds * s.q(r, d);
+          }
         }
       }
     }
     if (row >= cols) return;
-    const size_t base = at.qkv + static_cast<size_t>(key) * C3;
+    const size_t at_key = static_cast<size_t>(key) * qkv_row;
     SIMT_UNROLL
     for (int i = 0; i < kDims; i++) {
       const int d = g + G * i;
       if (d < hs) {
-        dqkv[base + C + d] = dk[i];
-        dqkv[base + 2 * static_cast<size_t>(C) + d] = dv[i];
+        dqkv[kv.k + at_key + d] = dk[i];
+        dqkv[kv.v + at_key + d] = dv[i];
       }
     }
   }
 };
 
 // Grid (ceil(T / kRows), B NH), block kThreads: block (x, bh) owns query rows
-// [i0, i0 + kRows), i0 = x kRows, of head bh; thread (row = tid / G, g) owns query i0 + row and
+// [i0, i0 + kRows), i0 = x kRows, of query head bh (sample bh / NH); thread (row = tid / G, g) owns query i0 + row and
 // dims g + G i of its q and dQ, summed over keys <= it. The block's dO rows sit in shared memory
 // (each group reads its own row); key and value rows are staged kSub at a time.
 template <int H>
@@ -297,25 +314,28 @@ struct BackwardDqKernel : BackwardArgs {  // writes the dq third of dqkv
   };
   SIMT_DEVICE void operator()(Thread& t) const {
     Smem& s = t.shared<Smem>();
-    const auto [at, C3, row, g, mask] = RowThread<G>(t, T, C, NH, hs);
+    const auto [row, g, mask] = RowThread<G>(t);
+    const HeadView at = HeadView::of(static_cast<int>(t.block_idx().y), T, heads);
+    const size_t qkv_row = heads.qkv_row(), out_row = heads.out_row();
+    const int hs = heads.hs;
     const int i0 = static_cast<int>(t.block_idx().x) * kRows, query = i0 + row, rows = simt::imin(kRows, T - i0);
     const bool active = query < T;
-    load_rows<H>(t, s.do_own, dout + at.out, C, i0, rows, kRows, hs);
+    load_rows<H>(t, s.do_own, dout + at.out, out_row, i0, rows, kRows, hs);
     float q[kDims], dq[kDims];
     SIMT_UNROLL
     for (int i = 0; i < kDims; i++) {
       const int d = g + G * i;
-      q[i] = (active && d < hs) ? static_cast<float>(qkv[at.qkv + query * C3 + d]) : 0.f;
+      q[i] = (active && d < hs) ? static_cast<float>(qkv[at.q + query * qkv_row + d]) : 0.f;
       dq[i] = 0.f;
     }
-    const float D = active ? row_delta<G>(t, mask, dout, out, at.out + static_cast<size_t>(query) * C, g, hs) : 0.f;
+    const float D = active ? row_delta<G>(t, mask, dout, out, at.out + query * out_row, g, hs) : 0.f;
     const float L = active ? static_cast<float>(lse[at.lse + query]) : 0.f;
     const int last = i0 + rows;  // keys [0, last)
     for (int c0 = 0; c0 < last; c0 += kSub) {
       const int cols = simt::imin(kSub, last - c0);
       t.sync();  // the previous rows are no longer read; also orders do_own's load before its reads
-      load_rows<H>(t, s.k, qkv + (at.qkv + C), C3, c0, cols, kSub, hs);
-      load_rows<H>(t, s.v, qkv + (at.qkv + 2 * static_cast<size_t>(C)), C3, c0, cols, kSub, hs);
+      load_rows<H>(t, s.k, qkv + at.k, qkv_row, c0, cols, kSub, hs);
+      load_rows<H>(t, s.v, qkv + at.v, qkv_row, c0, cols, kSub, hs);
       t.sync();
       const int visible = active ? simt::imin(cols, query - c0 + 1) : 0;  // the same in the whole group
       for (int c = 0; c < visible; c++) {
@@ -336,7 +356,7 @@ struct BackwardDqKernel : BackwardArgs {  // writes the dq third of dqkv
     SIMT_UNROLL
     for (int i = 0; i < kDims; i++) {
       const int d = g + G * i;
-      if (d < hs) dqkv[at.qkv + query * C3 + d] = dq[i];
+      if (d < hs) dqkv[at.q + query * qkv_row + d] = dq[i];
     }
   }
 };
@@ -346,54 +366,55 @@ inline int max_head_size(int hs) {
   for (int H : {32, 64, 128})
     if (hs <= H) return H;
   throw std::invalid_argument("GPU attention: head size " + std::to_string(hs) +
-                              " (channels / heads) is above the 128 its kernels are compiled for");
+                              " is above the 128 its kernels are compiled for");
 }
 
-// Every kernel of the family on the same grid: one block per tile of kRows rows and head.
+// Every kernel of the family on the same grid: one block per tile of kRows rows and head (query
+// heads, or K/V heads for dK and dV: `heads` of them per sample).
 template <int H, class Kernel>
-LaunchShape shape_of(int B, int T, int NH) {
-  return {Dim3(static_cast<unsigned>(ceil_div(static_cast<size_t>(T), Tile<H>::kRows)), static_cast<unsigned>(B * NH)),
+LaunchShape shape_of(int B, int T, int heads) {
+  return {Dim3(static_cast<unsigned>(ceil_div(static_cast<size_t>(T), Tile<H>::kRows)),
+               static_cast<unsigned>(B * heads)),
           Dim3(Tile<H>::kThreads), sizeof(typename Kernel::Smem)};
 }
 
 template <int H, class Launch>
-void forward(Launch& launch, float* out, float* lse, const float* qkv, int B, int T, int C, int NH) {
-  const int hs = C / NH;
-  const float scale = 1.f / std::sqrt(static_cast<float>(hs));
-  launch.kernel(ForwardKernel<H>{out, lse, qkv, T, C, NH, hs, scale}, shape_of<H, ForwardKernel<H>>(B, T, NH));
+void forward(Launch& launch, float* out, float* lse, const float* qkv, int B, int T, AttentionHeads heads) {
+  const float scale = 1.f / std::sqrt(static_cast<float>(heads.hs));
+  launch.kernel(ForwardKernel<H>{out, lse, qkv, T, heads, scale}, shape_of<H, ForwardKernel<H>>(B, T, heads.NH));
 }
 
 template <int H, class Launch>
 void backward(Launch& launch, float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse,
-              int B, int T, int C, int NH) {
-  const int hs = C / NH;
-  const BackwardArgs args{dqkv, dout, qkv, out, lse, T, C, NH, hs, 1.f / std::sqrt(static_cast<float>(hs))};
-  launch.kernel(BackwardDkdvKernel<H>{args}, shape_of<H, BackwardDkdvKernel<H>>(B, T, NH));
-  launch.kernel(BackwardDqKernel<H>{args}, shape_of<H, BackwardDqKernel<H>>(B, T, NH));
+              int B, int T, AttentionHeads heads) {
+  const BackwardArgs args{dqkv, dout, qkv, out, lse, T, heads, 1.f / std::sqrt(static_cast<float>(heads.hs))};
+  launch.kernel(BackwardDkdvKernel<H>{args}, shape_of<H, BackwardDkdvKernel<H>>(B, T, heads.NKV));
+  launch.kernel(BackwardDqKernel<H>{args}, shape_of<H, BackwardDqKernel<H>>(B, T, heads.NH));
 }
 
 }  // namespace attn
 
-// out (B, T, C), lse (B, NH, T) from qkv (B, T, 3C).
+// out (B, T, NH hs), lse (B, NH, T) from qkv (B, T, (NH + 2 NKV) hs).
 template <class Launch>
-void attention_forward(Launch& launch, float* out, float* lse, const float* qkv, int B, int T, int C, int NH) {
+void attention_forward(Launch& launch, float* out, float* lse, const float* qkv, int B, int T, AttentionHeads heads) {
   if (B == 0 || T == 0) return;
-  switch (attn::max_head_size(C / NH)) {
-    case 32: return attn::forward<32>(launch, out, lse, qkv, B, T, C, NH);
-    case 64: return attn::forward<64>(launch, out, lse, qkv, B, T, C, NH);
-    default: return attn::forward<128>(launch, out, lse, qkv, B, T, C, NH);
+  switch (attn::max_head_size(heads.hs)) {
+    case 32: return attn::forward<32>(launch, out, lse, qkv, B, T, heads);
+    case 64: return attn::forward<64>(launch, out, lse, qkv, B, T, heads);
+    default: return attn::forward<128>(launch, out, lse, qkv, B, T, heads);
   }
 }
 
-// dqkv (B, T, 3C), overwritten, from dout (B, T, C) and forward's qkv, out and lse.
+// dqkv (B, T, (NH + 2 NKV) hs), overwritten, from dout (B, T, NH hs) and forward's qkv, out and
+// lse.
 template <class Launch>
 void attention_backward(Launch& launch, float* dqkv, const float* dout, const float* qkv, const float* out,
-                        const float* lse, int B, int T, int C, int NH) {
+                        const float* lse, int B, int T, AttentionHeads heads) {
   if (B == 0 || T == 0) return;
-  switch (attn::max_head_size(C / NH)) {
-    case 32: return attn::backward<32>(launch, dqkv, dout, qkv, out, lse, B, T, C, NH);
-    case 64: return attn::backward<64>(launch, dqkv, dout, qkv, out, lse, B, T, C, NH);
-    default: return attn::backward<128>(launch, dqkv, dout, qkv, out, lse, B, T, C, NH);
+  switch (attn::max_head_size(heads.hs)) {
+    case 32: return attn::backward<32>(launch, dqkv, dout, qkv, out, lse, B, T, heads);
+    case 64: return attn::backward<64>(launch, dqkv, dout, qkv, out, lse, B, T, heads);
+    default: return attn::backward<128>(launch, dqkv, dout, qkv, out, lse, B, T, heads);
   }
 }
 

@@ -23,11 +23,15 @@
 //   forward   block per (128 queries, head): S = Q K^T, online softmax on the accumulator
 //             layout (each thread holds two rows, a quad of lanes shares them), O += P V; lse kept
 //   delta     D = rowsum(dO * O) per query, fp32, into scratch
-//   dkdv      block per (128 keys, head), looping over the query tiles at and after it (their Q,
-//             dO, lse and D by cp.async): P^T = exp(scale K Q^T - lse), dP^T = V dO^T,
+//   dkdv      block per (128 keys, K/V head), looping over the query heads of its group in
+//             order and, for each, over the query tiles at and after it (their Q, dO, lse and D
+//             by cp.async): P^T = exp(scale K Q^T - lse), dP^T = V dO^T,
 //             dS^T = P^T (dP^T - D), dV += P^T dO, dK += scale dS^T Q
-//   dq        block per (128 queries, head), looping over the key tiles up to it:
-//             dQ += scale dS K
+//   dq        block per (128 queries, query head), looping over the key tiles up to it of its
+//             K/V head: dQ += scale dS K
+//
+// Heads as kernels/attention_heads.hpp lays them out (grouped-query attention: query head h
+// reads K/V head h / (NH / NKV)); a qkv row holds (NH + 2 NKV) hs values, an out row NH hs.
 //
 // No atomics: every output element is summed by one thread over its tiles in order, so a rerun
 // gives the same bits. Rows past T are zero in shared memory (so that no NaN enters a product)
@@ -205,10 +209,10 @@ constexpr const char* named(const char* bf16_64, const char* bf16_128, const cha
 }
 
 // Grid (ceil(T / 128), B NH), block 256: block (x, bh) owns queries [i0, i0 + 128), i0 = 128 x,
-// of head bh, warp w the 16 of them from i0 + 16 w: its Q fragments (registers), O (16, H) and,
-// for its two rows g and g + 8 per thread, the running max m (base 2, scaled) and this thread's
-// part of the sum l. Each key tile: K's copy waited for, S; then V's, P V, while the next K and V
-// are copied.
+// of query head bh (sample bh / NH), warp w the 16 of them from i0 + 16 w: its Q fragments
+// (registers), O (16, H) and, for its two rows g and g + 8 per thread, the running max m (base 2,
+// scaled) and this thread's part of the sum l. Each key tile of its K/V head: K's copy waited
+// for, S; then V's, P V, while the next K and V are copied.
 template <class E, int H>
 struct ForwardKernel {
   using Tl = Tile<H>;
@@ -220,18 +224,18 @@ struct ForwardKernel {
     alignas(16) SmemTile<E, kRows, H> q;           // queries [i0, i0 + 128), read once; then O staged
     alignas(16) SmemTile<E, kCols, H> k[2], v[2];  // keys [j0, j0 + 64), double-buffered
   };
-  Global<E> out;        // (B, T, C)
+  Global<E> out;        // (B, T, NH H)
   Global<float> lse;    // (B, NH, T)
-  Global<const E> qkv;  // (B, T, 3C)
-  int T, C, NH;
-  float scale;             // 1 / sqrt(H)
+  Global<const E> qkv;  // (B, T, (NH + 2 NKV) H)
+  int T;
+  AttentionHeads heads;  // hs = H
+  float scale;           // 1 / sqrt(H)
 
   SIMT_DEVICE void operator()(Thread& t) const {
     Smem& s = t.shared<Smem>();
-    const attn::HeadView at(static_cast<int>(t.block_idx().y), T, C, NH, H);
-    const size_t C3 = 3 * static_cast<size_t>(C);
-    const E* q_src = qkv.get() + at.qkv;
-    const E *k_src = q_src + C, *v_src = q_src + 2 * static_cast<size_t>(C);
+    const attn::HeadView at = attn::HeadView::of(static_cast<int>(t.block_idx().y), T, heads);
+    const size_t C3 = heads.qkv_row();
+    const E *q_src = qkv.get() + at.q, *k_src = qkv.get() + at.k, *v_src = qkv.get() + at.v;
     const int i0 = static_cast<int>(t.block_idx().x) * kRows, w0 = i0 + simt::kMmaM * t.warp();
     const int tiles = (simt::imin(i0 + kRows, T) + kCols - 1) / kCols;  // keys up to the block's last query
     const int last_row = simt::imin(w0 + simt::kMmaM, T) - 1;            // the warp's last row before T
@@ -319,7 +323,7 @@ struct ForwardKernel {
     }
     stage_rows<H, E>(t, s.q, w0 - i0, o, 1.f);  // the warp's own rows of Q, read into registers
     t.sync();
-    store_tile<H>(t, out + at.out, C, i0, simt::imin(kRows, T - i0), s.q);
+    store_tile<H>(t, out + at.out, heads.out_row(), i0, simt::imin(kRows, T - i0), s.q);
   }
 };
 
@@ -330,12 +334,14 @@ struct DeltaKernel {
   static constexpr const char* kName =
       simt::named<E>("", "attention_backward_bf16_delta", "attention_backward_fp16_delta");
   Global<float> D;       // (B, NH, T)
-  Global<const E> dout;  // (B, T, C)
-  Global<const E> out;   // (B, T, C)
-  int B, T, C, NH;
+  Global<const E> dout;  // (B, T, NH hs)
+  Global<const E> out;   // (B, T, NH hs)
+  int B, T;
+  AttentionHeads heads;
 
   SIMT_DEVICE void operator()(Thread& t) const {
-    const int hs = C / NH;
+    const int NH = heads.NH, hs = heads.hs;
+    const size_t C = heads.out_row();
     const size_t n = static_cast<size_t>(B) * T * NH;
     for (size_t e = global_index(t); e < n; e += grid_stride(t)) {
       const size_t bt = e / NH, h = e % NH, row = bt * C + h * hs;
@@ -346,28 +352,33 @@ struct DeltaKernel {
   }
 };
 
-// What both backward kernels read, and dqkv (B, T, 3C), of which each writes its thirds. A
-// kernel deriving from it names the members it uses (the base depends on E).
+// What both backward kernels read, and dqkv (B, T, (NH + 2 NKV) H), of which each writes its
+// parts: dq, or dk and dv. A kernel deriving from it names the members it uses (the base depends
+// on E).
 template <class E>
 struct BackwardArgs {
-  Global<E> dqkv;           // (B, T, 3C)
-  Global<const E> dout;     // (B, T, C)
-  Global<const E> qkv;      // (B, T, 3C)
+  Global<E> dqkv;           // (B, T, (NH + 2 NKV) H)
+  Global<const E> dout;     // (B, T, NH H)
+  Global<const E> qkv;      // (B, T, (NH + 2 NKV) H)
   Global<const float> lse;  // (B, NH, T)
   Global<const float> D;    // (B, NH, T)
-  int T, C, NH;
+  int T;
+  AttentionHeads heads;     // hs = H
   float scale;              // 1 / sqrt(H)
 };
 
-// Grid (ceil(T / 128), B NH), block 256: block (x, bh) owns keys [j0, j0 + 128), j0 = 128 x, of
-// head bh, warp w the 16 of them from j0 + 16 w and their dK, dV (16, H), summed over the
-// queries [j0, T) in staged tiles of kStep (with their lse and D). K and V sit in shared memory
+// Grid (ceil(T / 128), B NKV), block 256: block (x, bg) owns keys [j0, j0 + 128), j0 = 128 x, of
+// K/V head bg % NKV of sample bg / NKV, warp w the 16 of them from j0 + 16 w and their dK, dV
+// (16, H), summed over the queries [j0, T) of each query head of the group in turn, in staged
+// tiles of kStep (with their lse and D): one sequence of steps, group x steps long, so that the
+// next head's first tile is copied while the last one's is multiplied, and the sums run in one
+// fixed order whatever the launch. K and V sit in shared memory
 // for the whole loop and are read as A operands at each step: held in registers beside dK and dV
 // they would take 64 more a thread at H = 128.
 template <class E, int H>
 struct BackwardDkdvKernel : BackwardArgs<E> {
   using Args = BackwardArgs<E>;
-  using Args::dqkv, Args::dout, Args::qkv, Args::lse, Args::D, Args::T, Args::C, Args::NH, Args::scale;
+  using Args::dqkv, Args::dout, Args::qkv, Args::lse, Args::D, Args::T, Args::heads, Args::scale;
   using Tl = Tile<H>;
   static constexpr int kRows = Tl::kRows, kStep = Tl::kStep;
   static constexpr int kThreadsPerBlock = Tl::kThreads, kMinBlocksPerSm = Tl::kMinBlocksPerSm;
@@ -380,11 +391,12 @@ struct BackwardDkdvKernel : BackwardArgs<E> {
     alignas(16) simt::SharedArray<float, kStep> lse[2], D[2];
   };
 
-  // Queries [r0, r0 + kStep): Q, dO, lse and D, by cp.async; lse and D past T are 0 (any finite
-  // value: P is masked there).
-  SIMT_DEVICE void load_queries(Thread& t, Smem& s, int buffer, const attn::HeadView& at, int r0) const {
-    load_tile<kStep, H>(t, s.q[buffer], qkv.get() + at.qkv, 3 * static_cast<size_t>(C), r0, T);
-    load_tile<kStep, H>(t, s.dout[buffer], dout.get() + at.out, C, r0, T);
+  // Queries [r0, r0 + kStep) of query head h of sample b: Q, dO, lse and D, by cp.async; lse and
+  // D past T are 0 (any finite value: P is masked there).
+  SIMT_DEVICE void load_queries(Thread& t, Smem& s, int buffer, int b, int h, int r0) const {
+    const attn::HeadView at(b, h, T, heads);
+    load_tile<kStep, H>(t, s.q[buffer], qkv.get() + at.q, heads.qkv_row(), r0, T);
+    load_tile<kStep, H>(t, s.dout[buffer], dout.get() + at.out, heads.out_row(), r0, T);
     for (int r = static_cast<int>(t.thread_idx().x); r < kStep; r += Tl::kThreads) {
       if (r0 + r < T) {
         t.cp_async<4>(&s.lse[buffer](r), lse.get() + at.lse + r0 + r);
@@ -399,21 +411,23 @@ struct BackwardDkdvKernel : BackwardArgs<E> {
 
   SIMT_DEVICE void operator()(Thread& t) const {
     Smem& s = t.shared<Smem>();
-    const attn::HeadView at(static_cast<int>(t.block_idx().y), T, C, NH, H);
-    const size_t C3 = 3 * static_cast<size_t>(C);
+    const int bg = static_cast<int>(t.block_idx().y), b = bg / heads.NKV, h0 = bg % heads.NKV * heads.group();
+    const attn::HeadView kv(b, h0, T, heads);  // the K/V head's offsets (those of its group's first query head)
+    const size_t C3 = heads.qkv_row();
     const int j0 = static_cast<int>(t.block_idx().x) * kRows, w0 = j0 + simt::kMmaM * t.warp();
-    const int steps = (T - j0 + kStep - 1) / kStep;  // queries before j0 see none of these keys
+    const int tiles = (T - j0 + kStep - 1) / kStep;  // per query head: queries before j0 see none of these keys
+    const int steps = heads.group() * tiles;         // step i: query head h0 + i / tiles, tile i % tiles
     const float scale_log2 = scale * kLog2e;
 
-    load_tile<kRows, H>(t, s.k, qkv.get() + at.qkv + C, C3, j0, T);
-    load_tile<kRows, H>(t, s.v, qkv.get() + at.qkv + 2 * static_cast<size_t>(C), C3, j0, T);
-    load_queries(t, s, 0, at, j0);  // its commit takes K and V along
+    load_tile<kRows, H>(t, s.k, qkv.get() + kv.k, C3, j0, T);
+    load_tile<kRows, H>(t, s.v, qkv.get() + kv.v, C3, j0, T);
+    load_queries(t, s, 0, b, h0, j0);  // its commit takes K and V along
     float dk[H / 8][4] = {}, dv[H / 8][4] = {};
     for (int step = 0; step < steps; step++) {
-      const int buffer = step % 2, r0 = j0 + step * kStep;
+      const int buffer = step % 2, r0 = j0 + step % tiles * kStep, next = step + 1;
       t.cp_async_wait<0>();
       t.sync();  // this step's queries have landed, and every warp is done with the last step's
-      if (step + 1 < steps) load_queries(t, s, 1 - buffer, at, r0 + kStep);
+      if (next < steps) load_queries(t, s, 1 - buffer, b, h0 + next / tiles, j0 + next % tiles * kStep);
       // The warp's keys [w0, w0 + 16) are seen by some query of the step when the step's last
       // query is at or past w0; the mask is needed where a query precedes a key or passes T.
       if (w0 >= T || r0 + kStep - 1 < w0) continue;
@@ -449,19 +463,19 @@ struct BackwardDkdvKernel : BackwardArgs<E> {
     stage_rows<H, E>(t, s.v, w0 - j0, dv, 1.f);
     t.sync();
     const int rows = simt::imin(kRows, T - j0);
-    store_tile<H>(t, dqkv + (at.qkv + C), C3, j0, rows, s.k);
-    store_tile<H>(t, dqkv + (at.qkv + 2 * static_cast<size_t>(C)), C3, j0, rows, s.v);
+    store_tile<H>(t, dqkv + kv.k, C3, j0, rows, s.k);
+    store_tile<H>(t, dqkv + kv.v, C3, j0, rows, s.v);
   }
 };
 
 // Grid (ceil(T / 128), B NH), block 256: block (x, bh) owns queries [i0, i0 + 128), i0 = 128 x,
-// of head bh, warp w the 16 of them from i0 + 16 w: their Q and dO fragments (registers), lse and
-// D of its rows g and g + 8, and dQ (16, H), summed over the keys up to the block's last query in
-// staged tiles of kStep.
+// of query head bh (sample bh / NH), warp w the 16 of them from i0 + 16 w: their Q and dO
+// fragments (registers), lse and D of its rows g and g + 8, and dQ (16, H), summed over the keys
+// of its K/V head up to the block's last query in staged tiles of kStep.
 template <class E, int H>
 struct BackwardDqKernel : BackwardArgs<E> {
   using Args = BackwardArgs<E>;
-  using Args::dqkv, Args::dout, Args::qkv, Args::lse, Args::D, Args::T, Args::C, Args::NH, Args::scale;
+  using Args::dqkv, Args::dout, Args::qkv, Args::lse, Args::D, Args::T, Args::heads, Args::scale;
   using Tl = Tile<H>;
   static constexpr int kRows = Tl::kRows, kStep = Tl::kStep;
   static constexpr int kThreadsPerBlock = Tl::kThreads, kMinBlocksPerSm = Tl::kMinBlocksPerSm;
@@ -474,17 +488,16 @@ struct BackwardDqKernel : BackwardArgs<E> {
 
   SIMT_DEVICE void operator()(Thread& t) const {
     Smem& s = t.shared<Smem>();
-    const attn::HeadView at(static_cast<int>(t.block_idx().y), T, C, NH, H);
-    const size_t C3 = 3 * static_cast<size_t>(C);
-    const E* k_src = qkv.get() + at.qkv + C;
-    const E* v_src = k_src + C;
+    const attn::HeadView at = attn::HeadView::of(static_cast<int>(t.block_idx().y), T, heads);
+    const size_t C3 = heads.qkv_row();
+    const E *k_src = qkv.get() + at.k, *v_src = qkv.get() + at.v;
     const int i0 = static_cast<int>(t.block_idx().x) * kRows, w0 = i0 + simt::kMmaM * t.warp();
     const int steps = (simt::imin(i0 + kRows, T) + kStep - 1) / kStep;
     const int last_row = simt::imin(w0 + simt::kMmaM, T) - 1;  // the warp's last row before T
     const float scale_log2 = scale * kLog2e;
 
-    load_tile<kRows, H>(t, s.q, qkv.get() + at.qkv, C3, i0, T);
-    load_tile<kRows, H>(t, s.dout, dout.get() + at.out, C, i0, T);
+    load_tile<kRows, H>(t, s.q, qkv.get() + at.q, C3, i0, T);
+    load_tile<kRows, H>(t, s.dout, dout.get() + at.out, heads.out_row(), i0, T);
     load_tile<kStep, H>(t, s.k[0], k_src, C3, 0, T);
     load_tile<kStep, H>(t, s.v[0], v_src, C3, 0, T);
     t.cp_async_commit();
@@ -532,63 +545,65 @@ struct BackwardDqKernel : BackwardArgs<E> {
     t.sync();  // every lane is done reading Q (ldmatrix reads rows other lanes write here)
     stage_rows<H, E>(t, s.q, w0 - i0, dq, scale);  // the warp's own rows of Q, read into registers
     t.sync();
-    store_tile<H>(t, dqkv + at.qkv, C3, i0, simt::imin(kRows, T - i0), s.q);
+    store_tile<H>(t, dqkv + at.q, C3, i0, simt::imin(kRows, T - i0), s.q);
   }
 };
 
-// One block per 128 rows and head, for every kernel but delta.
+// One block per 128 rows and head (query heads, or K/V heads for dK and dV: `heads` of them per
+// sample), for every kernel but delta.
 template <int H, class Kernel>
-LaunchShape shape_of(int B, int T, int NH) {
-  return {Dim3(static_cast<unsigned>(ceil_div(static_cast<size_t>(T), Tile<H>::kRows)), static_cast<unsigned>(B * NH)),
+LaunchShape shape_of(int B, int T, int heads) {
+  return {Dim3(static_cast<unsigned>(ceil_div(static_cast<size_t>(T), Tile<H>::kRows)),
+               static_cast<unsigned>(B * heads)),
           Dim3(Tile<H>::kThreads), sizeof(typename Kernel::Smem)};
 }
 
 // The head size the kernels are compiled for; any other is refused before a launch.
-inline int head_size(int C, int NH) {
-  const int hs = C / NH;
-  if (hs != 64 && hs != 128)
-    throw std::invalid_argument("GPU flash attention (bf16, fp16): head size " + std::to_string(hs) +
-                                " (channels / heads) is not one of the 64 and 128 its kernels are compiled for");
-  return hs;
+inline int head_size(AttentionHeads heads) {
+  if (heads.hs != 64 && heads.hs != 128)
+    throw std::invalid_argument("GPU flash attention (bf16, fp16): head size " + std::to_string(heads.hs) +
+                                " is not one of the 64 and 128 its kernels are compiled for");
+  return heads.hs;
 }
 
 template <int H, class Launch, class E>
-void forward(Launch& launch, E* out, float* lse, const E* qkv, int B, int T, int C, int NH) {
+void forward(Launch& launch, E* out, float* lse, const E* qkv, int B, int T, AttentionHeads heads) {
   const float scale = 1.f / std::sqrt(static_cast<float>(H));
-  launch.kernel(ForwardKernel<E, H>{out, lse, qkv, T, C, NH, scale}, shape_of<H, ForwardKernel<E, H>>(B, T, NH));
+  launch.kernel(ForwardKernel<E, H>{out, lse, qkv, T, heads, scale}, shape_of<H, ForwardKernel<E, H>>(B, T, heads.NH));
 }
 
 template <int H, class Launch, class E>
 void backward(Launch& launch, E* dqkv, const E* dout, const E* qkv, const E* out, const float* lse, int B, int T,
-              int C, int NH) {
-  const size_t rows = static_cast<size_t>(B) * NH * T;
-  float* D = static_cast<float*>(launch.scratch(attention_backward_bf16_scratch_bytes(B, T, NH)));  // (B, NH, T)
-  launch.kernel(DeltaKernel<E>{D, dout, out, B, T, C, NH}, LaunchShape{Dim3(grid_for(rows, 256)), Dim3(256), 0});
-  const BackwardArgs<E> args{dqkv, dout, qkv, lse, D, T, C, NH, 1.f / std::sqrt(static_cast<float>(H))};
-  launch.kernel(BackwardDkdvKernel<E, H>{args}, shape_of<H, BackwardDkdvKernel<E, H>>(B, T, NH));
-  launch.kernel(BackwardDqKernel<E, H>{args}, shape_of<H, BackwardDqKernel<E, H>>(B, T, NH));
+              AttentionHeads heads) {
+  const size_t rows = static_cast<size_t>(B) * heads.NH * T;
+  float* D = static_cast<float*>(launch.scratch(attention_backward_bf16_scratch_bytes(B, T, heads.NH)));  // (B, NH, T)
+  launch.kernel(DeltaKernel<E>{D, dout, out, B, T, heads}, LaunchShape{Dim3(grid_for(rows, 256)), Dim3(256), 0});
+  const BackwardArgs<E> args{dqkv, dout, qkv, lse, D, T, heads, 1.f / std::sqrt(static_cast<float>(H))};
+  launch.kernel(BackwardDkdvKernel<E, H>{args}, shape_of<H, BackwardDkdvKernel<E, H>>(B, T, heads.NKV));
+  launch.kernel(BackwardDqKernel<E, H>{args}, shape_of<H, BackwardDqKernel<E, H>>(B, T, heads.NH));
 }
 
 }  // namespace flash
 
-// out (B, T, C), lse (B, NH, T) from qkv (B, T, 3C), all but lse in E = bf16 or fp16. qkv must be
-// 16-byte aligned (cp.async reads it in 16-byte pieces).
+// out (B, T, NH hs), lse (B, NH, T) from qkv (B, T, (NH + 2 NKV) hs), all but lse in E = bf16 or
+// fp16. qkv must be 16-byte aligned (cp.async reads it in 16-byte pieces).
 template <class Launch, class E>
-void attention_forward16(Launch& launch, E* out, float* lse, const E* qkv, int B, int T, int C, int NH) {
-  const int hs = flash::head_size(C, NH);
+void attention_forward16(Launch& launch, E* out, float* lse, const E* qkv, int B, int T, AttentionHeads heads) {
+  const int hs = flash::head_size(heads);
   if (B == 0 || T == 0) return;
-  if (hs == 64) return flash::forward<64>(launch, out, lse, qkv, B, T, C, NH);
-  return flash::forward<128>(launch, out, lse, qkv, B, T, C, NH);
+  if (hs == 64) return flash::forward<64>(launch, out, lse, qkv, B, T, heads);
+  return flash::forward<128>(launch, out, lse, qkv, B, T, heads);
 }
 
-// dqkv (B, T, 3C), overwritten, from dout (B, T, C) and forward's qkv, out and lse.
+// dqkv (B, T, (NH + 2 NKV) hs), overwritten, from dout (B, T, NH hs) and forward's qkv, out and
+// lse.
 template <class Launch, class E>
 void attention_backward16(Launch& launch, E* dqkv, const E* dout, const E* qkv, const E* out, const float* lse, int B,
-                          int T, int C, int NH) {
-  const int hs = flash::head_size(C, NH);
+                          int T, AttentionHeads heads) {
+  const int hs = flash::head_size(heads);
   if (B == 0 || T == 0) return;
-  if (hs == 64) return flash::backward<64>(launch, dqkv, dout, qkv, out, lse, B, T, C, NH);
-  return flash::backward<128>(launch, dqkv, dout, qkv, out, lse, B, T, C, NH);
+  if (hs == 64) return flash::backward<64>(launch, dqkv, dout, qkv, out, lse, B, T, heads);
+  return flash::backward<128>(launch, dqkv, dout, qkv, out, lse, B, T, heads);
 }
 
 }  // namespace eth::kernels::gpu_ops

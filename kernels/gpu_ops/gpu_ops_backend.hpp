@@ -148,38 +148,33 @@ class GpuOpsBackend : public Base {
   // The blocked kernel at every T: on a GPU the materialised one would only cost memory.
   AttentionPath attention_path(int) const override { return AttentionPath::blocked; }
   void attention_forward(Tensor out, float* lse, ConstTensor qkv, int B, int T, AttentionHeads heads) override {
-    const int C = heads.NH * heads.hs, NH = heads.NH;
-    multi_head_only(heads);
     if (out.type() == ElementType::f32)
-      return gpu_ops::attention_forward(launch(), out.as_f32(), lse, qkv.as_f32(), B, T, C, NH);
+      return gpu_ops::attention_forward(launch(), out.as_f32(), lse, qkv.as_f32(), B, T, heads);
     if (!flash_attention(heads.hs)) return fallback().attention_forward(out, lse, qkv, B, T, heads);
     on_16bit_element(out, [&](auto e) {
       using E = decltype(e);
-      attention_forward16<Launch, E>(launch(), out.as<E>(), lse, qkv.as<E>(), B, T, C, NH);
+      attention_forward16<Launch, E>(launch(), out.as<E>(), lse, qkv.as<E>(), B, T, heads);
     });
   }
   void attention_backward(Tensor dqkv, ConstTensor dout, ConstTensor qkv, ConstTensor out, const float* lse,
                           int B, int T, AttentionHeads heads) override {
-    const int C = heads.NH * heads.hs, NH = heads.NH;
-    multi_head_only(heads);
     if (dqkv.type() == ElementType::f32)
       return gpu_ops::attention_backward(launch(), dqkv.as_f32(), dout.as_f32(), qkv.as_f32(), out.as_f32(), lse, B, T,
-                                         C, NH);
+                                         heads);
     if (!flash_attention(heads.hs)) return fallback().attention_backward(dqkv, dout, qkv, out, lse, B, T, heads);
     on_16bit_element(dqkv, [&](auto e) {
       using E = decltype(e);
-      attention_backward16<Launch, E>(launch(), dqkv.as<E>(), dout.as<E>(), qkv.as<E>(), out.as<E>(), lse, B, T, C,
-                                      NH);
+      attention_backward16<Launch, E>(launch(), dqkv.as<E>(), dout.as<E>(), qkv.as<E>(), out.as<E>(), lse, B, T,
+                                      heads);
     });
   }
   // Decoding has an fp32 kernel only (generation is not where the step's time goes).
   void attention_decode(Tensor out, Tensor k_cache, Tensor v_cache, ConstTensor qkv_new, int B, int Tn, int T0,
                         int Tmax, AttentionHeads heads) override {
-    multi_head_only(heads);
     if (out.type() != ElementType::f32)
       return fallback().attention_decode(out, k_cache, v_cache, qkv_new, B, Tn, T0, Tmax, heads);
     gpu_ops::attention_decode(launch(), out.as_f32(), k_cache.as_f32(), v_cache.as_f32(), qkv_new.as_f32(), B, Tn, T0,
-                              Tmax, heads.NH * heads.hs, heads.NH);
+                              Tmax, heads);
   }
   void gelu_forward(Tensor out, ConstTensor inp, size_t n) override {
     on_any_element(out, [&](auto e) {
@@ -305,12 +300,6 @@ class GpuOpsBackend : public Base {
   static void on_any_element(const T& t, F&& f) {
     if (t.type() == ElementType::f32) return f(float{});
     on_16bit_element(t, std::forward<F>(f));
-  }
-  // The attention kernels take one K/V head per query head so far.
-  static void multi_head_only(AttentionHeads heads) {
-    if (heads.NKV != heads.NH)
-      throw std::logic_error("the GPU attention kernels take as many K/V heads as query heads (got " +
-                             std::to_string(heads.NKV) + " for " + std::to_string(heads.NH) + ")");
   }
   // Whether the flash kernels take 16-bit attention at head size hs: the sizes they are compiled
   // for, on a device with their matrix instructions.

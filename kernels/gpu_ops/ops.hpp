@@ -71,24 +71,24 @@ template <class Launch, class E>
 void matmul_backward16(Launch& launch, E* dinp, float* dweight, float* dbias, const E* dout, const E* inp,
                           const E* weight, const E* pre_gelu, int N, int C, int OC);
 
-// attention.hpp
+// attention.hpp (heads as kernels/attention_heads.hpp lays them out, grouped-query included)
 template <class Launch>
-void attention_forward(Launch& launch, float* out, float* lse, const float* qkv, int B, int T, int C, int NH);
+void attention_forward(Launch& launch, float* out, float* lse, const float* qkv, int B, int T, AttentionHeads heads);
 template <class Launch>
 void attention_backward(Launch& launch, float* dqkv, const float* dout, const float* qkv, const float* out,
-                        const float* lse, int B, int T, int C, int NH);
+                        const float* lse, int B, int T, AttentionHeads heads);
 
 // attention_decode.hpp
 template <class Launch>
 void attention_decode(Launch& launch, float* out, float* k_cache, float* v_cache, const float* qkv_new, int B, int Tn,
-                      int T0, int Tmax, int C, int NH);
+                      int T0, int Tmax, AttentionHeads heads);
 
 // flash_attention_bf16.hpp (E = bf16 or fp16; mma.sync: compute capability 8.0 and later)
 template <class Launch, class E>
-void attention_forward16(Launch& launch, E* out, float* lse, const E* qkv, int B, int T, int C, int NH);
+void attention_forward16(Launch& launch, E* out, float* lse, const E* qkv, int B, int T, AttentionHeads heads);
 template <class Launch, class E>
 void attention_backward16(Launch& launch, E* dqkv, const E* dout, const E* qkv, const E* out, const float* lse, int B,
-                          int T, int C, int NH);
+                          int T, AttentionHeads heads);
 
 // elementwise.hpp
 template <class Launch, class E>  // E

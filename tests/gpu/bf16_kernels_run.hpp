@@ -61,21 +61,26 @@ void run_cases(Launch& launch, Memory& mem, std::vector<Output>& outputs) {
                        kernels::simt::named<T>("fp32", "bf16", "fp16"), mem.get(device, n)});
   };
 
-  // Flash attention, both head sizes: forward, then backward from forward's out and lse.
-  struct AttentionShape { int B, T, C, NH; };
-  for (const AttentionShape s : {AttentionShape{2, 200, 768, 12}, AttentionShape{1, 333, 512, 4}}) {
-    const size_t BTC = size_t(s.B) * s.T * s.C, lse_n = size_t(s.B) * s.NH * s.T;
-    const std::string tag = "attention hs " + std::to_string(s.C / s.NH) + ": ";
-    const E* qkv = mem.put(randoms<E>(3 * BTC, 1, 1.f));
+  // Flash attention, both head sizes and grouped-query heads: forward, then backward from
+  // forward's out and lse.
+  struct AttentionShape { int B, T; kernels::AttentionHeads heads; };
+  for (const AttentionShape s : {AttentionShape{2, 200, {12, 12, 64}}, AttentionShape{1, 333, {4, 4, 128}},
+                                 AttentionShape{2, 200, {12, 4, 64}}}) {
+    const size_t BTC = size_t(s.B) * s.T * s.heads.out_row(), lse_n = size_t(s.B) * s.heads.NH * s.T;
+    const size_t qkv_n = size_t(s.B) * s.T * s.heads.qkv_row();
+    std::string tag = "attention hs " + std::to_string(s.heads.hs);
+    if (s.heads.NKV != s.heads.NH) tag += " NKV " + std::to_string(s.heads.NKV);
+    tag += ": ";
+    const E* qkv = mem.put(randoms<E>(qkv_n, 1, 1.f));
     const E* dout = mem.put(randoms<E>(BTC, 2, 1.f));
     E* out = mem.filled(BTC, e_nan);
     float* lse = mem.filled(lse_n, nan);
-    E* dqkv = mem.filled(3 * BTC, e_nan);
-    kernels::gpu_ops::attention_forward16(launch, out, lse, qkv, s.B, s.T, s.C, s.NH);
-    kernels::gpu_ops::attention_backward16(launch, dqkv, dout, qkv, out, lse, s.B, s.T, s.C, s.NH);
+    E* dqkv = mem.filled(qkv_n, e_nan);
+    kernels::gpu_ops::attention_forward16(launch, out, lse, qkv, s.B, s.T, s.heads);
+    kernels::gpu_ops::attention_backward16(launch, dqkv, dout, qkv, out, lse, s.B, s.T, s.heads);
     keep(tag + "out", out, BTC);
     keep(tag + "lse", lse, lse_n);
-    keep(tag + "dqkv", dqkv, 3 * BTC);
+    keep(tag + "dqkv", dqkv, qkv_n);
   }
 
   // The MLP (N = 2 x 100 rows): fc with GELU in its epilogue, then fc_proj's backward with dGELU

@@ -138,11 +138,15 @@ std::vector<Comparison> check_matmul(Backend& gpu, Backend& cpu, bool with_bias,
 }
 
 // One shape per compiled head-size family of kernels/cuda/attention.cu (hs 24 -> 32, 64, 128),
-// each with T not a multiple of the tile (64 rows, 32 for hs 128), so partial tiles run too.
-std::vector<Comparison> check_attention_shape(const Backends& be, int B, int T, int C, int NH) {
-  const std::string shape = " (T " + std::to_string(T) + ", hs " + std::to_string(C / NH) + ")";
-  const size_t BTC = static_cast<size_t>(B) * T * C, stats = static_cast<size_t>(B) * NH * T;
-  const Vec qkv = random_floats(3 * BTC, 30);
+// each with T not a multiple of the tile (64 rows, 32 for hs 128), so partial tiles run too; and
+// one of grouped-query heads (NKV < NH).
+std::vector<Comparison> check_attention_shape(const Backends& be, int B, int T, kernels::AttentionHeads heads) {
+  const int NH = heads.NH;
+  std::string shape = " (T " + std::to_string(T) + ", hs " + std::to_string(heads.hs);
+  shape += heads.NKV == NH ? ")" : ", NH " + std::to_string(NH) + ", NKV " + std::to_string(heads.NKV) + ")";
+  const size_t BTC = static_cast<size_t>(B) * T * heads.out_row(), stats = static_cast<size_t>(B) * NH * T;
+  const size_t qkv_n = static_cast<size_t>(B) * T * heads.qkv_row();
+  const Vec qkv = random_floats(qkv_n, 30);
   std::vector<Comparison> out;
 
   // The CPU's blocked kernels, the CUDA kernel's twin: the CPU backend itself runs the
@@ -151,29 +155,30 @@ std::vector<Comparison> check_attention_shape(const Backends& be, int B, int T, 
   // it keeps its own probabilities, and its backward reads those instead of the reference's lse.
   const bool blocked = be.gpu.attention_path(T) == kernels::AttentionPath::blocked;
   Vec ref(BTC), lse(stats);
-  kernels::cpu::flash_attention_forward(ref.data(), lse.data(), qkv.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
+  kernels::cpu::flash_attention_forward(ref.data(), lse.data(), qkv.data(), B, T, heads);
   auto d_qkv = upload(be.gpu, qkv), d_out = upload(be.gpu, nans(BTC)),
        d_saved = upload(be.gpu, nans(be.gpu.attention_saved_floats(B, NH, T)));
-  be.gpu.attention_forward(d_out.data(), d_saved.data(), d_qkv.data(), B, T, kernels::AttentionHeads::multi_head(C, NH));
+  be.gpu.attention_forward(d_out.data(), d_saved.data(), d_qkv.data(), B, T, heads);
   out.push_back(compare("attention_forward out" + shape, download(be.gpu, d_out), ref, kFp32));
   if (blocked) out.push_back(compare("attention_forward lse" + shape, download(be.gpu, d_saved), lse, kFp32));
 
   // Backward from the CPU's out and lse on both sides.
   const Vec dout = random_floats(BTC, 31);
-  Vec dqkv(3 * BTC);
-  kernels::cpu::flash_attention_backward(dqkv.data(), dout.data(), qkv.data(), ref.data(), lse.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
+  Vec dqkv(qkv_n);
+  kernels::cpu::flash_attention_backward(dqkv.data(), dout.data(), qkv.data(), ref.data(), lse.data(), B, T, heads);
   auto d_dout = upload(be.gpu, dout), d_ref = upload(be.gpu, ref), d_lse_ref = upload(be.gpu, lse),
-       d_dqkv = upload(be.gpu, nans(3 * BTC));
+       d_dqkv = upload(be.gpu, nans(qkv_n));
   be.gpu.attention_backward(d_dqkv.data(), d_dout.data(), d_qkv.data(), d_ref.data(),
-                            blocked ? d_lse_ref.data() : d_saved.data(), B, T, kernels::AttentionHeads::multi_head(C, NH));
+                            blocked ? d_lse_ref.data() : d_saved.data(), B, T, heads);
   out.push_back(compare("attention_backward dqkv" + shape, download(be.gpu, d_dqkv), dqkv, kFp32));
   return out;
 }
 
 std::vector<Comparison> check_attention(const Backends& be) {
   std::vector<Comparison> out;
-  for (const auto& [B, T, C, NH] : {std::array{3, 70, 96, 4}, std::array{2, 130, 256, 4}, std::array{2, 45, 256, 2}}) {
-    const std::vector<Comparison> one = check_attention_shape(be, B, T, C, NH);
+  for (const auto& [B, T, C, NH, NKV] : {std::array{3, 70, 96, 4, 4}, std::array{2, 130, 256, 4, 4},
+                                         std::array{2, 45, 256, 2, 2}, std::array{2, 130, 256, 4, 2}}) {
+    const std::vector<Comparison> one = check_attention_shape(be, B, T, {NH, NKV, C / NH});
     out.insert(out.end(), one.begin(), one.end());
   }
   return out;

@@ -5,7 +5,8 @@
 // that are not multiples of the tiles, with every output poisoned (NaN) first; plus a rerun that
 // must be bit-identical, the head-size dispatch and the shape it refuses.
 //
-// Shapes (B, T, C, NH), one per family and the hs < H case: T = 37 is one partial tile; T = 70
+// Shapes (B, T, C, NH[, NKV]), hs = C / NH, one per family and the hs < H case, and grouped-query
+// ones (NKV < NH K/V heads: dK and dV summed over each group's query heads): T = 37 is one partial tile; T = 70
 // is a full 64-row tile and 6 rows (hs 64), or two 32-row tiles and 6 rows (hs 128), with
 // partial staged sub-tiles in backward (16 and 8 rows). Cost: the interpreter runs every GPU
 // thread as a fiber, about 1 us per thread per barrier or shuffle; the shapes keep the whole
@@ -45,8 +46,12 @@ constexpr double kFp32Tolerance = 1e-5;
 
 struct Shape {
   int B, T, C, NH;
+  int NKV = 0;  // K/V heads; 0: NH (multi-head)
+  kernels::AttentionHeads heads() const { return {NH, NKV ? NKV : NH, C / NH}; }
 };
-void PrintTo(const Shape& s, std::ostream* os) { *os << "B " << s.B << " T " << s.T << " C " << s.C << " NH " << s.NH; }
+void PrintTo(const Shape& s, std::ostream* os) {
+  *os << "B " << s.B << " T " << s.T << " C " << s.C << " NH " << s.NH << " NKV " << s.heads().NKV;
+}
 
 FVec to_float(const Vec& v) { return FVec(v.begin(), v.end()); }
 Vec to_double(const FVec& v) { return Vec(v.begin(), v.end()); }
@@ -65,26 +70,28 @@ void check(const std::string& name, const FVec& ours, const Vec& ref, double tol
 // what each side computes from them.
 struct AttentionRun {
   Shape s;
-  size_t BTC, stats;
+  kernels::AttentionHeads heads;
+  size_t outs, qkvs, stats;  // elements of out (B, T, NH hs), qkv (B, T, (NH + 2 NKV) hs), lse
   FVec qkv, dout;
   AttentionRun(const Shape& shape, uint64_t seed)
       : s(shape),
-        BTC(static_cast<size_t>(shape.B) * shape.T * shape.C),
+        heads(shape.heads()),
+        outs(static_cast<size_t>(shape.B) * shape.T * heads.out_row()),
+        qkvs(static_cast<size_t>(shape.B) * shape.T * heads.qkv_row()),
         stats(static_cast<size_t>(shape.B) * shape.NH * shape.T),
         // scale 2: scores up to a few units, so the softmax is peaked and the running max moves
-        qkv(to_float(random_vector(3 * BTC, seed, 2.0))),
-        dout(to_float(random_vector(BTC, seed + 1))) {}
+        qkv(to_float(random_vector(qkvs, seed, 2.0))),
+        dout(to_float(random_vector(outs, seed + 1))) {}
 
   // out and lse of the interpreted forward, from outputs poisoned with NaN.
   void forward(HostLaunch& launch, FVec& out, FVec& lse) const {
-    out = nans(BTC), lse = nans(stats);
-    gpu_ops::attention_forward(launch, out.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH);
+    out = nans(outs), lse = nans(stats);
+    gpu_ops::attention_forward(launch, out.data(), lse.data(), qkv.data(), s.B, s.T, heads);
   }
   // dqkv of the interpreted backward from the given out and lse, poisoned first.
   FVec backward(HostLaunch& launch, const FVec& out, const FVec& lse) const {
-    FVec dqkv = nans(3 * BTC);
-    gpu_ops::attention_backward(launch, dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), s.B, s.T, s.C,
-                                s.NH);
+    FVec dqkv = nans(qkvs);
+    gpu_ops::attention_backward(launch, dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), s.B, s.T, heads);
     return dqkv;
   }
 };
@@ -93,19 +100,20 @@ class GpuAttentionInterpreted : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(GpuAttentionInterpreted, MatchesCpuTwinAndFloat64) {
   const AttentionRun run(GetParam(), 90);
-  const auto [B, T, C, NH] = GetParam();
+  const int B = GetParam().B, T = GetParam().T;
+  const kernels::AttentionHeads heads = run.heads;
   HostLaunch launch;
 
   // The CPU twin in float, and the float64 reference from the same (fp32) inputs.
-  FVec cpu_out(run.BTC), cpu_lse(run.stats), cpu_dqkv(3 * run.BTC);
-  cpu::flash_attention_forward(cpu_out.data(), cpu_lse.data(), run.qkv.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
+  FVec cpu_out(run.outs), cpu_lse(run.stats), cpu_dqkv(run.qkvs);
+  cpu::flash_attention_forward(cpu_out.data(), cpu_lse.data(), run.qkv.data(), B, T, heads);
   cpu::flash_attention_backward(cpu_dqkv.data(), run.dout.data(), run.qkv.data(), cpu_out.data(), cpu_lse.data(), B,
-                                T, eth::kernels::AttentionHeads::multi_head(C, NH));
+                                T, heads);
   const Vec qkv64 = to_double(run.qkv), dout64 = to_double(run.dout);
-  Vec ref_out(run.BTC), ref_lse(run.stats), att(run.stats * T), ref_dqkv(3 * run.BTC), flash_out(run.BTC);
-  cpu::materialised_attention_forward(ref_out.data(), att.data(), qkv64.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
-  cpu::materialised_attention_backward(ref_dqkv.data(), dout64.data(), qkv64.data(), att.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
-  cpu::flash_attention_forward(flash_out.data(), ref_lse.data(), qkv64.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));  // lse in double
+  Vec ref_out(run.outs), ref_lse(run.stats), att(run.stats * T), ref_dqkv(run.qkvs), flash_out(run.outs);
+  cpu::materialised_attention_forward(ref_out.data(), att.data(), qkv64.data(), B, T, heads);
+  cpu::materialised_attention_backward(ref_dqkv.data(), dout64.data(), qkv64.data(), att.data(), B, T, heads);
+  cpu::flash_attention_forward(flash_out.data(), ref_lse.data(), qkv64.data(), B, T, heads);  // lse in double
 
   FVec out, lse;
   run.forward(launch, out, lse);
@@ -128,12 +136,20 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GpuAttentionInterpreted,
                                            // the shapes of tests/gpu/cuda_checks.cpp's attention check
                                            Shape{3, 70, 96, 4},    // hs 24
                                            Shape{2, 130, 256, 4},  // hs 64: 64 + 64 + 2 rows
-                                           Shape{2, 45, 256, 2}),  // hs 128: 32 + 13 rows
+                                           Shape{2, 45, 256, 2},   // hs 128: 32 + 13 rows
+                                           // grouped-query: 2 query heads per K/V head, and one
+                                           // K/V head for all (multi-query), in each family
+                                           Shape{2, 37, 96, 4, 2},    // hs 24
+                                           Shape{1, 70, 256, 4, 2},   // hs 64
+                                           Shape{1, 70, 256, 4, 1},   // hs 64
+                                           Shape{1, 45, 512, 4, 1}),  // hs 128
                          [](const auto& info) {
                            const Shape& s = info.param;
                            char text[64];
                            std::snprintf(text, sizeof text, "B%d_T%d_C%d_NH%d", s.B, s.T, s.C, s.NH);
-                           return std::string(text);
+                           std::string name = text;
+                           if (s.NKV) name += "_NKV" + std::to_string(s.NKV);
+                           return name;
                          });
 
 // The head size picks the family (the smallest H >= hs): one launch of each of its kernels.
@@ -154,9 +170,10 @@ TEST(GpuAttentionInterpreted, HeadSizePicksTheKernelFamily) {
   }
 }
 
-// Deterministic: no atomics, every sum in a fixed order; a second run gives the same bits.
-TEST(GpuAttentionInterpreted, RerunIsBitIdentical) {
-  const AttentionRun run({1, 70, 256, 2}, 92);
+// Deterministic: no atomics, every sum in a fixed order (dK and dV over a group's query heads
+// too); a second run gives the same bits.
+void expect_rerun_bit_identical(const Shape& shape) {
+  const AttentionRun run(shape, 92);
   FVec out[2], lse[2], dqkv[2];
   for (int i = 0; i < 2; i++) {
     HostLaunch launch;
@@ -169,6 +186,8 @@ TEST(GpuAttentionInterpreted, RerunIsBitIdentical) {
   EXPECT_EQ(std::memcmp(lse[0].data(), lse[1].data(), lse[0].size() * sizeof(float)), 0);
   EXPECT_EQ(std::memcmp(dqkv[0].data(), dqkv[1].data(), dqkv[0].size() * sizeof(float)), 0);
 }
+TEST(GpuAttentionInterpreted, RerunIsBitIdentical) { expect_rerun_bit_identical({1, 70, 256, 2}); }
+TEST(GpuAttentionInterpreted, GroupedQueryRerunIsBitIdentical) { expect_rerun_bit_identical({1, 70, 256, 4, 2}); }
 
 // A head size past the largest family is refused in one line, before any launch.
 TEST(GpuAttentionInterpreted, RefusesHeadSizeAbove128) {

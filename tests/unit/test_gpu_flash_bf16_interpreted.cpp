@@ -7,8 +7,10 @@
 // product on mma.sync, no tile above the diagonal), a rerun that must be bit-identical and the
 // head size it refuses.
 //
-// Shapes (B, T, C, NH): T = 37 is one partial 64-row tile; T = 70 a full one and 6 rows; T = 130
-// two and 2 rows, and at hs 128 (backward's 32-row steps) four steps and 2 rows. Cost: the
+// Shapes (B, T, C, NH[, NKV]), hs = C / NH: T = 37 is one partial 64-row tile; T = 70 a full one
+// and 6 rows; T = 130 two and 2 rows, and at hs 128 (backward's 32-row steps) four steps and 2
+// rows; grouped-query ones (NKV < NH K/V heads, whose dK and dV sum over their group's query
+// heads) at both head sizes. Cost: the
 // interpreter runs every GPU thread as a fiber, about 1 us per thread per barrier, shuffle or
 // matrix instruction; the file takes about 2 s with OMP_NUM_THREADS=1 (both types).
 #include <gtest/gtest.h>
@@ -66,8 +68,12 @@ constexpr double kLseTolerance = 1e-5;
 
 struct Shape {
   int B, T, C, NH;
+  int NKV = 0;  // K/V heads; 0: NH (multi-head)
+  kernels::AttentionHeads heads() const { return {NH, NKV ? NKV : NH, C / NH}; }
 };
-void PrintTo(const Shape& s, std::ostream* os) { *os << "B " << s.B << " T " << s.T << " C " << s.C << " NH " << s.NH; }
+void PrintTo(const Shape& s, std::ostream* os) {
+  *os << "B " << s.B << " T " << s.T << " C " << s.C << " NH " << s.NH << " NKV " << s.heads().NKV;
+}
 
 template <class E>
 std::vector<E> to16(const FVec& v) {
@@ -101,10 +107,13 @@ FVec float_nans(size_t n) {
   poison(v);
   return v;
 }
-// Third `part` (q, k or v) of a (B, T, 3C) buffer, as (B, T, C).
-Vec third(const Vec& qkv, int part, int C) {
-  Vec v(qkv.size() / 3);
-  for (size_t i = 0; i < v.size(); i++) v[i] = qkv[i / C * 3 * C + static_cast<size_t>(part) * C + i % C];
+// Part `part` (q, k or v) of a (B, T, (NH + 2 NKV) hs) buffer, as (B, T, NH hs) or
+// (B, T, NKV hs).
+Vec part_of(const Vec& qkv, int part, kernels::AttentionHeads heads) {
+  const size_t row = heads.qkv_row(), begin = part == 0 ? heads.q(0) : part == 1 ? heads.k(0) : heads.v(0);
+  const size_t width = part == 0 ? heads.out_row() : static_cast<size_t>(heads.NKV) * heads.hs;
+  Vec v(qkv.size() / row * width);
+  for (size_t i = 0; i < v.size(); i++) v[i] = qkv[i / width * row + begin + i % width];
   return v;
 }
 // v rounded to E (the twin's stored outputs).
@@ -119,29 +128,32 @@ template <class E>
 struct FlashRun {
   using Values = std::vector<E>;
   Shape s;
-  size_t BTC, stats;
+  kernels::AttentionHeads heads;
+  size_t outs, qkvs, stats;  // elements of out (B, T, NH hs), qkv (B, T, (NH + 2 NKV) hs), lse
   Values qkv, dout;
   FVec qkv_f, dout_f;
   FlashRun(const Shape& shape, uint64_t seed)
       : s(shape),
-        BTC(static_cast<size_t>(shape.B) * shape.T * shape.C),
+        heads(shape.heads()),
+        outs(static_cast<size_t>(shape.B) * shape.T * heads.out_row()),
+        qkvs(static_cast<size_t>(shape.B) * shape.T * heads.qkv_row()),
         stats(static_cast<size_t>(shape.B) * shape.NH * shape.T),
         // scale 2: scores up to a few units, so the softmax is peaked and the running max moves
-        qkv(random16<E>(3 * BTC, seed, 2.0)),
-        dout(random16<E>(BTC, seed + 1, 1.0)),
+        qkv(random16<E>(qkvs, seed, 2.0)),
+        dout(random16<E>(outs, seed + 1, 1.0)),
         qkv_f(to_float(qkv)),
         dout_f(to_float(dout)) {}
 
   // out and lse of the interpreted forward, from outputs poisoned with NaN.
   void forward(HostLaunch& launch, Values& out, FVec& lse) const {
-    out = nans16<E>(BTC), lse = float_nans(stats);
-    gpu_ops::attention_forward16(launch, out.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH);
+    out = nans16<E>(outs), lse = float_nans(stats);
+    gpu_ops::attention_forward16(launch, out.data(), lse.data(), qkv.data(), s.B, s.T, heads);
   }
   // dqkv of the interpreted backward from the given out and lse, poisoned first.
   Values backward(HostLaunch& launch, const Values& out, const FVec& lse) const {
-    Values dqkv = nans16<E>(3 * BTC);
-    gpu_ops::attention_backward16(launch, dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), s.B, s.T, s.C,
-                                  s.NH);
+    Values dqkv = nans16<E>(qkvs);
+    gpu_ops::attention_backward16(launch, dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), s.B, s.T,
+                                  heads);
     return dqkv;
   }
 };
@@ -160,25 +172,30 @@ struct FlashRun {
 //     err_ij = u |dS_ij| + tiny/2 + P_ij (dD_i + (H + 2) e sum_d |dO_id V_jd| + p_ij e |dP_ij - D_i|);
 //     dq = scale sum_j dS_ij K_j: dq_b = u |dQ| + tiny/2 + 1.01 scale sum_j (err_ij + (T + 16) e |dS_ij|) |K_j|,
 //     and dk the same over i with Q_i.
+//   - With grouped-query heads, dk and dv sum the terms above over the group's query heads too:
+//     their bounds add up over the group, and the fp32 sums run over group T terms.
 // The factor 1.01 covers the second-order terms.
 struct ElementBounds {
-  Vec out, dqkv;  // (B, T, C) and (B, T, 3C)
+  Vec out, dqkv;  // (B, T, NH hs) and (B, T, (NH + 2 NKV) hs)
 };
 
 template <class E>
 ElementBounds element_bounds(const Shape& shape, const Vec& qkv, const Vec& dout, const Vec& att, const Vec& out,
                              const Vec& lse, const Vec& dqkv) {
-  const auto [B, T, C, NH] = shape;
-  const int H = C / NH;
-  const size_t C3 = 3 * static_cast<size_t>(C);
+  const int B = shape.B, T = shape.T, NH = shape.NH;
+  const kernels::AttentionHeads heads = shape.heads();
+  const int H = heads.hs;
+  const size_t C3 = heads.qkv_row(), C = heads.out_row();
   constexpr bool kFp16 = std::is_same_v<E, fp16>;
   const double u = kFp16 ? 1.0 / 2048 : 1.0 / 256, tiny = kFp16 ? std::ldexp(1.0, -24) : 0.0;
-  const double e = std::ldexp(1.0, -24), scale = 1.0 / std::sqrt(static_cast<double>(H)), fp32_sum = (T + 16) * e;
+  const double e = std::ldexp(1.0, -24), scale = 1.0 / std::sqrt(static_cast<double>(H));
+  const double fp32_sum = (heads.group() * T + 16) * e;
   ElementBounds bounds{Vec(out.size(), 0.0), Vec(dqkv.size(), 0.0)};
   for (int b = 0; b < B; b++) {
     for (int h = 0; h < NH; h++) {
-      const auto at = [&](int t, int part, int d) { return (static_cast<size_t>(b) * T + t) * C3 + part * C + h * H + d; };
-      const auto row = [&](int t, int d) { return (static_cast<size_t>(b) * T + t) * C + h * H + d; };
+      const size_t part_at[3] = {heads.q(h), heads.k(heads.kv_head(h)), heads.v(heads.kv_head(h))};
+      const auto at = [&](int t, int part, int d) { return (static_cast<size_t>(b) * T + t) * C3 + part_at[part] + d; };
+      const auto row = [&](int t, int d) { return (static_cast<size_t>(b) * T + t) * C + heads.q(h) + d; };
       const double* P = att.data() + (static_cast<size_t>(b) * NH + h) * T * T;
       const auto p_error = [&](int i, int j) {  // p_ij e
         double s = 0;
@@ -221,11 +238,9 @@ ElementBounds element_bounds(const Shape& shape, const Vec& qkv, const Vec& dout
           }
         }
       }
-      for (int t = 0; t < T; t++)
-        for (int part = 0; part < 3; part++)
-          for (int d = 0; d < H; d++) bounds.dqkv[at(t, part, d)] += u * std::fabs(dqkv[at(t, part, d)]) + tiny / 2;
     }
   }
+  for (size_t i = 0; i < dqkv.size(); i++) bounds.dqkv[i] += u * std::fabs(dqkv[i]) + tiny / 2;  // the rounding when stored
   return bounds;
 }
 
@@ -243,24 +258,25 @@ void for_both_types(F&& check) {
 template <class E>
 void check_against_references(const Shape& shape) {
   const FlashRun<E> run(shape, 80);
-  const auto [B, T, C, NH] = shape;
+  const int B = shape.B, T = shape.T;
+  const kernels::AttentionHeads heads = run.heads;
   const double tolerance = kTolerance<E>;
   std::printf("%s\n", simt::named<E>("", "bf16", "fp16"));
   HostLaunch launch;
 
   // The twin: fp32 on the values in E, outputs rounded to E as the path stores them.
-  FVec twin_out(run.BTC), twin_lse(run.stats), twin_dqkv(3 * run.BTC);
-  cpu::flash_attention_forward(twin_out.data(), twin_lse.data(), run.qkv_f.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
+  FVec twin_out(run.outs), twin_lse(run.stats), twin_dqkv(run.qkvs);
+  cpu::flash_attention_forward(twin_out.data(), twin_lse.data(), run.qkv_f.data(), B, T, heads);
   twin_out = rounded<E>(twin_out);
   cpu::flash_attention_backward(twin_dqkv.data(), run.dout_f.data(), run.qkv_f.data(), twin_out.data(),
-                                twin_lse.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
+                                twin_lse.data(), B, T, heads);
   twin_dqkv = rounded<E>(twin_dqkv);
   // float64 from the same values in E, unrounded.
   const Vec qkv64 = to_double(run.qkv_f), dout64 = to_double(run.dout_f);
-  Vec ref_out(run.BTC), ref_lse(run.stats), att(run.stats * T), ref_dqkv(3 * run.BTC), flash_out(run.BTC);
-  cpu::materialised_attention_forward(ref_out.data(), att.data(), qkv64.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
-  cpu::materialised_attention_backward(ref_dqkv.data(), dout64.data(), qkv64.data(), att.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
-  cpu::flash_attention_forward(flash_out.data(), ref_lse.data(), qkv64.data(), B, T, eth::kernels::AttentionHeads::multi_head(C, NH));  // lse in double
+  Vec ref_out(run.outs), ref_lse(run.stats), att(run.stats * T), ref_dqkv(run.qkvs), flash_out(run.outs);
+  cpu::materialised_attention_forward(ref_out.data(), att.data(), qkv64.data(), B, T, heads);
+  cpu::materialised_attention_backward(ref_dqkv.data(), dout64.data(), qkv64.data(), att.data(), B, T, heads);
+  cpu::flash_attention_forward(flash_out.data(), ref_lse.data(), qkv64.data(), B, T, heads);  // lse in double
 
   std::vector<E> out;
   FVec lse;
@@ -273,7 +289,7 @@ void check_against_references(const Shape& shape) {
   expect_close_printed("out vs CPU twin", to_double(out), to_double(twin_out), tolerance);
   expect_close_printed("lse vs CPU twin", to_double(lse), to_double(twin_lse), kLseTolerance);
 
-  // After the interpreted forward, the op pair against float64, each third of dqkv apart.
+  // After the interpreted forward, the op pair against float64, each part of dqkv apart.
   const Vec dqkv = to_double(run.backward(launch, out, lse));
   expect_each_close("dqkv vs float64, element by element", dqkv, ref_dqkv, [&](size_t i) { return bounds.dqkv[i]; });
   // Backward on its own: from the twin's out and lse, as the twin's backward ran.
@@ -282,8 +298,9 @@ void check_against_references(const Shape& shape) {
   const char* names[3] = {"dq", "dk", "dv"};
   for (int part = 0; part < 3; part++) {
     const std::string name = names[part];
-    expect_close_printed(name + " vs float64", third(dqkv, part, C), third(ref_dqkv, part, C), tolerance);
-    expect_close_printed(name + " vs CPU twin", third(dqkv_twin_in, part, C), third(twin_dqkv64, part, C), tolerance);
+    expect_close_printed(name + " vs float64", part_of(dqkv, part, heads), part_of(ref_dqkv, part, heads), tolerance);
+    expect_close_printed(name + " vs CPU twin", part_of(dqkv_twin_in, part, heads), part_of(twin_dqkv64, part, heads),
+                         tolerance);
   }
 }
 
@@ -298,12 +315,21 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GpuFlash16Interpreted,
                                            Shape{2, 70, 256, 2},   // hs 128: key tiles 64 + 6
                                            Shape{2, 130, 128, 2},  // hs 64: blocks 128 + 2
                                            Shape{2, 130, 256, 2},  // hs 128: backward steps 4 x 32 + 2
-                                           Shape{1, 290, 256, 2}), // hs 128: blocks 128 + 128 + 34
+                                           Shape{1, 290, 256, 2},  // hs 128: blocks 128 + 128 + 34
+                                           // grouped-query: 2 query heads per K/V head (dK/dV's
+                                           // steps run on from one head to the next: 3 + 3 at
+                                           // hs 64 and T 130), and one K/V head for all
+                                           Shape{1, 37, 256, 4, 2},    // hs 64: dQ in one step
+                                           Shape{2, 130, 256, 4, 2},   // hs 64
+                                           Shape{1, 70, 256, 4, 1},    // hs 64
+                                           Shape{1, 70, 512, 4, 2}),   // hs 128: steps 3 + 3
                          [](const auto& info) {
                            const Shape& s = info.param;
                            char text[64];
                            std::snprintf(text, sizeof text, "B%d_T%d_C%d_NH%d", s.B, s.T, s.C, s.NH);
-                           return std::string(text);
+                           std::string name = text;
+                           if (s.NKV) name += "_NKV" + std::to_string(s.NKV);
+                           return name;
                          });
 
 // The products run on the tensor cores, and a warp runs only those of the staged tiles that some
@@ -343,11 +369,12 @@ TEST(GpuFlash16Interpreted, TheTileProductsRunOnMmaAtOrBelowTheDiagonalOnly) {
   });
 }
 
-// Deterministic: no atomics, every sum in a fixed order; a second run gives the same bits.
-TEST(GpuFlash16Interpreted, RerunIsBitIdentical) {
-  for_both_types([](auto e) {
+// Deterministic: no atomics, every sum in a fixed order (dK and dV over a group's query heads
+// too); a second run gives the same bits.
+void expect_rerun_bit_identical(const Shape& shape) {
+  for_both_types([&](auto e) {
     using E = decltype(e);
-    const FlashRun<E> run({2, 70, 128, 2}, 81);
+    const FlashRun<E> run(shape, 81);
     std::vector<E> out[2], dqkv[2];
     FVec lse[2];
     for (int i = 0; i < 2; i++) {
@@ -363,6 +390,8 @@ TEST(GpuFlash16Interpreted, RerunIsBitIdentical) {
     EXPECT_EQ(std::memcmp(dqkv[0].data(), dqkv[1].data(), dqkv[0].size() * sizeof(E)), 0);
   });
 }
+TEST(GpuFlash16Interpreted, RerunIsBitIdentical) { expect_rerun_bit_identical({2, 70, 128, 2}); }
+TEST(GpuFlash16Interpreted, GroupedQueryRerunIsBitIdentical) { expect_rerun_bit_identical({1, 130, 256, 4, 1}); }
 
 // A head size the kernels are not compiled for is refused in one line, before any launch.
 TEST(GpuFlash16Interpreted, RefusesHeadSize96) {
@@ -375,7 +404,7 @@ TEST(GpuFlash16Interpreted, RefusesHeadSize96) {
     for (bool forward : {true, false}) {
       try {
         if (forward) run.forward(launch, out, lse);
-        else run.backward(launch, std::vector<E>(run.BTC), FVec(run.stats));
+        else run.backward(launch, std::vector<E>(run.outs), FVec(run.stats));
         FAIL() << "hs 96 was accepted";
       } catch (const std::invalid_argument& error) {
         const std::string what = error.what();

@@ -168,8 +168,8 @@ std::vector<simt::LaunchProfile> forwards(int B, int T) {
   auto f = buffers<float>(held, {size_t(B) * NH * T, size_t(N), size_t(N)});
   eth::kernels::emulated::HostLaunch launch;
   launch.set_counters(true);
-  eth::kernels::gpu_ops::attention_forward16<eth::kernels::emulated::HostLaunch, bf16>(launch, e[1], f[0], e[0], B, T,
-                                                                                        C, NH);
+  eth::kernels::gpu_ops::attention_forward16<eth::kernels::emulated::HostLaunch, bf16>(
+      launch, e[1], f[0], e[0], B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
   eth::kernels::gpu_ops::fused_residual_layernorm_forward16<eth::kernels::emulated::HostLaunch, bf16>(
       launch, e[2], e[3], f[1], f[2], e[4], e[5], e[6], e[6], N, C);
   std::vector<simt::LaunchProfile> out = launch.profiles();
