@@ -107,6 +107,10 @@ TEST(Generation, CacheEqualsFullRecomputationOnTheInterpretedGpuKernels) {
   expect_cache_equals_full_recomputation(kernels::make_cuda_emulated_backend());
 }
 
+TEST(Generation, LlamaCacheEqualsFullRecomputationOnTheInterpretedGpuKernels) {
+  expect_cache_equals_full_recomputation(kernels::make_cuda_emulated_backend(), "inputs/models/tiny-llama-4l.yaml");
+}
+
 // On the bf16 path (the CPU twin) the generator holds its caches and activations in two bytes
 // and its parameters as bf16 copies (fp32 masters of the embedding only), allocating exactly
 // device_bytes (for GPT-2 124M at 1024 positions, less than on fp32), and computes what the
