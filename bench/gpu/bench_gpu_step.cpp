@@ -2,7 +2,7 @@
 // whole model on one GPU): zero grads, forward, fused loss, backward, global gradient norm,
 // clipping, AdamW. Prints one JSON line per precision.
 //
-//   bench_gpu_step --model gpt2-124m|gpt2-350m [--batch B] [--seq T] [--steps S] [--warmup W]
+//   bench_gpu_step --model gpt2-124m|gpt2-350m|smollm2-135m [--batch B] [--seq T] [--steps S] [--warmup W]
 //                  [--precisions fp32,tf32,bf16,fp16]
 // bf16: bf16 storage on the bf16 kernels (kernels/gpu_ops/gpu_ops_backend.hpp); fp16: the same
 // kernels at fp16, the loss scaled by eth_train's initial scale (2^16) and the gradients unscaled
@@ -14,6 +14,8 @@
 // Model FLOPs per token, the same formula as torch_gpu_step.py so that the two MFUs compare:
 //   6 * (12 L C^2 + Vp C)   the matmul weights (the tied LM head included), forward + backward
 // + 12 L T C               attention's two T x T products per layer, forward + backward
+// for GPT-2; for SmolLM2 the one model description's (lib/model/model_tensors.hpp:
+// 6 N + 12 L T NH hs, N its matmul and norm weights and the head).
 // MFU is that times tokens/s over the GPU's dense peak for the precision (kernels/gpu_peaks.hpp).
 #include <algorithm>
 #include <chrono>
@@ -49,8 +51,20 @@ struct Options {
   std::vector<std::string> precisions = {"fp32", "tf32", "bf16", "fp16"};
 };
 
-// The shapes of inputs/models/gpt2-{124m,350m}.yaml (this program builds without yaml-cpp).
+// The shapes of inputs/models/gpt2-{124m,350m}.yaml and inputs/models/hf/SmolLM2-135M/config.json
+// (this program builds without yaml-cpp).
 eth::ModelConfig model_config(const std::string& name, int* default_batch) {
+  if (name == "smollm2-135m") {
+    eth::ModelConfig c = eth::gpt2_config(name, 49152, 49152, 8192, 30, 9, 576);
+    c.family = eth::ModelFamily::llama;
+    c.num_kv_heads = 3, c.head_dim = 64, c.ffn_channels = 1536;
+    c.norm = eth::NormKind::rmsnorm, c.norm_eps = 1e-5;
+    c.positions = eth::PositionKind::rotary, c.rope_theta = 100000;
+    c.mlp = eth::MlpKind::swiglu;
+    c.attention_bias = c.mlp_bias = false;
+    *default_batch = 16;
+    return c;
+  }
   eth::ModelConfig c;
   c.name = name;
   c.vocab_size = 50257;
@@ -63,7 +77,7 @@ eth::ModelConfig model_config(const std::string& name, int* default_batch) {
     c.num_layers = 24, c.num_heads = 16, c.channels = 1024;
     *default_batch = 8;
   } else {
-    throw std::invalid_argument("--model: expected gpt2-124m or gpt2-350m, got " + name);
+    throw std::invalid_argument("--model: expected gpt2-124m, gpt2-350m or smollm2-135m, got " + name);
   }
   c.num_kv_heads = c.num_heads;  // GPT-2's parts (eth::gpt2_config, which reads no YAML either)
   c.head_dim = c.channels / c.num_heads;
@@ -99,6 +113,7 @@ Options parse(int argc, char** argv) {
 }
 
 double flops_per_token(const eth::ModelConfig& c, int T) {
+  if (c.family == eth::ModelFamily::llama) return eth::training_flops_per_token(c, T);
   const double L = c.num_layers, C = c.channels, Vp = c.padded_vocab_size;
   return 6.0 * (12.0 * L * C * C + Vp * C) + 12.0 * L * T * C;
 }

@@ -177,6 +177,17 @@ if [ "$backend" = cuda ]; then
     cp "$tmp/part.log" "$tmp/torch_$model.jsonl"
     results+=("$tmp/eth_$model.jsonl" "$tmp/torch_$model.jsonl")
   done
+  # A Llama-family model (issue 49): SmolLM2-135M at T 1024, bf16, ETH against PyTorch eager and
+  # at its best (bf16 autocast, SDPA, torch.compile).
+  model=smollm2-135m
+  part "ETH $model, one rank, $steps steps, bf16" 150 "$ETH_BUILD/bench/bench_gpu_step" --model "$model" \
+    --steps "$steps" --precisions bf16
+  cp "$tmp/part.log" "$tmp/eth_$model.jsonl"
+  part "PyTorch $model, $steps steps, bf16, eager and torch.compile" 240 bash -c \
+    "'$PYTHON' bench/gpu/torch_gpu_step.py --model $model --steps $steps --precisions bf16 &&
+     '$PYTHON' bench/gpu/torch_gpu_step.py --model $model --steps $steps --precisions bf16 --compile"
+  cp "$tmp/part.log" "$tmp/torch_$model.jsonl"
+  results+=("$tmp/eth_$model.jsonl" "$tmp/torch_$model.jsonl")
   "$PYTHON" bench/gpu/summarize_gpu_step.py --checks "$out/run.log" --out "$out/gpu_step.json" "${results[@]}"
   "$PYTHON" bench/stamp.py "$out/gpu_step.json" "$load_at_start"
 fi

@@ -4,7 +4,7 @@
   summarize_gpu_step.py --checks CHECKS_LOG --out OUT_JSON RESULTS.jsonl...
 
 Each results file holds JSON lines from bench_gpu_step (impl "eth") and torch_gpu_step.py (impl
-"torch"). MFU uses the GPU's dense peak for the precision, from ETH's rows (kernels/gpu_peaks.hpp),
+"torch", or "torch-compile" with --compile). MFU uses the GPU's dense peak for the precision, from ETH's rows (kernels/gpu_peaks.hpp),
 for both implementations. Standard library only.
 """
 import argparse
@@ -53,17 +53,18 @@ def main():
     device = rows[0]["device"] if rows else "?"
     print(f"training step, whole model on one GPU ({device}); MFU against the dense peak "
           f"(fp32 {peaks.get('fp32', '?')}, tf32 {peaks.get('tf32', '?')} TFLOP/s)")
-    header = f"{'model':<10} {'prec':<5} {'impl':<6} {'B x T':>9} {'step ms':>9} {'tokens/s':>10} {'TFLOP/s':>8} " \
-             f"{'MFU':>6} {'eth/torch':>9}"
+    header = f"{'model':<12} {'prec':<5} {'impl':<13} {'B x T':>9} {'step ms':>9} {'tokens/s':>10} {'TFLOP/s':>8} " \
+             f"{'MFU':>6} {'eth/torch':>9} {'eth/compile':>11}"
     print(header)
     print("-" * len(header))
     by_key = {(r["model"], r["precision"], r["impl"]): r for r in rows}
     for (model, precision, impl), r in sorted(by_key.items()):
-        torch_row = by_key.get((model, precision, "torch"))
-        ratio = f"{r['tokens_per_s'] / torch_row['tokens_per_s']:.2f}" if impl == "eth" and torch_row else ""
+        def ratio(against):  # ETH's tokens/s over PyTorch's (eager, or torch.compile)
+            other = by_key.get((model, precision, against))
+            return f"{r['tokens_per_s'] / other['tokens_per_s']:.2f}" if impl == "eth" and other else ""
         mfu = f"{100 * r['mfu']:.1f}%" if r["mfu"] is not None else "?"
-        print(f"{model:<10} {precision:<5} {impl:<6} {str(r['B']) + 'x' + str(r['T']):>9} {r['step_ms_median']:>9.1f} "
-              f"{r['tokens_per_s']:>10.0f} {r['tflops']:>8.1f} {mfu:>6} {ratio:>9}")
+        print(f"{model:<12} {precision:<5} {impl:<13} {str(r['B']) + 'x' + str(r['T']):>9} {r['step_ms_median']:>9.1f} "
+              f"{r['tokens_per_s']:>10.0f} {r['tflops']:>8.1f} {mfu:>6} {ratio('torch'):>9} {ratio('torch-compile'):>11}")
     if not rows:
         print("(no benchmark results: see the log above)")
 
