@@ -15,6 +15,9 @@ import sys
 
 # The kernels whose source is unchanged since e650766 but for names and the E template
 # (git diff e650766 -- kernels/gpu_ops), by a piece of ncu's name then and kernel_profile's now.
+# The fused residual + layernorm is FusedResidualNormForwardKernel<E, true> since 2026-12-06 (one
+# template with RMSNorm's: the same loads, sums and stores at kCentred true, its eps read from the
+# kernel's arguments instead of an immediate).
 SAME = [("DeltaKernel", "attention_backward_bf16_delta"),
         ("FusedResidualLayerNormForwardKernel", "fused_residual_layernorm_forward_bf16"),
         ("ClassifierRowsBf16Kernel", "classifier_rows_bf16"),

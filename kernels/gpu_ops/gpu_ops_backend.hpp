@@ -193,6 +193,16 @@ class GpuOpsBackend : public Base {
       gpu_ops::residual_forward(launch(), out.as<E>(), a.as<E>(), b.as<E>(), n);
     });
   }
+  void residual_rmsnorm_forward(Tensor residual, Tensor out, float* rstd, ConstTensor a, ConstTensor b,
+                                ConstTensor weight, int N, int C, float eps) override {
+    if (out.type() == ElementType::f32)  // the fp32 path's two ops, as its layernorm's
+      return Backend::residual_rmsnorm_forward(residual, out, rstd, a, b, weight, N, C, eps);
+    on_16bit_element(out, [&](auto e) {
+      using E = decltype(e);
+      fused_residual_rmsnorm_forward16<Launch, E>(launch(), residual.as<E>(), out.as<E>(), rstd, a.as<E>(), b.as<E>(),
+                                                  weight.as<E>(), N, C, eps);
+    });
+  }
   void rmsnorm_forward(Tensor out, float* rstd, ConstTensor inp, ConstTensor weight, int N, int C, float eps) override {
     on_any_element(out, [&](auto e) {
       using E = decltype(e);

@@ -145,6 +145,9 @@ void adamw_update(Launch& launch, float* params, E* param_copies, const float* g
 template <class Launch, class E>  // residual = a + b stored in E, then the layernorm of the stored residual
 void fused_residual_layernorm_forward16(Launch& launch, E* residual, E* out, float* mean, float* rstd, const E* a,
                                         const E* b, const E* weight, const E* bias, int N, int C);
+template <class Launch, class E>  // residual = a + b stored in E, then the RMSNorm of the stored residual
+void fused_residual_rmsnorm_forward16(Launch& launch, E* residual, E* out, float* rstd, const E* a, const E* b,
+                                      const E* weight, int N, int C, float eps);
 template <class Launch, class E>  // one launch; dinp accumulated in E, dweight and dbias in fp32, deterministic
 void layernorm_backward16(Launch& launch, E* dinp, float* dweight, float* dbias, const E* dout, const E* inp,
                           const E* weight, const float* mean, const float* rstd, int N, int C);

@@ -1,5 +1,7 @@
 #include "lib/io/whole_model.hpp"
 
+#include <algorithm>
+
 #include "lib/io/checkpoint.hpp"
 #include "lib/io/checkpoint_files.hpp"
 #include "lib/model/param_layout.hpp"
@@ -17,7 +19,9 @@ std::vector<float> read_whole_params(const std::string& checkpoint_path, const M
 
 void write_step0_checkpoint(const std::string& checkpoint_path, const ModelConfig& model, const std::vector<float>& whole) {
   const ParamLayout layout(model, {0, model.num_layers});
-  const std::vector<float> zeros(layout.wte_size());  // the largest tensor
+  size_t largest = 0;  // wte for GPT-2; a Llama's MLP matrices may pass it
+  for (const ParamTensor& t : layout.tensors()) largest = std::max(largest, t.size);
+  const std::vector<float> zeros(largest);
   CheckpointWriter writer(checkpoint_path, model, CheckpointHeader{}, world_comm());
   if (is_rank_zero())
     for (const ParamTensor& t : layout.tensors()) {

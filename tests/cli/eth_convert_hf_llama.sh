@@ -48,6 +48,25 @@ for name in tiny-llama tiny-llama-tied; do
   check "$name: imported with the folder's config.json as --model" $? ""
 done
 
+# Fine-tuning from an import: a Llama whose MLP matrices pass its vocabulary's rows
+# (tiny-llama-4l: fc_w 176 x 32 beside wte 128 x 32), exported, imported (its AdamW moments zero)
+# and trained on from the import for 3 steps on one rank: every loss finite.
+model=$src/inputs/models/tiny-llama-4l.yaml w=$work/finetune
+mkdir -p "$w"
+$py - "$w/data.bin" <<'PY'
+import sys, numpy as np
+h = np.zeros(256, dtype=np.int32); h[0], h[1], h[2] = 20240520, 1, 4000
+open(sys.argv[1], "wb").write(h.tobytes() + (np.arange(4000) * 31 % 97).astype(np.uint16).tobytes())
+PY
+timeout 60 "$build/tests/cli/init_checkpoint" "$model" "$w/init.h5" 7 > "$w/init.log" 2>&1 \
+  && convert --model "$model" --export-hf "$w/init.h5" --out "$w/hf" \
+  && convert --model "$model" --import-hf "$w/hf" --out "$w/imported.h5" \
+  && checker same "$model" "$w/init.h5" "$w/imported.h5" F32 \
+  && timeout 120 "$build/app/eth_train" --model "$model" --train-data "$w/data.bin" --seq-len 16 --steps 3 \
+       --batch 4 --micro-batch 2 --resume "$w/imported.h5" --output-dir "$w/run" > "$w/train.log" 2>&1 \
+  && [ "$(grep -c '^step .* | loss [0-9]' "$w/train.log")" -eq 3 ]
+check "tiny-llama-4l: fine-tuned from its import, 3 steps, every loss finite" $? "$(tail -3 "$w/train.log" 2>/dev/null)"
+
 # bad CASE FROM NAME FRAGMENT...: folder FROM damaged by CASE (hf_llama_check.py) is refused.
 model=$src/tests/cli/tiny-llama.yaml w=$work/tiny-llama
 bad() {

@@ -169,7 +169,12 @@ def same(model, a, b, dtype):
                              f"{y.flat[bad[0]]!r}, expected {ref.flat[bad[0]]!r}"
         if dtype != "F32":
             assert (x != y).any() or name.endswith(("ln1_w", "ln2_w", "lnf_w")), f"{name}: rounding changed nothing"
-    print(f"{b}: {len(pa)} tensors equal to {a}'s ({dtype})")
+    import h5py
+    with h5py.File(b, "r") as f:  # an import is a step-0 checkpoint: AdamW's moments all zero
+        for group in ("adam_m", "adam_v"):
+            for name in pa:
+                assert not f[group][name][()].any(), f"{b}: {group}/{name} is not all zero"
+    print(f"{b}: {len(pa)} tensors equal to {a}'s ({dtype}), AdamW moments zero")
 
 
 def rewrite(path, drop=None, reshape=None):

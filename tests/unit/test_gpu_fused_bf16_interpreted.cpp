@@ -206,7 +206,7 @@ void check_fused_forward(Shape s) {
   Vec mean(static_cast<size_t>(N), kNaN), rstd(static_cast<size_t>(N), kNaN);
   gpu_ops::fused_residual_layernorm_forward16(launch, residual.data(), out.data(), mean.data(), rstd.data(), a.data(),
                                               b.data(), weight.data(), bias.data(), N, C);
-  EXPECT_EQ(launch.kernel_counts().at(gpu_ops::FusedResidualLayerNormForwardKernel<E>::kName).launches, 1u);
+  EXPECT_EQ(launch.kernel_counts().at(gpu_ops::FusedResidualNormForwardKernel<E, true>::kName).launches, 1u);
 
   // (a) The twin: residual_forward then round; layernorm_forward on the rounded residual, then round.
   const Vec af = floats(a), bf = floats(b), wf = floats(weight), biasf = floats(bias);

@@ -1,5 +1,6 @@
 // The llama family's GPU kernels (kernels/gpu_ops/llama_elementwise.hpp: SwiGLU forward and
-// backward, rotary positions forward and backward; layernorm.hpp's RMSNorm) in the kernel interpreter
+// backward, rotary positions forward and backward; layernorm.hpp's RMSNorm, layernorm_bf16.hpp's
+// fused residual + RMSNorm) in the kernel interpreter
 // (ETH_BACKEND=cuda-emulated), at fp32, bf16 and fp16 storage, against the CPU twin of the same
 // storage (the CPU backend, or its 16-bit twin) on the same inputs: bit for bit, since each
 // kernel loads E, computes the twin's fp32 expression term for term (the host's exp, cos and sin
@@ -180,6 +181,29 @@ TEST_P(LlamaOpsInterpreted, RmsNormEqualsTheTwin) {
   EXPECT_LE(relative_error({dw_k.begin(), dw_k.end()}, {dw_t.begin(), dw_t.end()}), 1e-5) << "rmsnorm dweight";
   EXPECT_EQ(s.launches("rmsnorm_forward" + s.suffix()), 1u);
   EXPECT_EQ(s.launches("rmsnorm_backward" + s.suffix()), 1u);
+}
+
+// The residual add and the RMSNorm after it in one op: on the 16-bit kernels one launch
+// (fused_residual_rmsnorm_forward), on fp32 the two ops; either way the twin's numbers bit for bit
+// (the residual stored in E, then normalised as stored, as the twin's two ops do).
+TEST_P(LlamaOpsInterpreted, ResidualRmsNormEqualsTheTwin) {
+  Sides s{GetParam()};
+  constexpr int C = 96;
+  const float eps = 1e-6f;
+  const auto a = s.values(size_t(N) * C, 1.f, 8), b = s.values(size_t(N) * C, 1.f, 9), weight = s.values(C, 1.f, 10);
+  auto res_k = s.poisoned(size_t(N) * C), res_t = res_k, out_k = res_k, out_t = res_k;
+  std::vector<float> rstd_k(N, NAN), rstd_t(N, NAN);
+  s.kernels->residual_rmsnorm_forward({res_k.data(), s.type}, {out_k.data(), s.type}, rstd_k.data(), {a.data(), s.type},
+                                      {b.data(), s.type}, {weight.data(), s.type}, N, C, eps);
+  s.twin->residual_rmsnorm_forward({res_t.data(), s.type}, {out_t.data(), s.type}, rstd_t.data(), {a.data(), s.type},
+                                   {b.data(), s.type}, {weight.data(), s.type}, N, C, eps);
+  s.kernels->synchronize();
+  expect_same_bytes(res_k, res_t, "residual");
+  expect_same_bytes(out_k, out_t, "rmsnorm out");
+  EXPECT_EQ(std::memcmp(rstd_k.data(), rstd_t.data(), N * sizeof(float)), 0) << "rmsnorm rstd";
+  const bool fused = s.precision != Precision::fp32;
+  EXPECT_EQ(s.launches("fused_residual_rmsnorm_forward" + s.suffix()), fused ? 1u : 0u);
+  EXPECT_EQ(s.launches("rmsnorm_forward" + s.suffix()), fused ? 0u : 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Storage, LlamaOpsInterpreted,
