@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# One rank's training step (GPT-2 by default; MODEL a Hugging Face config.json for a Llama): ETH's CPU backend against OpenBLAS sgemm (same process) and
-# against Debian's PyTorch (same config, same thread count), run in interleaved rounds because
-# the machine is shared and noisy. Writes bench/results/train_step.json; docs/results.md quotes it.
+# One rank's training step (GPT-2 by default; MODEL a Hugging Face config.json for a Llama): ETH's
+# CPU backend against OpenBLAS sgemm (same process) and against Debian's PyTorch (same config,
+# same thread count), run in interleaved rounds because the machine is shared and noisy. Writes
+# bench/results/train_step.json (OUT another); docs/results.md quotes it.
 #
 #   bench/run_train_step.sh                 # defaults below, about 3-5 minutes on 2 cores
 #   ROUNDS=5 LAYERS=4 bench/run_train_step.sh
