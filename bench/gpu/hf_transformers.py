@@ -1,5 +1,8 @@
 """transformers itself on ETH's Hugging Face export (bench/gpu/hf_transformers.sh; needs a Python
-with transformers, which the GPU machine's has; no GPU is used).
+with transformers, which the GPU machine's has; no GPU is used). The model is the folder's
+(AutoModelForCausalLM: GPT2LMHeadModel, or LlamaForCausalLM for a Llama); a folder without a
+tokenizer (a Llama on GPT-2's vocabulary, whose export writes none) takes ETH_SHARD's ids as the
+prompt and skips the tokenizer's check.
 
     hf_transformers.py prompt DIR TEXT ETH_SHARD T OUT_TOKENS
         GPT2TokenizerFast.from_pretrained(DIR) encodes TEXT: its ids must be ETH's (ETH_SHARD:
@@ -24,34 +27,39 @@ import sys
 
 import numpy as np
 import torch
-from transformers import GPT2LMHeadModel, GPT2TokenizerFast
+from transformers import AutoModelForCausalLM, GPT2TokenizerFast
 
 FORWARD_TOL = 1e-5
 TIE = 1e-4
 
 
 def load(folder):
-    model = GPT2LMHeadModel.from_pretrained(folder).to(torch.float64).eval()
-    return model, GPT2TokenizerFast.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float64).eval()
+    has_tokenizer = os.path.exists(os.path.join(folder, "vocab.json"))
+    return model, GPT2TokenizerFast.from_pretrained(folder) if has_tokenizer else None
 
 
 def prompt(folder, text, eth_shard, T, out):
     model, tok = load(folder)
-    ids = tok.encode(text)
     eth_ids = np.fromfile(eth_shard, dtype="<u2")[512:].astype(int).tolist()[1:]  # after the 256-int32 header
-    print(f"prompt {text!r}: GPT2TokenizerFast {len(ids)} ids, eth_tokenize {len(eth_ids)} ids")
-    if ids != eth_ids:
-        print(f"FAILED: the tokenizers differ: transformers {ids}, ETH {eth_ids}")
-        return 1
+    if tok is None:
+        ids, eos = eth_ids, 50256  # GPT-2's end-of-text, as the shard's vocabulary
+        print(f"prompt {text!r}: eth_tokenize's {len(ids)} ids (the folder holds no tokenizer)")
+    else:
+        ids, eos = tok.encode(text), tok.eos_token_id
+        print(f"prompt {text!r}: GPT2TokenizerFast {len(ids)} ids, eth_tokenize {len(eth_ids)} ids")
+        if ids != eth_ids:
+            print(f"FAILED: the tokenizers differ: transformers {ids}, ETH {eth_ids}")
+            return 1
     with torch.no_grad():
         seq = model.generate(torch.tensor([ids]), max_new_tokens=T - len(ids), do_sample=False,
-                             pad_token_id=tok.eos_token_id)[0]
+                             eos_token_id=eos, pad_token_id=eos)[0]
     n = seq.numel()  # T, or fewer where generate stopped at the end-of-text token
-    row = np.full(T, tok.eos_token_id)
+    row = np.full(T, eos)
     row[:n] = seq.numpy()
     rows = np.random.default_rng(0).integers(0, model.config.vocab_size, (3, T))
     np.concatenate([row[None], rows]).astype("<i4").tofile(out)
-    continuation = tok.decode(seq[len(ids):])
+    continuation = tok.decode(seq[len(ids):]) if tok else seq[len(ids):].tolist()
     json.dump({"prompt_tokens": len(ids), "tokens": n, "continuation": continuation}, open(out + ".json", "w"))
     print(f"greedy continuation by transformers ({n - len(ids)} tokens): {continuation!r}")
     return 0
@@ -67,7 +75,7 @@ def compare(folder, dump, prompt_json):
     with torch.no_grad():
         ref = model(tokens).logits  # (B, T, V)
     err = ((ours - ref).norm() / ref.norm()).item()
-    print(f"logits (B, T, V) = ({B}, {T}, {V}): ETH against GPT2LMHeadModel in float64, relative error {err:.2e} "
+    print(f"logits (B, T, V) = ({B}, {T}, {V}): ETH against {type(model).__name__} in float64, relative error {err:.2e} "
           f"(tolerance {FORWARD_TOL:g})")
     generated = json.load(open(prompt_json))
     top2 = ref[0].topk(2, dim=-1).values  # (T, 2)
