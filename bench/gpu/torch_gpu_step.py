@@ -20,12 +20,16 @@ Model FLOPs per token: the same formula as bench_gpu_step.cpp (see there).
 import argparse
 import json
 import math
+import os
 import sys
 import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from torch_train_step import RMSNorm, rotate_half  # noqa: E402  (the CPU benchmark's, one definition)
 
 # The shapes of inputs/models/gpt2-{124m,350m}.yaml and inputs/models/hf/SmolLM2-135M/config.json,
 # and bench_gpu_step's default batches.
@@ -55,21 +59,6 @@ class Block(nn.Module):
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = x + self.attn_proj(y.transpose(1, 2).contiguous().view(B, T, C))
         return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
-
-
-class RMSNorm(nn.Module):
-    def __init__(self, C, eps):
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(C))
-
-    def forward(self, x):
-        return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + self.eps).to(x.dtype) * self.weight
-
-
-def rotate_half(x):
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat((-x2, x1), dim=-1)
 
 
 class LlamaBlock(nn.Module):
