@@ -53,7 +53,7 @@ void block_forward(kernels::Backend& backend, const ModelConfig& config, const B
   const int N = rows.B * rows.T, C = config.channels;
   const LayerWidths W = layer_widths(config);
   const ModelNorm norm(backend, config);
-  auto bias = [&](size_t offset) { return offset == LayerOffsets::kAbsent ? nullptr : params + offset; };
+  auto bias = [&](size_t offset) { return optional_tensor(params, offset); };
   const int QKV = static_cast<int>(W.qkv), Q = static_cast<int>(W.atty), F = static_cast<int>(W.fc),
             FA = static_cast<int>(W.fc_act);
 

@@ -111,7 +111,6 @@ const std::vector<float>& Generator::extend(const int32_t* tokens, int n) {
   const kernels::ConstTensor p = weights();
   const LayerOffsets& w = layout_.layer_offsets();
   const ModelNorm norm(backend_, config_);
-  auto bias = [](kernels::ConstTensor at, size_t offset) { return offset == ParamLayout::kAbsent ? nullptr : at + offset; };
   const kernels::Tensor x = stored(x_), y = stored(y_), ln = stored(ln_), branch = stored(branch_);
   const kernels::Tensor atty = stored(atty_), qkv = stored(qkv_), fch = stored(fch_), fch_act = stored(fch_act_);
   backend_.copy_to_device(tokens_.data(), tokens, sizeof(int32_t) * n);
@@ -123,7 +122,7 @@ const std::vector<float>& Generator::extend(const int32_t* tokens, int n) {
   backend_.encoder_forward(x, tokens_.data(), masters + layout_.wte(), positions, 1, n, C);
   // The first ln1 alone; ln2 and the next ln1 fused with the residual add before them (Stage).
   const NormOutput ln_out{ln, mean_.data(), rstd_.data()};
-  norm.forward(ln_out, x, p + layout_.layer(0) + w.ln1_w, bias(p + layout_.layer(0), w.ln1_b), n);
+  norm.forward(ln_out, x, p + layout_.layer(0) + w.ln1_w, optional_tensor(p + layout_.layer(0), w.ln1_b), n);
   // One layer's activations at a time: x the residual stream (each block's input and output),
   // y its res2, ln each norm's output in turn (ln1, ln2, the next ln1).
   const BlockActivations block{x, ln, qkv, atty, y, ln_out, fch, fch_act, branch, x};
@@ -135,13 +134,13 @@ const std::vector<float>& Generator::extend(const int32_t* tokens, int n) {
     };
     std::optional<NextNorm> next;
     if (l + 1 < config_.num_layers)
-      next = NextNorm{ln_out, p + layout_.layer(l + 1) + w.ln1_w, bias(p + layout_.layer(l + 1), w.ln1_b)};
+      next = NextNorm{ln_out, p + layout_.layer(l + 1) + w.ln1_w, optional_tensor(p + layout_.layer(l + 1), w.ln1_b)};
     block_forward(backend_, config_, block, p + layout_.layer(l), w, {1, n, T0, inv_freq_.data()}, attend,
                   next ? &*next : nullptr);
   }
   // The final norm and the head, on the last row only.
   const kernels::ConstTensor last = x + static_cast<size_t>(n - 1) * C;  // (1, C)
-  norm.forward(ln_out, last, p + layout_.lnf_w(), bias(p, layout_.lnf_b()), 1);
+  norm.forward(ln_out, last, p + layout_.lnf_w(), optional_tensor(p, layout_.lnf_b()), 1);
   backend_.matmul_forward(stored(logits_), ln, p + layout_.head_wte(), nullptr, 1, C, config_.padded_vocab_size);
   host_logits_ = kernels::copy_to_host_f32(backend_, stored(logits_), host_logits_.size());  // waits
   position_ += n;

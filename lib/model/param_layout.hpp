@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/tensor.hpp"
 #include "lib/model/model_config.hpp"
 #include "lib/model/model_tensors.hpp"
 
@@ -54,6 +55,15 @@ struct LayerOffsets {
   size_t fcproj_w, fcproj_b;    // (C, FC), (C)
   size_t size;
 };
+
+// The tensor at `offset` of a parameter (or gradient) buffer, or null where the model lacks it
+// (LayerOffsets::kAbsent: a bias, a layernorm's bias): what the ops take for "none".
+inline kernels::ConstTensor optional_tensor(kernels::ConstTensor buffer, size_t offset) {
+  return offset == LayerOffsets::kAbsent ? nullptr : buffer + offset;
+}
+inline float* optional_tensor(float* buffer, size_t offset) {
+  return offset == LayerOffsets::kAbsent ? nullptr : buffer + offset;
+}
 
 class ParamLayout {
  public:

@@ -67,7 +67,8 @@ Stage::ActLayout Stage::act_layout(const ModelConfig& config, LayerRange layers,
 
 void Stage::check_computes(const ModelConfig& c, const std::string& where) {
   if (c.norm == NormKind::layernorm && c.norm_eps != 1e-5)
-    fail_input(where, "norm_eps", "1e-05 with layernorm (GPT-2's, which ETH's layernorm kernels hold; RMSNorm takes any)",
+    fail_input(where, "norm_eps",
+               "1e-05 with layernorm (GPT-2's, which ETH's layernorm kernels hold; RMSNorm takes any)",
                strprintf("%g", c.norm_eps));
 }
 
@@ -215,8 +216,8 @@ void Stage::forward(int slot, const int32_t* host_tokens, kernels::ConstTensor i
     tokens_uploaded_[slot].record();
     // The embedding reads the fp32 masters (the bf16 path rounds the rows it reads, which only the
     // device knows: the fp32-compute path could not widen them from the copies).
-    backend_.encoder_forward(in, tokens, params_.data() + layout_.wte(), learned_positions() ? params_.data() + layout_.wpe() : nullptr,
-                             B, T, C);
+    const float* positions = learned_positions() ? params_.data() + layout_.wpe() : nullptr;
+    backend_.encoder_forward(in, tokens, params_.data() + layout_.wte(), positions, B, T, C);
   } else if (input.data() != in.data()) {
     assert(input.type() == storage_);
     backend_.copy(in.data(), input.data(), BTC * kernels::element_bytes(storage_));
@@ -239,19 +240,13 @@ NormOutput Stage::final_norm(int slot) {
   return {at(slot, acts_.lnf), at(slot, acts_.lnf_mean).as_f32(), at(slot, acts_.lnf_rstd).as_f32()};
 }
 
-kernels::ConstTensor Stage::bias(kernels::ConstTensor params, size_t offset) {
-  return offset == ParamLayout::kAbsent ? nullptr : params + offset;
-}
-
-float* Stage::bias_grad(float* grads, size_t offset) { return offset == ParamLayout::kAbsent ? nullptr : grads + offset; }
-
 void Stage::ln1_forward(int slot, int i) {
   const int N = rows_[slot] * T_;
   const kernels::ConstTensor lp = weights() + layout_.layer(layout_.layers().begin + i);
   const LayerOffsets& w = layout_.layer_offsets();
   const LayerActs a = layer_acts(slot, i);
   ModelNorm(backend_, config_).forward(norm_output(a, ln1, ln1_mean, ln1_rstd), layer_input(slot, i), lp + w.ln1_w,
-                                       bias(lp, w.ln1_b), N);
+                                       optional_tensor(lp, w.ln1_b), N);
 }
 
 void Stage::attention_forward(int slot, int i) {
@@ -260,7 +255,8 @@ void Stage::attention_forward(int slot, int i) {
   const LayerOffsets& w = layout_.layer_offsets();
   const LayerActs a = layer_acts(slot, i);
   const kernels::AttentionHeads heads = attention_heads(config_);
-  backend_.matmul_forward(a[qkv], a[ln1], lp + w.qkv_w, bias(lp, w.qkv_b), B * T, C, static_cast<int>(heads.qkv_row()));
+  backend_.matmul_forward(a[qkv], a[ln1], lp + w.qkv_w, optional_tensor(lp, w.qkv_b), B * T, C,
+                          static_cast<int>(heads.qkv_row()));
   if (config_.positions == PositionKind::rotary) backend_.rotary_forward(a[qkv], inv_freq_.data(), B, T, 0, heads);
   backend_.attention_forward(a[atty], a[att_saved].as_f32(), a[qkv], B, T, heads);
 }
@@ -287,9 +283,9 @@ void Stage::layers_forward(int slot) {
     if (l + 1 < range.end) {
       const kernels::ConstTensor next_lp = p + layout_.layer(l + 1);
       next = NextNorm{norm_output(layer_acts(slot, i + 1), ln1, ln1_mean, ln1_rstd), next_lp + w.ln1_w,
-                      bias(next_lp, w.ln1_b)};
+                      optional_tensor(next_lp, w.ln1_b)};
     } else if (layout_.has_head()) {
-      next = NextNorm{final_norm(slot), p + layout_.lnf_w(), bias(p, layout_.lnf_b())};
+      next = NextNorm{final_norm(slot), p + layout_.lnf_w(), optional_tensor(p, layout_.lnf_b())};
     }
     block_forward(backend_, config_, block, p + layout_.layer(l), w, {B, T, 0, inv_freq_.data()}, attend,
                   next ? &*next : nullptr);
@@ -362,7 +358,7 @@ void Stage::backward(int slot, kernels::ConstTensor doutput, const std::function
   if (layout_.has_head()) {
     // dbtc holds dlnf, and the head's dW is complete: loss(slot, targets, scale) took them.
     backend_.fill_zero(dres, BTC);
-    norm.backward(dres, g + layout_.lnf_w(), bias_grad(g, layout_.lnf_b()), scratch(dbtc_), output(slot),
+    norm.backward(dres, g + layout_.lnf_w(), optional_tensor(g, layout_.lnf_b()), scratch(dbtc_), output(slot),
                   p + layout_.lnf_w(), final_norm(slot), N);
     done(config_.num_layers + 1);
   } else {
@@ -380,31 +376,31 @@ void Stage::backward(int slot, kernels::ConstTensor doutput, const std::function
     float* lg = g + layout_.layer(l);
     // res3 = res2 + fcproj(act(fc(ln2(res2)))): dres flows through both paths.
     if (config_.mlp == MlpKind::gelu) {
-      backend_.matmul_dgelu_backward(scratch(dfch_), lg + w.fcproj_w, bias_grad(lg, w.fcproj_b), dres, a[fch_act],
+      backend_.matmul_dgelu_backward(scratch(dfch_), lg + w.fcproj_w, optional_tensor(lg, w.fcproj_b), dres, a[fch_act],
                                      lp + w.fcproj_w, a[fch], N, FA, C);
     } else {
-      backend_.matmul_backward(scratch(dfch_act_), lg + w.fcproj_w, bias_grad(lg, w.fcproj_b), dres, a[fch_act],
+      backend_.matmul_backward(scratch(dfch_act_), lg + w.fcproj_w, optional_tensor(lg, w.fcproj_b), dres, a[fch_act],
                                lp + w.fcproj_w, N, FA, C);
       backend_.swiglu_backward(scratch(dfch_), a[fch], scratch(dfch_act_), N, FA);
     }
-    backend_.matmul_backward(scratch(dbtc_), lg + w.fc_w, bias_grad(lg, w.fc_b), scratch(dfch_), a[ln2], lp + w.fc_w,
-                             N, C, F);
-    norm.backward(dres, lg + w.ln2_w, bias_grad(lg, w.ln2_b), scratch(dbtc_), a[res2], lp + w.ln2_w,
+    backend_.matmul_backward(scratch(dbtc_), lg + w.fc_w, optional_tensor(lg, w.fc_b), scratch(dfch_), a[ln2],
+                             lp + w.fc_w, N, C, F);
+    norm.backward(dres, lg + w.ln2_w, optional_tensor(lg, w.ln2_b), scratch(dbtc_), a[res2], lp + w.ln2_w,
                   norm_output(a, ln2, ln2_mean, ln2_rstd), N);
     // res2 = x + attproj(attention(qkv(ln1(x)))); selective recomputes that half's activations.
     if (recompute_ == Recompute::selective) {
       ln1_forward(slot, i);  // the bits layers_forward's fused norm made
       attention_forward(slot, i);
     }
-    backend_.matmul_backward(scratch(dbtc_), lg + w.attproj_w, bias_grad(lg, w.attproj_b), dres, a[atty],
+    backend_.matmul_backward(scratch(dbtc_), lg + w.attproj_w, optional_tensor(lg, w.attproj_b), dres, a[atty],
                              lp + w.attproj_w, N, Q, C);
     backend_.attention_backward(scratch(dqkv_), scratch(dbtc_), a[qkv], a[atty], a[att_saved].as_f32(), B, T, heads);
     // qkv holds q and k turned; their gradient turns back to the matmul's outputs.
     if (config_.positions == PositionKind::rotary)
       backend_.rotary_backward(scratch(dqkv_), inv_freq_.data(), B, T, 0, heads);
-    backend_.matmul_backward(scratch(dbtc_), lg + w.qkv_w, bias_grad(lg, w.qkv_b), scratch(dqkv_), a[ln1],
+    backend_.matmul_backward(scratch(dbtc_), lg + w.qkv_w, optional_tensor(lg, w.qkv_b), scratch(dqkv_), a[ln1],
                              lp + w.qkv_w, N, C, QKV);
-    norm.backward(dres, lg + w.ln1_w, bias_grad(lg, w.ln1_b), scratch(dbtc_), x, lp + w.ln1_w,
+    norm.backward(dres, lg + w.ln1_w, optional_tensor(lg, w.ln1_b), scratch(dbtc_), x, lp + w.ln1_w,
                   norm_output(a, ln1, ln1_mean, ln1_rstd), N);
     done(l + 1);
   }
@@ -416,8 +412,8 @@ void Stage::backward(int slot, kernels::ConstTensor doutput, const std::function
       backend_.copy(keep.rows.data(), dres.data(), BTC * kernels::element_bytes(storage_));
       backend_.copy(keep.ids, tokens, sizeof(int32_t) * N);
     }
-    backend_.encoder_backward(keep.rows ? nullptr : g + layout_.wte(), learned_positions() ? g + layout_.wpe() : nullptr,
-                              dres, tokens, B, T, C);
+    float* dwpe = learned_positions() ? g + layout_.wpe() : nullptr;
+    backend_.encoder_backward(keep.rows ? nullptr : g + layout_.wte(), dwpe, dres, tokens, B, T, C);
     done(0);
   }
 }

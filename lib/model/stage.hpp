@@ -171,9 +171,6 @@ class Stage {
   // A norm's output and statistics among a layer's activations; the final norm's of a slot.
   static NormOutput norm_output(const LayerActs& a, Act out, Act mean, Act rstd);
   NormOutput final_norm(int slot);
-  // A bias (or its gradient) at `offset`, null where the model has none (ParamLayout::kAbsent).
-  static kernels::ConstTensor bias(kernels::ConstTensor params, size_t offset);
-  static float* bias_grad(float* grads, size_t offset);
   bool learned_positions() const { return config_.positions == PositionKind::learned; }
   // The forward of the slot's layers (and final norm), from its input on; and of one layer's
   // attention half, which selective backward recomputes: ln1 from the layer's input, then qkv,
