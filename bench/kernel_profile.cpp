@@ -1,169 +1,155 @@
-// kernel_profile: the interpreter's counters (kernels/simt/profile.hpp) over real kernels of the
-// bf16 path, one row per kernel, and each kernel's time on a named GPU by the time model
-// (kernels/simt/time_model.hpp): the flash attention forward and backward (its Delta kernel,
-// dK/dV, dQ), the fused residual + layernorm forward and the layernorm backward (its rows kernel
-// and the column sums), at GPT-2 124M's widths (C 768, 12 heads, 12 layers) on B x T rows, the
-// classifier on B x T rows of its vocabulary and AdamW over its 124M parameters; the step's
-// cuBLASLt GEMMs by the roofline of their shapes. The predicted step adds every row times its
-// launches in one step. The inputs are synthetic; no count here depends on the values.
+// kernel_profile: one training step of a model as a GPU would run it, profiled in the kernel
+// interpreter (ETH_BACKEND=cuda-emulated) and priced on a named GPU: every kernel launch's
+// counters (kernels/simt/profile.hpp) and its time by the time model (kernels/simt/time_model.hpp),
+// every library GEMM by the roofline of its shape; one row per kernel with its launches in the
+// step, and the predicted step. Also the step's device memory on that GPU (lib/plan/memory_model.hpp),
+// and one line where it would not fit.
 //
-//   kernel_profile [--batch 1] [--seq-len 256] [--sample-batch 1] [--gpu H200] [--ptxas FILE] [--json FILE]
+//   kernel_profile [--model inputs/models/gpt2-124m.yaml] [--precision bf16] [--batch 1] [--seq-len 1024]
+//                  [--gpu H200] [--ptxas FILE] [--sample-blocks 256] [--json FILE]
 //
-// The interpreter runs the kernels at --sample-batch (B must be a whole multiple of it) and scales
-// each launch's counts to B (simt::scaled: the grid along the batch, or the loops of a kernel
-// whose grid is fixed); the classifier runs 4 rows and AdamW 62 of its 7,688 segments, scaled
-// the same way. docs/gpu.md, "The time model", checks the scaling against whole runs.
+// The step is lib/job/trainer.cpp's with micro_batch == global_batch on one GPU: zero_grads,
+// forward, loss with gradient (the head in its chunks), backward, the gradient norm, AdamW.
+// What makes it fast enough to run in CI's minutes:
+//  - layers: the steps of 1 and 2 layers are profiled and every count and time extrapolated to
+//    the model's L (c1 + (L - 1)(c2 - c1): exact, each layer runs the same launches on the same
+//    shapes, and the optimizer's per-layer parameters add the same per layer);
+//  - blocks: a launch counts at most --sample-blocks of its blocks (whole rows of its grid where a
+//    row fits: the batch and heads along y) and extends their counts to the grid
+//    (simt::extend_sample); its other blocks, and the GEMMs' products, do not run at all. The
+//    counts of no kernel of the step depend on the values it reads (the sort, which the
+//    embedding backward indexes by, still runs), so the values are left undefined.
+// docs/gpu.md, "The time model", gives the model, its calibration and what the step leaves out.
 #include <boost/program_options.hpp>
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <stdexcept>
-#include <memory>
-#include <type_traits>
 #include <fstream>
-#include <map>
-#include <regex>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
-
-#include "bench/bench_stamp.hpp"
-#include "lib/base/input_error.hpp"
+#include <regex>
+#include <stdexcept>
 #include <string>
-#include <tuple>
 #include <vector>
 
+#include "bench/bench_stamp.hpp"
+#include "kernels/emulated/cuda_emulated_backend.hpp"
 #include "kernels/emulated/host_launch.hpp"
-#include "kernels/gpu_ops/classifier_bf16.hpp"
-#include "kernels/gpu_ops/flash_attention_bf16.hpp"
-#include "kernels/gpu_ops/layernorm_bf16.hpp"
-#include "kernels/gpu_ops/optimizer.hpp"
 #include "kernels/gpu_peaks.hpp"
+#include "kernels/precision.hpp"
 #include "kernels/simt/time_model.hpp"
+#include "lib/base/command_line.hpp"
+#include "lib/base/input_error.hpp"
+#include "lib/base/random.hpp"
+#include "lib/model/model_config.hpp"
+#include "lib/model/model_tensors.hpp"
+#include "lib/model/optimizer.hpp"
+#include "lib/model/param_layout.hpp"
+#include "lib/model/stage.hpp"
+#include "lib/plan/memory_model.hpp"
 
 namespace po = boost::program_options;
 using json = nlohmann::json;
-using eth::kernels::bf16;
 namespace simt = eth::kernels::simt;
+using eth::kernels::emulated::LibraryCall;
 
 namespace {
 
-// n values of T at a 256-byte boundary, as cudaMalloc places an allocation: sectors and lines
-// per request depend on it.
-template <class T>
-class Buffer {
- public:
-  explicit Buffer(size_t n, float fill = 0.f)
-      : p_(static_cast<T*>(std::aligned_alloc(256, (n * sizeof(T) + 255) / 256 * 256)), std::free) {
-    for (size_t i = 0; i < n; i++) {
-      const float v = fill * static_cast<float>(static_cast<int>(i % 17) - 8);
-      if constexpr (std::is_same_v<T, int32_t>) p_.get()[i] = static_cast<int32_t>(i % 1000);
-      else if constexpr (std::is_same_v<T, float>) p_.get()[i] = v;
-      else p_.get()[i] = simt::to_bf16(v);
-    }
-  }
-  T* data() const { return p_.get(); }
-
- private:
-  std::unique_ptr<T, void (*)(void*)> p_;
+// The launches and library calls of one step.
+struct StepProfile {
+  std::vector<simt::LaunchProfile> launches;
+  std::vector<LibraryCall> calls;
 };
 
-std::string ratio(uint64_t a, uint64_t b) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%llu/%llu", static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
-  return text;
+std::unique_ptr<eth::kernels::Backend> gpu_backend(eth::kernels::Precision precision) {
+  return precision == eth::kernels::Precision::fp32 ? eth::kernels::make_cuda_emulated_backend()
+                                                    : eth::kernels::make_cuda_emulated_backend(0, precision);
 }
 
-// One kernel of the step: its launch scaled to the predicted micro-batch, its launches a step and
-// its predicted time.
-struct Row {
-  simt::LaunchProfile p;
-  int launches;
-  simt::KernelTime time;
-  int registers = 0;  // per thread, from --ptxas; 0: not known
-};
-
-// A GEMM of the step by its shape, (M x K) x (K x N), `count` times a step.
-struct Gemm {
-  std::string name;
-  int64_t M, N, K;
-  int count;
-  double us;
-};
-
-void print(const std::vector<Row>& rows, const std::vector<Gemm>& gemms, const char* gpu, double step_ms) {
-  std::printf("%-37s %-10s %5s %4s %9s %9s %-9s %4s %6s %9s %6s %6s %12s %17s %15s %8s %8s %9s %7s  %s\n", "kernel",
-              "grid", "block", "n", "pred_us", "total_us", "bound", "b/SM", "tail", "ld_req", "sec/rq", "ideal",
-              "bytes_uniq", "shared_wf/ideal", "ldmatrix_wf/id", "mma", "special", "fp64", "atomics",
-              "worst line (sectors/request)");
-  for (const Row& r : rows) {
-    const simt::LaunchProfile& p = r.p;
-    const std::string grid =
-        std::to_string(p.grid.x) + "," + std::to_string(p.grid.y) + "," + std::to_string(p.grid.z);
-    const simt::GlobalSite* worst = p.worst_site();
-    std::printf("%-37s %-10s %5u %4d %9.1f %9.1f %-9s %4d %6.2f %9llu %6.2f %6.2f %12llu %17s %15s %8llu %8llu %9llu %7llu  %s (%.1f)\n",
-                p.dialect_name.c_str(), grid.c_str(), p.block.x, r.launches, r.time.predicted_us,
-                r.time.predicted_us * r.launches, simt::resource_name(r.time.bound), r.time.blocks_per_sm, r.time.tail,
-                static_cast<unsigned long long>(p.loads.requests), p.loads.sectors_per_request(),
-                p.loads.requests ? double(p.loads.ideal_sectors) / double(p.loads.requests) : 0.0,
-                static_cast<unsigned long long>(p.distinct_bytes_read + p.distinct_bytes_written),
-                ratio(p.shared_loads.wavefronts + p.shared_stores.wavefronts, p.shared_loads.ideal + p.shared_stores.ideal)
-                    .c_str(),
-                ratio(p.ldmatrix.wavefronts, p.ldmatrix.ideal).c_str(), static_cast<unsigned long long>(p.mma),
-                static_cast<unsigned long long>(p.special), static_cast<unsigned long long>(p.fp64),
-                static_cast<unsigned long long>(p.atomics), worst ? worst->where.c_str() : "-",
-                worst ? worst->traffic.sectors_per_request() : 0.0);
+StepProfile profile_step(const eth::ModelConfig& model, int B, int T, eth::kernels::Precision precision,
+                         uint64_t sample_blocks) {
+  const std::unique_ptr<eth::kernels::Backend> backend = gpu_backend(precision);
+  eth::kernels::emulated::HostLaunch& launch = *eth::kernels::cuda_emulated_launch(*backend);
+  const eth::LayerRange layers{0, model.num_layers};
+  eth::Stage stage(model, layers, B, T, 1, *backend);
+  std::vector<float> params(stage.layout().size());
+  eth::init_parameters(model, stage.layout(), 1, params.data());
+  backend->copy_to_device(stage.params(), params.data(), params.size() * sizeof(float));
+  stage.params_written();
+  std::vector<int32_t> tokens(static_cast<size_t>(B) * T), targets(tokens.size());
+  for (size_t i = 0; i < tokens.size(); i++) {
+    tokens[i] = static_cast<int32_t>(eth::uniform_at(11, i) * model.vocab_size);
+    targets[i] = static_cast<int32_t>(eth::uniform_at(12, i) * model.vocab_size);
   }
-  for (const Gemm& g : gemms)
-    std::printf("%-37s %-10s %5s %4d %9.1f %9.1f %-9s (cuBLASLt, roofline of %lld x %lld x %lld)\n", g.name.c_str(), "-", "-",
-                g.count, g.us, g.us * g.count, "roofline", static_cast<long long>(g.M), static_cast<long long>(g.N),
-                static_cast<long long>(g.K));
-  std::printf("predicted step on %s: %.2f ms of kernels (the rows above times their launches)\n", gpu, step_ms);
-  for (const Row& r : rows) std::printf("%s: %s\n", r.p.dialect_name.c_str(), r.p.name.c_str());
+  const eth::AdamWConfig adamw;
+  eth::AdamW optimizer(stage.layout(), adamw, *backend);
+  backend->reserve_workspace(eth::stage_shape(model, layers, B, T, 0));
+
+  launch.set_counters(true, sample_blocks, /*values=*/false);
+  stage.zero_grads();
+  stage.forward(0, tokens.data(), nullptr);
+  stage.loss(0, targets.data(), 1.0f);
+  stage.backward(0, nullptr);
+  const double grad_norm = std::sqrt(backend->sum_of_squares(stage.grads(), stage.layout().size())) / B;
+  optimizer.step(stage.params(), stage.param_copies(), stage.grads(), 3e-4f,
+                 static_cast<float>(eth::clip_factor(grad_norm, adamw.max_grad_norm) / B));
+  backend->synchronize();
+  StepProfile out{launch.profiles(), launch.library_calls()};
+  launch.set_counters(false);
+  return out;
 }
 
-// One entry per kernel, with the names issue 50 gives the fields where it names them.
-json as_json(const std::vector<Row>& rows) {
-  json kernels = json::array();
-  for (const Row& r : rows) {
-    const simt::LaunchProfile& p = r.p;
-    const simt::GlobalSite* worst = p.worst_site();
-    const uint64_t requests = p.loads.requests + p.stores.requests;
-    json resource_us = json::object();
-    for (int i = 0; i < simt::kResources; i++) resource_us[simt::resource_name(static_cast<simt::Resource>(i))] = r.time.us[i];
-    kernels.push_back({
-        {"name", p.name},
-        {"dialect_name", p.dialect_name},
-        {"grid", {p.grid.x, p.grid.y, p.grid.z}},
-        {"block", {p.block.x, p.block.y, p.block.z}},
-        {"shared_bytes", p.shared_bytes},
-        {"launches", r.launches},
-        {"predicted_us", r.time.predicted_us},
-        {"bound", simt::resource_name(r.time.bound)},
-        {"resource_us", resource_us},
-        {"dram_bytes", r.time.dram_bytes},
-        {"distinct_bytes", p.distinct_bytes_read + p.distinct_bytes_written},
-        {"requested_bytes", p.loads.bytes + p.stores.bytes},
-        {"requests", requests},
-        {"sectors_per_request", requests ? double(p.loads.sectors + p.stores.sectors) / double(requests) : 0.0},
-        {"ideal_sectors_per_request",
-         requests ? double(p.loads.ideal_sectors + p.stores.ideal_sectors) / double(requests) : 0.0},
-        {"shared_wavefronts", p.shared_loads.wavefronts + p.shared_stores.wavefronts + p.ldmatrix.wavefronts},
-        {"shared_wavefronts_ideal", p.shared_loads.ideal + p.shared_stores.ideal + p.ldmatrix.ideal},
-        {"mma", p.mma},
-        {"sfu", p.special},
-        {"fp64", p.fp64},
-        {"atomics", p.atomics},
-        {"atomic_addresses", p.atomic_addresses},
-        {"barriers", p.barriers},
-        {"blocks_per_sm", r.time.blocks_per_sm},
-        {"registers", r.registers},
-        {"tail", r.time.tail},
-        {"worst_line", worst ? worst->where : ""},
-        {"worst_sectors_per_request", worst ? worst->traffic.sectors_per_request() : 0.0},
-    });
-  }
-  return kernels;
+// One kernel's launches in a step: the counts summed over them, their predicted time, and the
+// most expensive launch's bound, occupancy and tail.
+struct KernelRow {
+  std::string name, dialect_name;
+  double launches = 0;
+  double total_us = 0;
+  std::map<std::string, double> counts;  // summed over the step's launches
+  simt::LaunchProfile heaviest;          // the launch with the largest predicted time
+  simt::KernelTime heaviest_time;
+  double mma_min = 0;                    // summed, where the kernel's products are known
+  int registers = 0;
+};
+
+// A library call's shape in a step.
+struct CallRow {
+  LibraryCall call;
+  double launches = 0;
+  double us = 0;  // per call
+};
+
+// The fewest mma.sync (m16n8k16: 4096 FLOPs) the causal products of an attention kernel need: per
+// query head, T (T + 1) / 2 query-key pairs times the head size, 2 FLOPs each, per product; the
+// forward has two products (Q K^T, P V), dK/dV four (S, dP, dV, dK), dQ three (S, dP, dQ).
+double attention_mma_min(const std::string& dialect_name, const eth::ModelConfig& model, int B, int T) {
+  int products = 0;
+  if (dialect_name.find("attention_forward") == 0) products = 2;
+  else if (dialect_name.find("_dkdv") != std::string::npos) products = 4;
+  else if (dialect_name.find("_dq") != std::string::npos) products = 3;
+  if (products == 0) return 0;
+  const double pairs = double(T) * (T + 1) / 2;
+  return products * double(B) * model.num_heads * pairs * model.head_size() * 2 / 4096;
+}
+
+std::map<std::string, double> counts_of(const simt::LaunchProfile& p, uint64_t dram_bytes) {
+  return {{"requests", double(p.loads.requests + p.stores.requests)},
+          {"sectors", double(p.loads.sectors + p.stores.sectors)},
+          {"ideal_sectors", double(p.loads.ideal_sectors + p.stores.ideal_sectors)},
+          {"requested_bytes", double(p.loads.bytes + p.stores.bytes)},
+          {"distinct_bytes", double(p.distinct_bytes_read + p.distinct_bytes_written)},
+          {"dram_bytes", double(dram_bytes)},
+          {"shared_wavefronts", double(p.shared_loads.wavefronts + p.shared_stores.wavefronts + p.ldmatrix.wavefronts)},
+          {"shared_wavefronts_ideal", double(p.shared_loads.ideal + p.shared_stores.ideal + p.ldmatrix.ideal)},
+          {"mma", double(p.mma)},
+          {"sfu", double(p.special)},
+          {"fp64", double(p.fp64)},
+          {"atomics", double(p.atomics)},
+          {"barriers", double(p.barriers)}};
 }
 
 // A kernel's name up to its parameter list, without the space older demanglers put between '>'s:
@@ -197,176 +183,278 @@ std::map<std::string, int> ptxas_registers(const std::string& path, int cc) {
   return registers;
 }
 
-// The launch `p`, run at a sample, as it would be `times` times larger: along its grid's batch
-// dimension (y where the grid has one: the flash kernels' B x NH; else x), or, for the column sums
-// whose grid is the columns, by the rows each block adds.
-simt::LaunchProfile scale_to(const simt::LaunchProfile& p, unsigned times) {
-  if (p.dialect_name == "column_sums_of_partials") return simt::scaled(p, p.grid, times);
-  if (p.dialect_name == "column_finish") return p;  // C columns, whatever the rows
-  simt::Dim3 grid = p.grid;
-  (grid.y > 1 ? grid.y : grid.x) *= times;
-  return simt::scaled(p, grid);
+// The step's kernels, each launch priced, by kernel (in the order they first launch).
+std::vector<KernelRow> kernel_rows(const StepProfile& step, const eth::kernels::GpuPeak& gpu,
+                                   const std::map<std::string, int>& registers, const eth::ModelConfig& model, int B,
+                                   int T) {
+  const simt::TimeModelConstants constants;
+  std::vector<KernelRow> rows;
+  for (const simt::LaunchProfile& p : step.launches) {
+    auto row = std::find_if(rows.begin(), rows.end(), [&](const KernelRow& r) { return r.dialect_name == p.dialect_name; });
+    if (row == rows.end()) row = rows.insert(rows.end(), KernelRow{p.name, p.dialect_name});
+    const auto found = registers.find(entry_key(p.name));
+    const int regs = found == registers.end() ? 0 : found->second;
+    const simt::KernelTime time = simt::predict(p, gpu, constants, regs);
+    row->launches += 1;
+    row->total_us += time.predicted_us;
+    for (const auto& [key, value] : counts_of(p, time.dram_bytes)) row->counts[key] += value;
+    row->mma_min += attention_mma_min(p.dialect_name, model, B, T);
+    if (row->launches == 1 || time.predicted_us > row->heaviest_time.predicted_us) {
+      row->heaviest = p;
+      row->heaviest_time = time;
+      row->registers = regs;
+    }
+  }
+  return rows;
 }
+
+std::vector<CallRow> call_rows(const StepProfile& step, const eth::kernels::GpuPeak& gpu) {
+  const simt::TimeModelConstants constants;
+  std::vector<CallRow> rows;
+  for (const LibraryCall& c : step.calls) {
+    auto row = std::find_if(rows.begin(), rows.end(), [&](const CallRow& r) {
+      return r.call.name == c.name && r.call.m == c.m && r.call.n == c.n && r.call.k == c.k;
+    });
+    if (row == rows.end()) {
+      // The sort by its keys' and values' bytes (read and written once) at the attained DRAM rate.
+      const double us = c.k > 0 ? simt::gemm_us(c.m, c.n, c.k, c.element_bytes, gpu, constants)
+                                : 2.0 * double(c.m) * c.element_bytes /
+                                          (gpu.bandwidth_gbs * 1e3 * constants.dram_fraction) +
+                                      constants.launch_us;
+      row = rows.insert(rows.end(), CallRow{c, 0, us});
+    }
+    row->launches += 1;
+  }
+  return rows;
+}
+
+// A kernel launched as often in both steps but on a grid that grows with the layers (AdamW's
+// segments) has each such launch replaced, in both, by its profile at L layers
+// (simt::extrapolated), which extrapolate_rows then leaves as priced.
+void extrapolate_resized_launches(StepProfile& one, StepProfile& two, int L) {
+  std::map<std::string, std::vector<simt::LaunchProfile*>> of_one, of_two;
+  for (simt::LaunchProfile& p : one.launches) of_one[p.dialect_name].push_back(&p);
+  for (simt::LaunchProfile& p : two.launches) of_two[p.dialect_name].push_back(&p);
+  for (auto& [name, twos] : of_two) {
+    const std::vector<simt::LaunchProfile*>& ones = of_one[name];
+    if (ones.size() != twos.size()) continue;  // launches per layer: the same shapes each
+    for (size_t i = 0; i < ones.size(); i++)
+      if (ones[i]->grid.count() != twos[i]->grid.count())
+        *ones[i] = *twos[i] = simt::extrapolated(*ones[i], *twos[i], L);
+  }
+}
+
+// c1 + (L - 1)(c2 - c1).
+double extrapolate(double c1, double c2, int L) { return c1 + (L - 1) * (c2 - c1); }
+
+// The rows of a step of L layers from those of 1 (`one`) and 2 (`two`) layers.
+void extrapolate_rows(const std::vector<KernelRow>& one, std::vector<KernelRow>& two, int L) {
+  for (KernelRow& r : two) {
+    const auto a = std::find_if(one.begin(), one.end(), [&](const KernelRow& o) { return o.dialect_name == r.dialect_name; });
+    const KernelRow zero;
+    const KernelRow& o = a == one.end() ? zero : *a;
+    r.launches = extrapolate(o.launches, r.launches, L);
+    r.total_us = extrapolate(o.total_us, r.total_us, L);
+    r.mma_min = extrapolate(o.mma_min, r.mma_min, L);
+    for (auto& [key, value] : r.counts) value = extrapolate(o.counts.count(key) ? o.counts.at(key) : 0.0, value, L);
+  }
+}
+
+void extrapolate_rows(const std::vector<CallRow>& one, std::vector<CallRow>& two, int L) {
+  for (CallRow& r : two) {
+    const auto a = std::find_if(one.begin(), one.end(), [&](const CallRow& o) {
+      return o.call.name == r.call.name && o.call.m == r.call.m && o.call.n == r.call.n && o.call.k == r.call.k;
+    });
+    r.launches = extrapolate(a == one.end() ? 0.0 : a->launches, r.launches, L);
+  }
+}
+
+double ratio_of(const std::map<std::string, double>& c, const char* num, const char* den) {
+  return c.at(den) > 0 ? c.at(num) / c.at(den) : 0.0;
+}
+
+void print(const std::vector<KernelRow>& rows, const std::vector<CallRow>& calls) {
+  std::printf("%-40s %7s %9s %9s %-9s %4s %5s %6s %6s %7s %9s %9s %9s %9s %9s %5s  %s\n", "kernel", "launch",
+              "pred_us", "total_ms", "bound", "b/SM", "tail", "sec/rq", "ideal", "rq/dist", "dram_MB", "shared_wf",
+              "wf_ideal", "mma", "mma_min", "fp64", "worst line (sectors/request)");
+  for (const KernelRow& r : rows) {
+    const simt::GlobalSite* worst = r.heaviest.worst_site();
+    std::printf("%-40s %7.0f %9.1f %9.3f %-9s %4d %5.2f %6.2f %6.2f %7.2f %9.1f %9.3g %9.3g %9.3g %9.3g %5.0g  %s (%.1f)%s\n",
+                r.dialect_name.c_str(), r.launches, r.total_us / r.launches, r.total_us / 1e3,
+                simt::resource_name(r.heaviest_time.bound), r.heaviest_time.blocks_per_sm, r.heaviest_time.tail,
+                ratio_of(r.counts, "sectors", "requests"), ratio_of(r.counts, "ideal_sectors", "requests"),
+                ratio_of(r.counts, "requested_bytes", "distinct_bytes"), r.counts.at("dram_bytes") / 1e6,
+                r.counts.at("shared_wavefronts"), r.counts.at("shared_wavefronts_ideal"), r.counts.at("mma"), r.mma_min,
+                r.counts.at("fp64"), worst ? worst->where.c_str() : "-", worst ? worst->traffic.sectors_per_request() : 0.0,
+                r.heaviest.sampled_blocks ? " sampled" : "");
+  }
+  for (const CallRow& c : calls)
+    std::printf("%-40s %7.0f %9.1f %9.3f %-9s (%lld x %lld x %lld)\n", c.call.name.c_str(), c.launches, c.us,
+                c.us * c.launches / 1e3, c.call.k > 0 ? "roofline" : "dram", static_cast<long long>(c.call.m),
+                static_cast<long long>(c.call.n), static_cast<long long>(c.call.k));
+}
+
+json as_json(const std::vector<KernelRow>& rows, const std::vector<CallRow>& calls) {
+  json kernels = json::array(), library = json::array();
+  for (const KernelRow& r : rows) {
+    const simt::GlobalSite* worst = r.heaviest.worst_site();
+    json resource_us = json::object();
+    for (int i = 0; i < simt::kResources; i++)
+      resource_us[simt::resource_name(static_cast<simt::Resource>(i))] = r.heaviest_time.us[i];
+    const auto per_launch = [&](const char* key) { return r.counts.at(key) / r.launches; };
+    kernels.push_back({
+        {"name", r.name},
+        {"dialect_name", r.dialect_name},
+        {"launches", r.launches},
+        {"predicted_us", r.total_us / r.launches},
+        {"bound", simt::resource_name(r.heaviest_time.bound)},
+        {"resource_us", resource_us},  // of the heaviest launch, before its tail
+        {"dram_bytes", per_launch("dram_bytes")},
+        {"distinct_bytes", per_launch("distinct_bytes")},
+        {"requested_bytes", per_launch("requested_bytes")},
+        {"requests", per_launch("requests")},
+        {"sectors_per_request", ratio_of(r.counts, "sectors", "requests")},
+        {"ideal_sectors_per_request", ratio_of(r.counts, "ideal_sectors", "requests")},
+        {"shared_wavefronts", per_launch("shared_wavefronts")},
+        {"shared_wavefronts_ideal", per_launch("shared_wavefronts_ideal")},
+        {"mma", per_launch("mma")},
+        {"mma_min", r.mma_min / r.launches},
+        {"sfu", per_launch("sfu")},
+        {"fp64", per_launch("fp64")},
+        {"atomics", per_launch("atomics")},
+        {"barriers", per_launch("barriers")},
+        {"grid", {r.heaviest.grid.x, r.heaviest.grid.y, r.heaviest.grid.z}},
+        {"block", {r.heaviest.block.x, r.heaviest.block.y, r.heaviest.block.z}},
+        {"shared_bytes", r.heaviest.shared_bytes},
+        {"sampled_blocks", r.heaviest.sampled_blocks},
+        {"blocks_per_sm", r.heaviest_time.blocks_per_sm},
+        {"registers", r.registers},
+        {"tail", r.heaviest_time.tail},
+        {"worst_line", worst ? worst->where : ""},
+        {"worst_sectors_per_request", worst ? worst->traffic.sectors_per_request() : 0.0},
+    });
+  }
+  for (const CallRow& c : calls)
+    library.push_back({{"name", c.call.name}, {"m", c.call.m}, {"n", c.call.n}, {"k", c.call.k},
+                       {"launches", c.launches}, {"predicted_us", c.us}, {"bound", c.call.k > 0 ? "roofline" : "dram"}});
+  return {{"kernels", kernels}, {"library_calls", library}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const double load_at_start = eth::bench::load_now();
-  int B = 1, T = 256, sample_B = 1;
-  std::string json_path, gpu_name = "H200", ptxas_path;
+  std::string model_path = "inputs/models/gpt2-124m.yaml", precision_name = "bf16", gpu_name = "H200", ptxas_path,
+              json_path;
+  int B = 1, T = 1024;
+  uint64_t sample_blocks = 256;
   po::options_description options("kernel_profile");
-  options.add_options()("help", "this text")("batch", po::value(&B), "B, the micro-batch predicted (default 1)")(
-      "seq-len", po::value(&T), "T (default 256)")("sample-batch", po::value(&sample_B),
-                                                     "the B the interpreter runs, scaled to --batch (default 1)")(
+  options.add_options()("help,h", "this text")("model", po::value(&model_path),
+                                               "model YAML or Hugging Face config.json")(
+      "precision", po::value(&precision_name), "fp32, bf16 or fp16 (the GPU path's kernels; default bf16)")(
+      "batch", po::value(&B), "B, the micro-batch (default 1)")("seq-len", po::value(&T), "T (default 1024)")(
       "gpu", po::value(&gpu_name), ("the GPU of the time model: " + eth::kernels::gpu_models()).c_str())(
       "ptxas", po::value(&ptxas_path),
       "nvcc -Xptxas -v's output for the kernels' .cu files: registers per thread, for blocks per SM")(
+      "sample-blocks", po::value(&sample_blocks), "the most blocks of a launch the interpreter counts (default 256)")(
       "json", po::value(&json_path), "also write the rows to this file as JSON");
-  po::variables_map vm;
   try {
-    po::store(po::parse_command_line(argc, argv, options), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "kernel_profile: " << e.what() << "\n";
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << options;
-    return 0;
-  }
-  const eth::kernels::GpuPeak* gpu = eth::kernels::find_gpu_model(gpu_name);
-  if (gpu == nullptr) {
-    std::cerr << "kernel_profile: --gpu " << gpu_name << " is not in the catalog; known: " << eth::kernels::gpu_models()
-              << "\n";
-    return 2;
-  }
-  if (B < 1 || T < 1 || sample_B < 1 || B % sample_B != 0) {
-    std::cerr << "kernel_profile: --batch, --seq-len and --sample-batch must be at least 1, --batch a multiple of "
-                 "--sample-batch\n";
-    return 2;
-  }
-  const int C = 768, NH = 12, L = 12, b = sample_B, n = b * T;
-  const unsigned times = static_cast<unsigned>(B / sample_B);
-  eth::kernels::emulated::HostLaunch launch;
-  launch.set_counters(true);
-  std::vector<int> launches;  // a step's launches of each profile, in the order they come
-  auto ran = [&](int per_step) { launches.resize(launch.profiles().size(), per_step); };
-
-  const Buffer<bf16> qkv(size_t(n) * 3 * C, 0.01f), out(size_t(n) * C, 0.02f), dout(size_t(n) * C, 0.03f);
-  const Buffer<float> lse(size_t(b) * NH * T, 0.1f);
-  const Buffer<bf16> dqkv(size_t(n) * 3 * C), residual(size_t(n) * C), normed(size_t(n) * C);
-  const eth::kernels::AttentionHeads heads = eth::kernels::AttentionHeads::multi_head(C, NH);
-  eth::kernels::gpu_ops::attention_forward16<eth::kernels::emulated::HostLaunch, bf16>(launch, out.data(), lse.data(),
-                                                                                        qkv.data(), b, T, heads);
-  eth::kernels::gpu_ops::attention_backward16<eth::kernels::emulated::HostLaunch, bf16>(
-      launch, dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), b, T, heads);
-  ran(L);
-
-  const Buffer<bf16> inp(size_t(n) * C, 0.05f), weight(C, 0.1f), dinp(size_t(n) * C);
-  const Buffer<float> mean(n, 0.01f), rstd(n, 0.1f), dweight(C), dbias(C);
-  eth::kernels::gpu_ops::fused_residual_layernorm_forward16<eth::kernels::emulated::HostLaunch, bf16>(
-      launch, residual.data(), normed.data(), mean.data(), rstd.data(), inp.data(), dout.data(), weight.data(),
-      weight.data(), n, C);
-  ran(2 * L);  // ln2 of every layer, ln1 of all but the first, and lnf
-  eth::kernels::gpu_ops::layernorm_backward16<eth::kernels::emulated::HostLaunch, bf16>(
-      launch, dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(), weight.data(), mean.data(),
-      rstd.data(), n, C);
-  ran(2 * L + 1);
-
-  // The LM head's classifier on 4 rows of GPT-2's padded vocabulary (each row 100 KB in bf16),
-  // scaled to B x T rows.
-  const int rows = 4, V = 50257, Vp = 50304;
-  const Buffer<bf16> logits(size_t(rows) * Vp, 0.01f);
-  const Buffer<float> token_losses(rows);
-  const Buffer<int32_t> targets(rows);
-  eth::kernels::gpu_ops::classifier_rows16<eth::kernels::emulated::HostLaunch, bf16>(
-      launch, token_losses.data(), logits.data(), targets.data(), rows, V, Vp, 1.f / static_cast<float>(rows));
-  ran(1);
-  const unsigned classifier_times = static_cast<unsigned>(size_t(B) * T / rows);
-
-  // AdamW on 62 full segments of the 7,688 of GPT-2 124M's parameters (kernels/adamw_segments.hpp).
-  const int segments = 62, step_segments = 7688;
-  std::vector<eth::kernels::AdamWSegment> table;
-  eth::kernels::append_adamw_segments(table, 0, 0, size_t(segments) * eth::kernels::kAdamWSegmentFloats, true);
-  const size_t floats = size_t(segments) * eth::kernels::kAdamWSegmentFloats;
-  const Buffer<float> params(floats, 0.01f), grads(floats, 0.001f), m(floats), v(floats);
-  const Buffer<bf16> copies(floats);
-  const eth::kernels::gpu_ops::AdamWSettings h{1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.f, 0.1f, 0.05f};
-  eth::kernels::gpu_ops::adamw_update(launch, params.data(), copies.data(), grads.data(), m.data(), v.data(),
-                                      table.data(), table.size(), h);
-  ran(1);
-
-  std::map<std::string, int> registers;
-  if (!ptxas_path.empty()) {
-    try {
-      registers = ptxas_registers(ptxas_path, gpu->sm.compute_capability);
-    } catch (const std::exception& e) {
-      std::cerr << "kernel_profile: --ptxas: " << e.what() << "\n";
-      return 2;
+    if (!eth::parse_command_line(argc, argv, options, true)) return 0;
+    const double load_at_start = eth::bench::load_now();
+    const eth::kernels::GpuPeak* gpu = eth::kernels::find_gpu_model(gpu_name);
+    if (gpu == nullptr)
+      eth::fail_input("command line", "--gpu", "a GPU of the catalog: " + eth::kernels::gpu_models(), gpu_name);
+    using eth::kernels::Precision;
+    const Precision precision = precision_name == "fp32"   ? Precision::fp32
+                                : precision_name == "bf16" ? Precision::bf16
+                                : precision_name == "fp16" ? Precision::fp16
+                                                           : Precision::automatic;
+    if (precision == Precision::automatic)
+      eth::fail_input("command line", "--precision", "fp32, bf16 or fp16", precision_name);
+    if (B < 1 || T < 1) eth::fail_input("command line", "--batch and --seq-len", "at least 1", std::to_string(B < 1 ? B : T));
+    if (sample_blocks < 1) eth::fail_input("command line", "--sample-blocks", "at least 1", "0");
+    const eth::ModelConfig model = eth::load_model_config(model_path);
+    if (T > model.max_seq_len)
+      eth::fail_input("command line", "--seq-len", "at most the model's max_seq_len " + std::to_string(model.max_seq_len),
+                      std::to_string(T));
+    std::map<std::string, int> registers;
+    if (!ptxas_path.empty()) {
+      try {
+        registers = ptxas_registers(ptxas_path, gpu->sm.compute_capability);
+      } catch (const std::exception& e) {
+        eth::fail_input(ptxas_path, "--ptxas", "nvcc -Xptxas -v's output", e.what());
+      }
     }
-  }
-  const simt::TimeModelConstants constants;
-  std::vector<Row> rows_out;
-  double step_us = 0.0;
-  const std::vector<simt::LaunchProfile>& profiles = launch.profiles();
-  for (size_t i = 0; i < profiles.size(); i++) {
-    const simt::LaunchProfile& p = profiles[i];
-    const unsigned k = p.dialect_name.rfind("classifier", 0) == 0 ? classifier_times
-                       : p.dialect_name.rfind("adamw", 0) == 0    ? static_cast<unsigned>(step_segments / segments)
-                                                                  : times;
-    Row row{scale_to(p, k), launches[i], {}, 0};
-    const auto found = registers.find(entry_key(p.name));
-    row.registers = found == registers.end() ? 0 : found->second;
-    row.time = simt::predict(row.p, *gpu, constants, row.registers);
-    step_us += row.time.predicted_us * row.launches;
-    rows_out.push_back(std::move(row));
-  }
-  // The step's GEMMs (bf16, N = B T tokens): per layer QKV, the attention projection, the MLP's
-  // two; each forward once and backward twice (dinp, dweight); the tied LM head likewise.
-  const int64_t N = int64_t(B) * T;
-  std::vector<Gemm> gemms;
-  auto add_gemm = [&](const std::string& name, int64_t M, int64_t Nn, int64_t K, int count) {
-    gemms.push_back({name, M, Nn, K, count, simt::gemm_us(M, Nn, K, 2, *gpu, constants)});
-    step_us += gemms.back().us * count;
-  };
-  for (const auto& [name, in, outw] : {std::tuple<const char*, int64_t, int64_t>{"gemm qkv", C, 3 * C},
-                                       {"gemm attention proj", C, C},
-                                       {"gemm fc", C, 4 * C},
-                                       {"gemm fc proj", 4 * C, C}}) {
-    add_gemm(std::string(name) + " forward", N, outw, in, L);  // (N, in) x (in, out)
-    add_gemm(std::string(name) + " dinp", N, in, outw, L);     // (N, out) x (out, in)
-    add_gemm(std::string(name) + " dweight", in, outw, N, L);  // (in, N) x (N, out)
-  }
-  add_gemm("gemm lm head forward", N, Vp, C, 1);
-  add_gemm("gemm lm head dinp", N, C, Vp, 1);
-  add_gemm("gemm lm head dweight", Vp, C, N, 1);
 
-  std::printf("B %d (interpreted at %d, scaled), T %d, C %d, NH %d, %d layers; GPT-2 124M's bf16 step on %s\n", B,
-              sample_B, T, C, NH, L, gpu->sm.model);
-  print(rows_out, gemms, gpu->sm.model, step_us / 1e3);
-  if (!json_path.empty()) {
-    json gemm_rows = json::array();
-    for (const Gemm& g : gemms)
-      gemm_rows.push_back({{"name", g.name}, {"m", g.M}, {"n", g.N}, {"k", g.K}, {"launches", g.count},
-                           {"predicted_us", g.us}, {"bound", "roofline"}});
-    try {
-      eth::bench::write_stamped(
-          json_path,
-          json{{"batch", B},
-               {"sample_batch", sample_B},
-               {"seq_len", T},
-               {"gpu", gpu->sm.model},
-               {"constants",
-                {{"dram_fraction", constants.dram_fraction}, {"mma_fraction", constants.mma_fraction},
-                 {"l2_fraction", constants.l2_fraction}, {"launch_us", constants.launch_us},
-                 {"gemm_efficiency", constants.gemm_efficiency}}},
-               {"predicted_step_ms", step_us / 1e3},
-               {"kernels", as_json(rows_out)},
-               {"gemms", gemm_rows}},
-          load_at_start);
-    } catch (const eth::InputError& e) {
-      std::cerr << "kernel_profile: " << e.what() << "\n";
-      return 1;
+    // The steps of 1 and 2 layers, extrapolated to the model's; a model of 1 or 2 layers as it is.
+    const int L = model.num_layers;
+    eth::ModelConfig shallow = model;
+    shallow.num_layers = std::min(L, 2);
+    StepProfile step = profile_step(shallow, B, T, precision, sample_blocks);
+    std::vector<KernelRow> rows;
+    std::vector<CallRow> calls;
+    if (L > 2) {
+      shallow.num_layers = 1;
+      StepProfile one = profile_step(shallow, B, T, precision, sample_blocks);
+      extrapolate_resized_launches(one, step, L);
+      rows = kernel_rows(step, *gpu, registers, model, B, T);
+      calls = call_rows(step, *gpu);
+      extrapolate_rows(kernel_rows(one, *gpu, registers, model, B, T), rows, L);
+      extrapolate_rows(call_rows(one, *gpu), calls, L);
+    } else {
+      rows = kernel_rows(step, *gpu, registers, model, B, T);
+      calls = call_rows(step, *gpu);
     }
+    double kernels_us = 0, calls_us = 0;
+    for (const KernelRow& r : rows) kernels_us += r.total_us;
+    for (const CallRow& c : calls) calls_us += c.us * c.launches;
+
+    // The device memory of the whole model on one GPU, in the backend's storage and attention path.
+    const std::unique_ptr<eth::kernels::Backend> backend = gpu_backend(precision);
+    const eth::JobMemoryOptions memory_options{backend->attention_path(T), backend->storage(), false, true,
+                                               backend->arithmetic(), backend->ops_device()};
+    const double memory = eth::stage_memory(model, {0, L}, B, T, 1, eth::Recompute::none, memory_options).total();
+    const double capacity = gpu->sm.memory_gb * 1e9;
+    const int head_samples = eth::Stage::head_samples(model, B);
+
+    std::printf("%s, %s, B %d, T %d, %d layers (profiled at %s, each launch at most %llu blocks) on %s\n",
+                model.name.c_str(), precision_name.c_str(), B, T, L, L > 2 ? "1 and 2, extrapolated" : "all",
+                static_cast<unsigned long long>(sample_blocks), gpu->sm.model);
+    print(rows, calls);
+    std::printf("head in chunks of %d of the %d samples\n", head_samples, B);
+    std::printf("predicted step on %s: %.2f ms (%.2f ms of interpreted kernels, %.2f ms of library calls)\n",
+                gpu->sm.model, (kernels_us + calls_us) / 1e3, kernels_us / 1e3, calls_us / 1e3);
+    std::printf("device memory: %.2f GB of the %s's %.0f GB\n", memory / 1e9, gpu->sm.model, gpu->sm.memory_gb);
+    if (memory > capacity)
+      std::printf("does not fit: the step needs %.2f GB, %.2f GB more than the %s's %.0f GB (predicted anyway)\n",
+                  memory / 1e9, (memory - capacity) / 1e9, gpu->sm.model, gpu->sm.memory_gb);
+    if (!json_path.empty()) {
+      json out = as_json(rows, calls);
+      out.update({{"model", model.name},
+                  {"precision", precision_name},
+                  {"batch", B},
+                  {"seq_len", T},
+                  {"layers", L},
+                  {"profiled_layers", L > 2 ? json::array({1, 2}) : json::array({L})},
+                  {"sample_blocks", sample_blocks},
+                  {"head_samples", head_samples},
+                  {"gpu", gpu->sm.model},
+                  {"constants",
+                   {{"dram_fraction", simt::TimeModelConstants{}.dram_fraction},
+                    {"mma_fraction", simt::TimeModelConstants{}.mma_fraction},
+                    {"l2_fraction", simt::TimeModelConstants{}.l2_fraction},
+                    {"launch_us", simt::TimeModelConstants{}.launch_us},
+                    {"gemm_efficiency", simt::TimeModelConstants{}.gemm_efficiency}}},
+                  {"predicted_step_ms", (kernels_us + calls_us) / 1e3},
+                  {"predicted_kernels_ms", kernels_us / 1e3},
+                  {"predicted_library_ms", calls_us / 1e3},
+                  {"memory_bytes", memory},
+                  {"gpu_memory_bytes", capacity},
+                  {"fits", memory <= capacity}});
+      eth::bench::write_stamped(json_path, out, load_at_start);
+    }
+  } catch (const eth::InputError& e) {
+    std::cerr << "kernel_profile: error: " << e.what() << "\n";
+    return 2;
   }
   return 0;
 }

@@ -57,11 +57,17 @@ void* HostLaunch::scratch(size_t bytes) {
   return scratch_.data();
 }
 
+LibraryCounts& HostLaunch::count_call(const LibraryCall& call) {
+  if (counters_) calls_.push_back(call);
+  return library_[call.name];
+}
+
 void HostLaunch::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* A, int lda,
                       const float* B, int ldb, float beta, float* C, int ldc) {
-  cblas_sgemm(CblasColMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha,
-              A, lda, B, ldb, beta, C, ldc);
-  LibraryCounts& c = library_["cublas_sgemm"];
+  if (values_)
+    cblas_sgemm(CblasColMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k,
+                alpha, A, lda, B, ldb, beta, C, ldc);
+  LibraryCounts& c = count_call({"cublas_sgemm", m, n, k, 4});
   const uint64_t mn = uint64_t(m) * n;
   c.calls += 1;
   c.bytes_read += 4 * (uint64_t(m) * k + uint64_t(k) * n + (beta != 0.f ? mn : 0));
@@ -90,6 +96,17 @@ void HostLaunch::gemm16(const gpu_ops::Gemm16<E>& g) {
   using gpu_ops::GemmEpilogue;
   gpu_ops::check_gemm16(g);
   const int m = g.m, n = g.n, k = g.k;
+  LibraryCounts& c = count_call({std::is_same_v<E, bf16> ? "cublaslt_matmul_bf16" : "cublaslt_matmul_fp16", m, n, k, 2});
+  const bool gelu_aux = g.epilogue == GemmEpilogue::gelu_aux || g.epilogue == GemmEpilogue::gelu_aux_bias;
+  const uint64_t mn = uint64_t(m) * n;
+  c.calls += 1;
+  c.bytes_read += 2 * (uint64_t(m) * k + uint64_t(k) * n) + (g.accumulate ? 4 * mn : 0) +
+                  (gpu_ops::adds_bias(g.epilogue) ? 2 * uint64_t(m) : 0) +
+                  (g.epilogue == GemmEpilogue::dgelu ? 2 * mn : 0);
+  c.bytes_written += (g.D_16 ? 2 : 4) * mn + (gelu_aux ? 2 * mn : 0) +
+                     (g.epilogue == GemmEpilogue::bgradb ? 4 * uint64_t(n) : 0);
+  c.flops += 2 * mn * uint64_t(k);
+  if (!values_) return;
   const std::vector<float> A = widen(g.A, g.trans_a ? k : m, g.trans_a ? m : k, g.lda);
   const std::vector<float> B = widen(g.B, g.trans_b ? n : k, g.trans_b ? k : n, g.ldb);
   std::vector<float> acc(size_t(m) * n, 0.f);  // (m, n), ld m
@@ -98,7 +115,6 @@ void HostLaunch::gemm16(const gpu_ops::Gemm16<E>& g) {
   cblas_sgemm(CblasColMajor, g.trans_a ? CblasTrans : CblasNoTrans, g.trans_b ? CblasTrans : CblasNoTrans, m, n, k,
               1.f, A.data(), g.lda, B.data(), g.ldb, g.accumulate ? 1.f : 0.f, acc.data(), m);
 
-  const bool gelu_aux = g.epilogue == GemmEpilogue::gelu_aux || g.epilogue == GemmEpilogue::gelu_aux_bias;
   for (int j = 0; j < n; j++) {
     for (int i = 0; i < m; i++) {
       float x = acc[size_t(j) * m + i];
@@ -121,16 +137,6 @@ void HostLaunch::gemm16(const gpu_ops::Gemm16<E>& g) {
       g.bias_grad[j] = sum;
     }
   }
-
-  LibraryCounts& c = library_[std::is_same_v<E, bf16> ? "cublaslt_matmul_bf16" : "cublaslt_matmul_fp16"];
-  const uint64_t mn = uint64_t(m) * n;
-  c.calls += 1;
-  c.bytes_read += 2 * (uint64_t(m) * k + uint64_t(k) * n) + (g.accumulate ? 4 * mn : 0) +
-                  (gpu_ops::adds_bias(g.epilogue) ? 2 * uint64_t(m) : 0) +
-                  (g.epilogue == GemmEpilogue::dgelu ? 2 * mn : 0);
-  c.bytes_written += (g.D_16 ? 2 : 4) * mn + (gelu_aux ? 2 * mn : 0) +
-                     (g.epilogue == GemmEpilogue::bgradb ? 4 * uint64_t(n) : 0);
-  c.flops += 2 * mn * uint64_t(k);
 }
 template void HostLaunch::gemm16<bf16>(const gpu_ops::Gemm16<bf16>& g);
 template void HostLaunch::gemm16<fp16>(const gpu_ops::Gemm16<fp16>& g);
@@ -144,7 +150,7 @@ void HostLaunch::sort_pairs(const int32_t* keys_in, int32_t* keys_out, const int
     keys_out[i] = keys_in[order[i]];
     values_out[i] = values_in[order[i]];
   }
-  LibraryCounts& c = library_["cub_sort_pairs"];
+  LibraryCounts& c = count_call({"cub_sort_pairs", n, 0, 0, 8});
   c.calls += 1;
   c.bytes_read += 8 * uint64_t(n);
   c.bytes_written += 8 * uint64_t(n);

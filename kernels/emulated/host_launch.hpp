@@ -29,6 +29,14 @@ struct LibraryCounts {
   uint64_t flops = 0;
 };
 
+// One library call as the counters record it: a GEMM's shape (M x K) x (K x N) and the bytes of
+// its operands' elements, or the sort (m = rows, n = k = 0).
+struct LibraryCall {
+  std::string name;
+  int64_t m = 0, n = 0, k = 0;
+  int element_bytes = 0;
+};
+
 class HostLaunch {
  public:
   // The scratch comes from `memory` where given (the emulated backend's
@@ -58,10 +66,21 @@ class HostLaunch {
     library_.clear();
   }
   // Counters per launch of the interpreter's kernels (kernels/simt/profile.hpp), off unless set:
-  // with them on every launch runs several times slower.
-  void set_counters(bool on) { interpreter_.set_counters(on); }
+  // with them on every launch runs several times slower; `sample_blocks` as Interpreter's. With
+  // `values` false only what the counters need runs: a launch's uncounted blocks do not, nor do
+  // the GEMMs' products (the sort does: kernels index by its output); the outputs' values are
+  // undefined. Library calls are recorded one by one (library_calls) while counters are on.
+  void set_counters(bool on, uint64_t sample_blocks = 0, bool values = true) {
+    interpreter_.set_counters(on, sample_blocks, values);
+    counters_ = on;
+    values_ = !on || values;
+  }
   const std::vector<simt::LaunchProfile>& profiles() const { return interpreter_.profiles(); }
-  void reset_profiles() { interpreter_.reset_profiles(); }
+  const std::vector<LibraryCall>& library_calls() const { return calls_; }
+  void reset_profiles() {
+    interpreter_.reset_profiles();
+    calls_.clear();
+  }
 
  private:
   // Memory the launch holds, grown on request and never shrunk.
@@ -82,8 +101,13 @@ class HostLaunch {
     size_t bytes_ = 0;
   };
 
+  // Counts a library call, and records it while counters are on.
+  LibraryCounts& count_call(const LibraryCall& call);
+
   simt::Interpreter interpreter_;
   std::map<std::string, LibraryCounts> library_;
+  std::vector<LibraryCall> calls_;
+  bool counters_ = false, values_ = true;
   Held scratch_;
   bool reserved_ = false;
 };

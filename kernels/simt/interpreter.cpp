@@ -740,6 +740,7 @@ void Interpreter::run(const char* name, std::string (*profile_name)(), const Lau
            std::to_string(kMaxSharedBytesPerBlock) + " of sm_80");
 
   const long blocks = static_cast<long>(g.count());
+  const long counted = counters_ ? static_cast<long>(counted_blocks(g, sample_blocks_)) : 0;
   std::atomic<bool> failed{false};
   std::string first_error;
   KernelCounts launch;
@@ -753,11 +754,11 @@ void Interpreter::run(const char* name, std::string (*profile_name)(), const Lau
     host::Tally mine;
 #pragma omp for schedule(dynamic, 16)
     for (long i = 0; i < blocks; i++) {
-      if (failed.load(std::memory_order_relaxed)) continue;
+      if (failed.load(std::memory_order_relaxed) || (i >= counted && !run_uncounted_)) continue;
       const Dim3 idx(static_cast<unsigned>(i % g.x), static_cast<unsigned>(i / g.x % g.y),
                      static_cast<unsigned>(i / (long{g.x} * g.y)));
       try {
-        if (counters_) {
+        if (i < counted) {
           host::BlockProfiler profiler(mine, b.count(), static_cast<size_t>(i));
           const host::ProfilerInstalled installed(profiler);
           host::Block(name, shape, idx, kernel, body, pool, shadow, schedule_seed_).run();
@@ -793,7 +794,8 @@ void Interpreter::run(const char* name, std::string (*profile_name)(), const Lau
     p.grid = g;
     p.block = b;
     p.shared_bytes = shape.shared_bytes;
-    tally.write(p, g.count());
+    tally.write(p, static_cast<size_t>(counted));
+    extend_sample(p);
   }
 }
 

@@ -2,6 +2,7 @@
 #include "kernels/simt/profile.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <numeric>
 #include <queue>
@@ -42,18 +43,46 @@ double LaunchProfile::tail_factor(int slots) const {
 
 namespace {
 
-void scale(GlobalTraffic& g, uint64_t f) {
-  g.requests *= f;
-  g.sectors *= f;
-  g.lines *= f;
-  g.bytes *= f;
-  g.ideal_sectors *= f;
+// Calls f(out's count, a's count, b's count) on every count of the three profiles (their sites
+// matched by position: profiles of one kernel).
+template <class F>
+void each_count(LaunchProfile& out, const LaunchProfile& a, const LaunchProfile& b, F f) {
+  const auto traffic = [&](GlobalTraffic& o, const GlobalTraffic& x, const GlobalTraffic& y) {
+    f(o.requests, x.requests, y.requests);
+    f(o.sectors, x.sectors, y.sectors);
+    f(o.lines, x.lines, y.lines);
+    f(o.bytes, x.bytes, y.bytes);
+    f(o.ideal_sectors, x.ideal_sectors, y.ideal_sectors);
+  };
+  const auto shared = [&](SharedTraffic& o, const SharedTraffic& x, const SharedTraffic& y) {
+    f(o.instructions, x.instructions, y.instructions);
+    f(o.wavefronts, x.wavefronts, y.wavefronts);
+    f(o.ideal, x.ideal, y.ideal);
+  };
+  traffic(out.loads, a.loads, b.loads);
+  traffic(out.stores, a.stores, b.stores);
+  for (size_t i = 0; i < out.sites.size() && i < a.sites.size() && i < b.sites.size(); i++)
+    traffic(out.sites[i].traffic, a.sites[i].traffic, b.sites[i].traffic);
+  shared(out.shared_loads, a.shared_loads, b.shared_loads);
+  shared(out.shared_stores, a.shared_stores, b.shared_stores);
+  shared(out.ldmatrix, a.ldmatrix, b.ldmatrix);
+  f(out.distinct_bytes_read, a.distinct_bytes_read, b.distinct_bytes_read);
+  f(out.distinct_bytes_written, a.distinct_bytes_written, b.distinct_bytes_written);
+  f(out.distinct_sectors_read, a.distinct_sectors_read, b.distinct_sectors_read);
+  f(out.distinct_sectors_written, a.distinct_sectors_written, b.distinct_sectors_written);
+  f(out.mma, a.mma, b.mma);
+  f(out.special, a.special, b.special);
+  f(out.fp64, a.fp64, b.fp64);
+  f(out.atomics, a.atomics, b.atomics);
+  f(out.atomic_addresses, a.atomic_addresses, b.atomic_addresses);
+  f(out.barriers, a.barriers, b.barriers);
 }
 
-void scale(SharedTraffic& s, uint64_t f) {
-  s.instructions *= f;
-  s.wavefronts *= f;
-  s.ideal *= f;
+// Every count of the profile times f, rounded (exact for a whole f below 2^53).
+void scale_counts(LaunchProfile& s, double f) {
+  each_count(s, s, s, [f](uint64_t& c, uint64_t, uint64_t) {
+    c = static_cast<uint64_t>(std::llround(static_cast<double>(c) * f));
+  });
 }
 
 }  // namespace
@@ -66,21 +95,43 @@ LaunchProfile scaled(const LaunchProfile& p, Dim3 grid, uint64_t work) {
   const uint64_t f = to / from * work;
   LaunchProfile s = p;
   s.grid = grid;
-  scale(s.loads, f);
-  scale(s.stores, f);
-  for (uint64_t* c : {&s.distinct_bytes_read, &s.distinct_bytes_written, &s.distinct_sectors_read,
-                      &s.distinct_sectors_written, &s.mma, &s.special, &s.fp64, &s.atomics, &s.atomic_addresses,
-                      &s.barriers})
-    *c *= f;
-  scale(s.shared_loads, f);
-  scale(s.shared_stores, f);
-  scale(s.ldmatrix, f);
-  for (GlobalSite& site : s.sites) scale(site.traffic, f);
+  scale_counts(s, static_cast<double>(f));
   s.block_work.clear();
   s.block_work.reserve(p.block_work.size() * (f / work));
   for (uint64_t i = 0; i < f / work; i++)
     for (uint64_t w : p.block_work) s.block_work.push_back(w * work);
   return s;
+}
+
+uint64_t counted_blocks(Dim3 grid, uint64_t sample) {
+  const uint64_t blocks = grid.count();
+  if (sample == 0 || blocks <= sample) return blocks;
+  return grid.x <= sample ? sample / grid.x * grid.x : sample;
+}
+
+LaunchProfile extrapolated(const LaunchProfile& one, const LaunchProfile& two, int L) {
+  if (one.grid.y != two.grid.y || one.grid.z != two.grid.z || one.grid.x > two.grid.x || L < 2 ||
+      one.sites.size() != two.sites.size() || one.block_work.size() != one.grid.count() ||
+      two.block_work.size() != two.grid.count())
+    throw std::invalid_argument("extrapolated: " + two.dialect_name + "'s launches do not grow along x alone");
+  LaunchProfile out = two;
+  const uint64_t more = static_cast<uint64_t>(L - 2);
+  each_count(out, one, two, [more](uint64_t& c, uint64_t a, uint64_t b) { c = b + more * (b - a); });
+  const uint64_t added = two.grid.x - one.grid.x;  // blocks a layer adds
+  out.grid.x = two.grid.x + static_cast<unsigned>(more * added);
+  for (uint64_t i = 0; i < more; i++)
+    out.block_work.insert(out.block_work.end(), two.block_work.end() - static_cast<ptrdiff_t>(added),
+                          two.block_work.end());
+  return out;
+}
+
+void extend_sample(LaunchProfile& p) {
+  const uint64_t blocks = p.grid.count(), counted = p.block_work.size();
+  if (counted == 0 || counted >= blocks) return;
+  scale_counts(p, static_cast<double>(blocks) / static_cast<double>(counted));
+  p.block_work.resize(blocks);
+  for (uint64_t i = counted; i < blocks; i++) p.block_work[i] = p.block_work[i % counted];
+  p.sampled_blocks = counted;
 }
 
 }  // namespace eth::kernels::simt

@@ -54,6 +54,7 @@ struct LaunchProfile {
   uint64_t atomics = 0;      // atomic operations, per thread
   uint64_t atomic_addresses = 0;  // distinct addresses the atomics hit
   uint64_t barriers = 0;     // __syncthreads completed, summed over blocks
+  uint64_t sampled_blocks = 0;       // 0: every block counted; else the blocks counted (extended)
   std::vector<uint64_t> block_work;  // per block (linear index, x fastest): its lane-level events
   std::vector<GlobalSite> sites;     // per source location of global accesses
 
@@ -76,5 +77,23 @@ struct LaunchProfile {
 // (a layernorm's weight and bias), counted once per copy; used to profile a micro-batch of 16
 // from one of 1 (test_time_model checks it against whole runs).
 LaunchProfile scaled(const LaunchProfile& p, Dim3 grid, uint64_t work = 1);
+
+// The profile of a launch whose grid grows along x by the same blocks with each layer of the
+// model (AdamW's segments), at L layers from its profiles at one (`one`) and two (`two`): every
+// count two's plus L - 2 times two's minus one's; the blocks two's, then its last blocks, as
+// many as a layer adds, repeated (the tail's estimate). Throws std::invalid_argument where the grid grows otherwise.
+LaunchProfile extrapolated(const LaunchProfile& one, const LaunchProfile& two, int L);
+
+// How many blocks of `grid`, a prefix in linear order (x fastest), a launch counts when it may
+// count at most `sample` (0: every block): whole rows along x where a row fits, so that a grid
+// whose rows are copies of one another (the batch along y and z: a flash attention's B x NH)
+// is sampled exactly; else the first `sample` blocks of the first row.
+uint64_t counted_blocks(Dim3 grid, uint64_t sample);
+
+// p, whose counters cover its first p.block_work.size() blocks, extended to its whole grid: every
+// count times blocks / counted (rounded), the counted blocks' work repeated in order, and
+// sampled_blocks set to the counted. Exact where the counted rows are copies of the others;
+// an estimate where blocks differ along the cut (the last blocks of a row of uneven segments).
+void extend_sample(LaunchProfile& p);
 
 }  // namespace eth::kernels::simt

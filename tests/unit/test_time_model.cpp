@@ -4,6 +4,7 @@
 // each limit, a GEMM's roofline; the GPU catalog's lookups; and simt::scaled, the profile of a
 // larger micro-batch from a smaller one, against whole runs of the flash attention forward and
 // the fused residual + layernorm forward at B 2. No test here runs or asserts on a wall time.
+#include <cmath>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -160,14 +161,16 @@ std::vector<T*> buffers(std::vector<void*>& held, std::initializer_list<size_t> 
 // The flash forward and the fused residual + layernorm forward at B 1, each scaled to B 2, against
 // the same kernels run at B 2: every count equal, the blocks' work equal, but for the distinct
 // bytes of data every copy shares.
-std::vector<simt::LaunchProfile> forwards(int B, int T) {
+constexpr uint64_t kWeight = 768 * sizeof(bf16);  // the layernorm's weight and bias buffer
+
+std::vector<simt::LaunchProfile> forwards(int B, int T, uint64_t sample_blocks = 0) {
   const int C = 768, NH = 12, N = B * T;
   std::vector<void*> held;
   auto e = buffers<bf16>(held, {size_t(N) * 3 * C, size_t(N) * C, size_t(N) * C, size_t(N) * C, size_t(N) * C,
                                 size_t(N) * C, size_t(C)});
   auto f = buffers<float>(held, {size_t(B) * NH * T, size_t(N), size_t(N)});
   eth::kernels::emulated::HostLaunch launch;
-  launch.set_counters(true);
+  launch.set_counters(true, sample_blocks);
   eth::kernels::gpu_ops::attention_forward16<eth::kernels::emulated::HostLaunch, bf16>(
       launch, e[1], f[0], e[0], B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
   eth::kernels::gpu_ops::fused_residual_layernorm_forward16<eth::kernels::emulated::HostLaunch, bf16>(
@@ -177,6 +180,24 @@ std::vector<simt::LaunchProfile> forwards(int B, int T) {
   return out;
 }
 
+// Every count of `s`, a profile scaled or sampled from a smaller run, equals the whole run's `w`
+// but for the distinct bytes read, `distinct_read` (data the copies share is counted per copy).
+void expect_counts_of_whole_run(const simt::LaunchProfile& s, const simt::LaunchProfile& w, uint64_t distinct_read) {
+    EXPECT_EQ(s.grid.x, w.grid.x);
+    EXPECT_EQ(s.grid.y, w.grid.y);
+    EXPECT_EQ(s.loads.requests, w.loads.requests);
+    EXPECT_EQ(s.loads.sectors, w.loads.sectors);
+    EXPECT_EQ(s.stores.sectors, w.stores.sectors);
+    EXPECT_EQ(s.loads.bytes, w.loads.bytes);
+    EXPECT_EQ(s.distinct_bytes_read, distinct_read);
+    EXPECT_EQ(s.distinct_bytes_written, w.distinct_bytes_written);
+    EXPECT_EQ(s.shared_loads.wavefronts + s.ldmatrix.wavefronts, w.shared_loads.wavefronts + w.ldmatrix.wavefronts);
+    EXPECT_EQ(s.mma, w.mma);
+    EXPECT_EQ(s.special, w.special);
+    EXPECT_EQ(s.fp64, w.fp64);
+    EXPECT_EQ(s.block_work, w.block_work);
+}
+
 TEST(TimeModel, ScaledProfileEqualsTheWholeRun) {
   const std::vector<simt::LaunchProfile> one = forwards(1, 128), two = forwards(2, 128);
   ASSERT_EQ(one.size(), 2u);
@@ -184,26 +205,35 @@ TEST(TimeModel, ScaledProfileEqualsTheWholeRun) {
   for (size_t i = 0; i < one.size(); i++) {
     simt::Dim3 grid = one[i].grid;
     (grid.y > 1 ? grid.y : grid.x) *= 2;
-    const simt::LaunchProfile s = simt::scaled(one[i], grid);
-    const simt::LaunchProfile& w = two[i];
-    SCOPED_TRACE(w.dialect_name);
-    EXPECT_EQ(s.grid.x, w.grid.x);
-    EXPECT_EQ(s.grid.y, w.grid.y);
-    EXPECT_EQ(s.loads.requests, w.loads.requests);
-    EXPECT_EQ(s.loads.sectors, w.loads.sectors);
-    EXPECT_EQ(s.stores.sectors, w.stores.sectors);
-    EXPECT_EQ(s.loads.bytes, w.loads.bytes);
-    // The layernorm's weight and bias (one buffer of C bf16 here) serve every row: each copy
+    SCOPED_TRACE(two[i].dialect_name);
+    // The layernorm's weight and bias (one buffer of C bf16 here) serve every row: the copy
     // counts them again.
-    const uint64_t shared_params = i == 1 ? 768 * sizeof(bf16) : 0;
-    EXPECT_EQ(s.distinct_bytes_read, w.distinct_bytes_read + shared_params);
-    EXPECT_EQ(s.distinct_bytes_written, w.distinct_bytes_written);
-    EXPECT_EQ(s.shared_loads.wavefronts + s.ldmatrix.wavefronts, w.shared_loads.wavefronts + w.ldmatrix.wavefronts);
-    EXPECT_EQ(s.mma, w.mma);
-    EXPECT_EQ(s.special, w.special);
-    EXPECT_EQ(s.fp64, w.fp64);
-    EXPECT_EQ(s.block_work, w.block_work);
+    expect_counts_of_whole_run(simt::scaled(one[i], grid), two[i], two[i].distinct_bytes_read + (i == 1 ? kWeight : 0));
   }
+}
+
+// Counting 12 blocks of each launch at B 2 and extending them: the flash forward's grid (1 x 24:
+// B x NH along y) counts 12 whole rows, the layernorm's (32 blocks of rows along x) its first 12
+// of 32; each equals the whole run, as the blocks of each are copies of one another's work.
+TEST(TimeModel, SampledLaunchEqualsTheWholeRun) {
+  const std::vector<simt::LaunchProfile> sampled = forwards(2, 128, 12), whole = forwards(2, 128);
+  ASSERT_EQ(sampled.size(), 2u);
+  ASSERT_EQ(whole.size(), 2u);
+  for (size_t i = 0; i < sampled.size(); i++) {
+    SCOPED_TRACE(whole[i].dialect_name);
+    EXPECT_EQ(sampled[i].sampled_blocks, 12u);
+    EXPECT_EQ(whole[i].sampled_blocks, 0u);
+    // The layernorm's weight, read by the 12 blocks counted, is extended with them.
+    const double copies = static_cast<double>(whole[i].grid.count()) / 12.0;
+    const uint64_t weight = i == 1 ? kWeight : 0;
+    expect_counts_of_whole_run(
+        sampled[i], whole[i],
+        whole[i].distinct_bytes_read - weight + static_cast<uint64_t>(std::llround(static_cast<double>(weight) * copies)));
+  }
+  EXPECT_EQ(simt::counted_blocks(simt::Dim3(4, 24), 10), 8u);  // two whole rows of 4
+  EXPECT_EQ(simt::counted_blocks(simt::Dim3(40), 10), 10u);    // the first 10 of a long row
+  EXPECT_EQ(simt::counted_blocks(simt::Dim3(4, 2), 10), 8u);   // all: no more than the cap
+  EXPECT_EQ(simt::counted_blocks(simt::Dim3(40), 0), 40u);     // no cap
 }
 
 TEST(TimeModel, ScaledWorkMultipliesEachBlock) {
@@ -213,6 +243,23 @@ TEST(TimeModel, ScaledWorkMultipliesEachBlock) {
   EXPECT_EQ(s.block_work, (std::vector<uint64_t>{3, 6, 9, 12}));
   EXPECT_EQ(s.distinct_bytes_read, 3u * 4096);
   EXPECT_THROW(simt::scaled(p, simt::Dim3(6)), std::invalid_argument);
+}
+
+// AdamW's launch at one and two layers (3 and 5 segments) extrapolated to four: each layer adds
+// two segments' blocks, bytes and requests.
+TEST(TimeModel, ExtrapolatedGrowsTheGridByEachLayersBlocks) {
+  simt::LaunchProfile one = streaming(3, 3 * 4096), two = streaming(5, 5 * 4096);
+  one.block_work = {1, 2, 3};
+  two.block_work = {1, 2, 3, 4, 5};
+  const simt::LaunchProfile four = simt::extrapolated(one, two, 4);
+  EXPECT_EQ(four.grid.x, 9u);
+  EXPECT_EQ(four.block_work, (std::vector<uint64_t>{1, 2, 3, 4, 5, 4, 5, 4, 5}));
+  EXPECT_EQ(four.distinct_bytes_read, 9u * 4096);
+  EXPECT_EQ(four.loads.requests, 9u * 4096 / 128);
+  EXPECT_EQ(simt::extrapolated(one, two, 2).grid.x, 5u);
+  simt::LaunchProfile rows = streaming(5, 5 * 4096);
+  rows.grid = simt::Dim3(1, 5);
+  EXPECT_THROW(simt::extrapolated(one, rows, 4), std::invalid_argument);
 }
 
 }  // namespace
