@@ -120,8 +120,8 @@ struct ClassifierRows16Kernel {
   }
 };
 
-// sample_losses[b] = mean over t of token_losses[b, t], summed in t order in double; one thread
-// per b.
+// sample_losses[b] = mean over t of token_losses[b, t], summed in t order in double (simt::f64:
+// T additions and a division a thread, which the counters see); one thread per b.
 struct SampleMeanLossesKernel {
   static constexpr const char* kName = "sample_mean_losses";
   Global<float> sample_losses;        // (B)
@@ -131,8 +131,8 @@ struct SampleMeanLossesKernel {
   SIMT_DEVICE void operator()(Thread& t) const {
     const int b = static_cast<int>(global_index(t));
     if (b >= B) return;
-    double s = 0.0;
-    for (int i = 0; i < T; i++) s += token_losses[static_cast<size_t>(b) * T + i];
+    simt::f64 s = 0.0;
+    for (int i = 0; i < T; i++) s += static_cast<double>(token_losses[static_cast<size_t>(b) * T + i]);
     sample_losses[b] = static_cast<float>(s / T);
   }
 };
