@@ -47,6 +47,10 @@ CudaLaunch::CudaLaunch(cudaStream_t stream, cublasHandle_t cublas)
   CUDA_CHECK(cudaMalloc(&lt_workspace_, kCublasWorkspaceBytes));
   // cuBLAS (the fp32 GEMMs) shares it, on the same stream, rather than allocating its own on first use.
   if (cublas_ != nullptr) CUBLAS_CHECK(cublasSetWorkspace(cublas_, lt_workspace_, kCublasWorkspaceBytes));
+  int device = 0, optin = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  max_shared_bytes_ = static_cast<size_t>(optin);
 }
 
 size_t CudaLaunch::within_reserve(const char* what, size_t asked, size_t held) const {

@@ -79,6 +79,9 @@ class CudaLaunch {
   // (kernels/workspace.hpp), so that no op allocates inside a step: from then on an op that asks
   // for more throws std::logic_error (the interpreter's HostLaunch checks the same in CI).
   void reserve(size_t scratch_bytes, size_t sort_rows);
+  // The most shared memory a block may have with the opt-in (sm_80 163 KiB, sm_90 227 KiB, sm_86
+  // and sm_89 99 KiB): an op stages a row in it where the row fits.
+  size_t max_shared_bytes() const { return max_shared_bytes_; }
   void* scratch(size_t bytes) { return scratch_.get(within_reserve("scratch bytes", bytes, scratch_.bytes())); }
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* A, int lda, const float* B,
             int ldb, float beta, float* C, int ldc);
@@ -97,6 +100,7 @@ class CudaLaunch {
   Scratch sort_scratch_;  // CUB's temporary storage, apart: the sort runs inside an op that holds scratch_
   std::map<std::string, uint64_t> launches_;
   bool reserved_ = false;
+  size_t max_shared_bytes_ = 0;
 
   // One gemm16 shape's cuBLASLt descriptors and algorithm (cuda_launch.cu), made on its first
   // call: a step's 147 GEMMs come in a dozen shapes.

@@ -52,6 +52,10 @@ class HostLaunch {
     interpreter_.launch(k, shape);
   }
   void* scratch(size_t bytes);
+  // The most shared memory a block may have (an op stages a row in it where the row fits):
+  // the interpreter's limit, sm_80's, unless a test sets less to take an op's other path.
+  size_t max_shared_bytes() const { return max_shared_bytes_; }
+  void set_max_shared_bytes(size_t bytes) { max_shared_bytes_ = bytes; }
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* A, int lda, const float* B,
             int ldb, float beta, float* C, int ldc);
   template <class E>  // E = bf16 or fp16
@@ -110,6 +114,7 @@ class HostLaunch {
   bool counters_ = false, values_ = true;
   Held scratch_;
   bool reserved_ = false;
+  size_t max_shared_bytes_ = simt::kMaxSharedBytesPerBlock;
 };
 
 }  // namespace eth::kernels::emulated

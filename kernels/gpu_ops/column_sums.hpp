@@ -92,13 +92,16 @@ struct ColumnFinishKernel {
   }
 };
 
-// Rows of (rows, C) partial sums as a term: the second stage of a sum whose first stage wrote
-// one partial per block of rows (layernorm_bf16.hpp's backward).
+// Rows of partial sums as a term: the second stage of a sum whose first stage wrote one partial
+// per block of rows (layernorm.hpp's backward), each row in pieces of W columns stored value by
+// value: column W p + k at k C / W + p (W 1: in column order).
 struct PartialsTerm {
   static constexpr const char* kName = "column_sums_of_partials";
-  Global<const Float2> partials;  // (rows, C)
-  int C;
-  SIMT_DEVICE Float2 operator()(size_t row, int col) const { return partials[row * C + col]; }
+  Global<const Float2> partials;  // (rows, W, C / W)
+  int C, W;
+  SIMT_DEVICE Float2 operator()(size_t row, int col) const {
+    return partials[row * C + static_cast<size_t>(col % W) * (C / W) + col / W];
+  }
 };
 
 // dst_x (C) += the column sums of term's x over the N rows; dst_y (C, or null) those of its y.

@@ -68,7 +68,8 @@ struct CrossEntropyRowsKernel {
   }
 };
 
-// sample_losses[b] = mean over t of token_loss[b, t], summed in t order; one thread per b.
+// sample_losses[b] = mean over t of token_loss[b, t], summed in t order in double (simt::f64, as
+// the classifier's sample means); one thread per b.
 struct SampleMeanKernel {
   static constexpr const char* kName = "crossentropy_sample_mean";
   Global<float> sample_losses;        // (B)
@@ -78,8 +79,8 @@ struct SampleMeanKernel {
   SIMT_DEVICE void operator()(Thread& t) const {
     const int b = static_cast<int>(t.block_idx().x * t.block_dim().x + t.thread_idx().x);
     if (b >= B) return;
-    double s = 0.0;
-    for (int i = 0; i < T; i++) s += token_loss[static_cast<size_t>(b) * T + i];
+    simt::f64 s = 0.0;
+    for (int i = 0; i < T; i++) s += static_cast<double>(token_loss[static_cast<size_t>(b) * T + i]);
     sample_losses[b] = static_cast<float>(s / T);
   }
 };

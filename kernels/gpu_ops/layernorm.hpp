@@ -2,8 +2,8 @@
 // and parameter copies; statistics and parameter gradients fp32). The forward, one warp per row,
 // sums a row's statistics in double like the CPU twin, the variance in a second pass (its bits are
 // the twin's). The backward computes in fp32 alone (no FP64: the consumer cards of a mixed cluster
-// run it at 1/64 rate): a warp per row for dinp and each block's column partials of dweight and
-// dbias, which the deterministic column sums then add.
+// run it at 1/64 rate): a warp per row for its means, then a thread per column piece for dinp and
+// each block's column partials of dweight and dbias, which the deterministic column sums then add.
 #pragma once
 
 #include "kernels/gpu_ops/column_sums.hpp"
@@ -93,17 +93,21 @@ struct RmsNormForwardKernel {
   }
 };
 
-// Block b owns rows [32 b, 32 b + 32), read in pieces of W values (16 bytes: W = 16 / sizeof E). Phase 1,
-// dinp: warp w takes rows 32 b + w, + 8, ...; lane l its pieces l, l + 32, ...:
-// dinp += (dnorm - mean(dnorm) - norm * mean(dnorm * norm)) * rstd, dnorm = weight * dout and
-// norm = (x - mean) rstd, all in fp32, read in E, stored in E. The row is read twice, the second time for the update,
-// from the cache the first read filled. Phase 2, the block's share of dweight and dbias: thread
-// i owns pieces i, i + 256, ... of the columns and adds the block's rows in order into
-// partials[b] (the rows again from the cache, where phase 1 left them). The partials are added by
-// the column sums (column_sums.hpp) in a second launch, many blocks at once; the grid depends on N
-// alone, so the order of every sum, and the bits, never depend on the device or on scheduling.
-// kCentred false is RMSNorm's backward: norm = x rstd, dinp += (dnorm - norm * mean(dnorm * norm))
-// * rstd, the partials' dbias halves unused (no mean is read).
+// Block b owns rows [32 b, 32 b + 32), read in pieces of W values (16 bytes: W = 16 / sizeof E).
+// First the rows' mean and rstd into shared memory, one read each. Phase 1, the rows' means of
+// dnorm = weight * dout and of dnorm * norm, norm = (x - mean) rstd: warp w takes rows 32 b + w,
+// + 8, ...; lane l its pieces l, l + 32, ...; lane 0 puts them in shared memory. Phase 2, dinp and
+// the block's share of dweight and dbias in one pass over the rows: thread i owns pieces i,
+// i + 256, ... of the columns and takes the block's rows in order,
+// dinp += (dnorm - mean(dnorm) - norm * mean(dnorm * norm)) * rstd, all in fp32, read in E,
+// stored in E, and adds (norm * dout, dout) into its partials, written to partials[b] with value
+// k of piece p at k * C / W + p, so that a store of the lanes' k-th values is contiguous
+// (PartialsTerm reads them back by column). Phase 2 reads the rows again, from the cache phase 1
+// filled. The partials are added by the column sums (column_sums.hpp) in a second launch, many
+// blocks at once; the grid depends on N alone, so the order of every sum, and the bits, never
+// depend on the device or on scheduling. kCentred false is RMSNorm's backward: norm = x rstd,
+// dinp += (dnorm - norm * mean(dnorm * norm)) * rstd, the partials' dbias halves unused (no mean
+// is read).
 template <class E, int W, bool kCentred = true>
 struct LayerNormBackwardKernel {
   static constexpr const char* kName =
@@ -111,64 +115,80 @@ struct LayerNormBackwardKernel {
                : simt::named<E>("rmsnorm_backward", "rmsnorm_backward_bf16", "rmsnorm_backward_fp16");
   using Piece = Packed<E, W>;
   Global<Piece> dinp;              // (N, C / W) accumulated
-  Global<Float2> partials;         // (blocks, C): (dweight, dbias) of each block's rows
+  Global<Float2> partials;         // (blocks, W, C / W): (dweight, dbias) of each block's rows
   Global<const Piece> dout;        // (N, C / W)
   Global<const Piece> inp;         // (N, C / W)
   Global<const Piece> weight;      // (C / W)
   Global<const float> mean, rstd;  // (N)
   int N, C;
 
+  // Row begin + r of the block in entry r.
+  struct Smem {
+    simt::SharedArray<float, kLayerNormBackwardRowsPerBlock> mean, rstd;
+    simt::SharedArray<Float2, kLayerNormBackwardRowsPerBlock> dnorm_means;  // (mean(dnorm), mean(dnorm norm))
+  };
+
   SIMT_DEVICE void operator()(Thread& t) const {
+    Smem& s = t.shared<Smem>();
     const int block = static_cast<int>(t.block_idx().x), pieces = C / W;
+    const int first = static_cast<int>(t.thread_idx().x), stride = static_cast<int>(t.block_dim().x);
     const int begin = block * kLayerNormBackwardRowsPerBlock;
     const int end = simt::imin(N, begin + kLayerNormBackwardRowsPerBlock);
-    for (int n = begin + t.warp(); n < end; n += kLayerNormRowsPerBlock) dinp_row(t, n);
+    if (first < end - begin) {
+      s.mean(first) = kCentred ? mean[begin + first] : 0.f;
+      s.rstd(first) = rstd[begin + first];
+    }
+    t.sync();
+    for (int n = begin + t.warp(); n < end; n += kLayerNormRowsPerBlock) dnorm_means(t, s, n - begin, n);
+    t.sync();
 
-    for (int p = static_cast<int>(t.thread_idx().x); p < pieces; p += static_cast<int>(t.block_dim().x)) {
+    for (int p = first; p < pieces; p += stride) {
+      const Piece w = weight[p];
       Float2 sum[W] = {};
       for (int n = begin; n < end; n++) {
+        const float m = s.mean(n - begin), sn = s.rstd(n - begin);
+        const Float2 means = s.dnorm_means(n - begin);
+        // RMSNorm's mean(dnorm) the constant 0, so that the compiler contracts the update as it did
+        // when phase 1 computed dinp (fp32's bits)
+        const float dnorm_mean = kCentred ? means.x : 0.f;
         const size_t i = static_cast<size_t>(n) * pieces + p;
         const Piece x = inp[i], g = dout[i];
-        const float m = kCentred ? mean[n] : 0.f, s = rstd[n];
+        Piece d = dinp[i];
         SIMT_UNROLL
         for (int k = 0; k < W; k++) {
           const float gk = simt::to_float(g.h[k]);
-          sum[k].x += (simt::to_float(x.h[k]) - m) * s * gk;  // norm * dout, as the CPU twin
+          const float dnorm = simt::to_float(w.h[k]) * gk;  // exact for two 16-bit values
+          const float norm = (simt::to_float(x.h[k]) - m) * sn;
+          d.h[k] = simt::from_float<E>(simt::to_float(d.h[k]) + (dnorm - dnorm_mean - norm * means.y) * sn);
+          sum[k].x += norm * gk;  // norm * dout, as the CPU twin
           sum[k].y += gk;
         }
+        dinp[i] = d;
       }
       SIMT_UNROLL
-      for (int k = 0; k < W; k++) partials[static_cast<size_t>(block) * C + static_cast<size_t>(p) * W + k] = sum[k];
+      for (int k = 0; k < W; k++) partials[(static_cast<size_t>(block) * W + k) * pieces + p] = sum[k];
     }
   }
 
-  SIMT_DEVICE void dinp_row(Thread& t, int n) const {
+  // Row n (entry r of the block's) by its warp: the means of dnorm (0 for RMSNorm) and of
+  // dnorm * norm over the row, into s.dnorm_means(r).
+  SIMT_DEVICE void dnorm_means(Thread& t, Smem& s, int r, int n) const {
     const int pieces = C / W;
     const size_t row = static_cast<size_t>(n) * pieces;
-    const float m = kCentred ? mean[n] : 0.f, s = rstd[n];
+    const float m = s.mean(r), sn = s.rstd(r);
     float dnorm_sum = 0.f, dnorm_norm_sum = 0.f;
     for (int p = t.lane(); p < pieces; p += kWarp) {
       const Piece x = inp[row + p], g = dout[row + p], w = weight[p];
       SIMT_UNROLL
       for (int k = 0; k < W; k++) {
-        const float dnorm = simt::to_float(w.h[k]) * simt::to_float(g.h[k]);  // exact for two 16-bit values
+        const float dnorm = simt::to_float(w.h[k]) * simt::to_float(g.h[k]);
         dnorm_sum += dnorm;
-        dnorm_norm_sum += dnorm * ((simt::to_float(x.h[k]) - m) * s);
+        dnorm_norm_sum += dnorm * ((simt::to_float(x.h[k]) - m) * sn);
       }
     }
     const float dnorm_mean = kCentred ? warp_sum(t, dnorm_sum) / C : 0.f;
     const float dnorm_norm_mean = warp_sum(t, dnorm_norm_sum) / C;
-    for (int p = t.lane(); p < pieces; p += kWarp) {
-      const Piece x = inp[row + p], g = dout[row + p], w = weight[p];
-      Piece d = dinp[row + p];
-      SIMT_UNROLL
-      for (int k = 0; k < W; k++) {
-        const float dnorm = simt::to_float(w.h[k]) * simt::to_float(g.h[k]);
-        const float norm = (simt::to_float(x.h[k]) - m) * s;
-        d.h[k] = simt::from_float<E>(simt::to_float(d.h[k]) + (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s);
-      }
-      dinp[row + p] = d;
-    }
+    if (t.lane() == 0) s.dnorm_means(r) = Float2{dnorm_mean, dnorm_norm_mean};
   }
 };
 
@@ -200,7 +220,8 @@ void backward_rows(Launch& launch, int blocks, E* dinp, Float2* partials, const 
                                                 reinterpret_cast<const Piece*>(dout),
                                                 reinterpret_cast<const Piece*>(inp),
                                                 reinterpret_cast<const Piece*>(weight), mean, rstd, N, C},
-                LaunchShape{Dim3(static_cast<unsigned>(blocks)), Dim3(kLayerNormBackwardThreads), 0});
+                LaunchShape{Dim3(static_cast<unsigned>(blocks)), Dim3(kLayerNormBackwardThreads),
+                            sizeof(typename LayerNormBackwardKernel<E, W, kCentred>::Smem)});
 }
 }  // namespace layernorm_rows
 
@@ -217,11 +238,12 @@ void layernorm_backward_of(Launch& launch, E* dinp, float* dweight, float* dbias
   auto* scratch = static_cast<unsigned char*>(launch.scratch(at.total));
   auto* partials = reinterpret_cast<Float2*>(scratch + at.block_partials);
   const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  if (C % kWide == 0 && aligned(dinp) && aligned(dout) && aligned(inp) && aligned(weight))
+  const bool wide = C % kWide == 0 && aligned(dinp) && aligned(dout) && aligned(inp) && aligned(weight);
+  if (wide)
     layernorm_rows::backward_rows<kWide, kCentred>(launch, blocks, dinp, partials, dout, inp, weight, mean, rstd, N, C);
   else
     layernorm_rows::backward_rows<1, kCentred>(launch, blocks, dinp, partials, dout, inp, weight, mean, rstd, N, C);
-  add_column_sums(launch, dweight, dbias, PartialsTerm{partials, C}, blocks, C,
+  add_column_sums(launch, dweight, dbias, PartialsTerm{partials, C, wide ? kWide : 1}, blocks, C,
                   reinterpret_cast<Float2*>(scratch + at.chunk_partials));
 }
 

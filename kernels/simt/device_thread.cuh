@@ -33,6 +33,11 @@ class DeviceThread {
     extern __shared__ __align__(16) unsigned char simt_dynamic_shared[];
     return *reinterpret_cast<S*>(simt_dynamic_shared);
   }
+  template <typename T, typename S>
+  SIMT_DEVICE SharedSpan<T> shared_after(size_t n) {
+    extern __shared__ __align__(16) unsigned char simt_dynamic_shared[];
+    return {reinterpret_cast<T*>(simt_dynamic_shared + shared_offset_after<S, T>()), n};
+  }
 
   template <typename T>
   SIMT_DEVICE T shfl_xor(unsigned mask, T v, int lane_mask) { return __shfl_xor_sync(mask, v, lane_mask); }

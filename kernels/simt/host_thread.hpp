@@ -71,6 +71,15 @@ class HostThread {
     static_assert(std::is_trivially_destructible_v<S>);
     return *static_cast<S*>(shared_memory(sizeof(S), alignof(S), where));
   }
+  // n elements of T after S in the block's shared memory (the launch must give
+  // shared_bytes_after<S, T>(n)).
+  template <typename T, typename S>
+  SharedSpan<T> shared_after(size_t n, Where where = Where::current()) {
+    static_assert(std::is_trivially_destructible_v<T>);
+    auto* base = static_cast<unsigned char*>(
+        shared_memory(shared_bytes_after<S, T>(n), alignof(S) > alignof(T) ? alignof(S) : alignof(T), where));
+    return {reinterpret_cast<T*>(base + shared_offset_after<S, T>()), n};
+  }
 
   // __shfl_xor_sync, __shfl_down_sync, __shfl_up_sync, __shfl_sync (width 32)
   template <typename T>

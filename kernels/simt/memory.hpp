@@ -13,6 +13,10 @@
 // line. Its address (&a(i), for cp.async and ldmatrix) is the element's own. a.piece<W>(r, c):
 // elements [c, c + W) of row r as one access of their Packed size (16 bytes for 8 16-bit values),
 // which must be aligned to it.
+//
+// SharedSpan<T>, indexed s(i): n elements of T whose count the launch sets (a row of a length known
+// at run time), placed after the kernel's struct S by Thread::shared_after<T, S>(n) and sized by
+// shared_bytes_after<S, T>(n); on the host checked and raced as SharedArray's elements.
 #pragma once
 
 #include <cstddef>
@@ -58,6 +62,13 @@ struct SharedArray2D {
   // Elements [c, c + W) of row r as one access (aligned to its size).
   template <int W>
   SIMT_DEVICE Packed<T, W>& piece(size_t r, size_t c) { return *reinterpret_cast<Packed<T, W>*>(&data[r][c]); }
+};
+
+template <typename T>
+struct SharedSpan {
+  T* data;
+  size_t n;
+  SIMT_DEVICE T& operator()(size_t i) const { return data[i]; }
 };
 
 #else  // the host side
@@ -190,6 +201,27 @@ struct SharedArray2D {
   }
 };
 
+template <typename T>
+struct SharedSpan {
+  T* data;
+  size_t n;
+  SharedRef<T> operator()(size_t i, std::source_location where = std::source_location::current()) const {
+    if (i >= n) host::shared_out_of_range(i, n, where);
+    return SharedRef<T>(&data[i], where);
+  }
+};
+
 #endif
+
+// Where a SharedSpan<T> starts after the struct S (S's size rounded up to T's alignment), and the
+// launch's shared bytes for S and n elements of T.
+template <typename S, typename T>
+SIMT_HOST_DEVICE constexpr size_t shared_offset_after() {
+  return (sizeof(S) + alignof(T) - 1) / alignof(T) * alignof(T);
+}
+template <typename S, typename T>
+SIMT_HOST_DEVICE constexpr size_t shared_bytes_after(size_t n) {
+  return shared_offset_after<S, T>() + n * sizeof(T);
+}
 
 }  // namespace eth::kernels::simt

@@ -3,7 +3,8 @@
 // synchronises, shuffles and issues matrix instructions through `t`. nvcc compiles the body for
 // the GPU (Thread = DeviceThread: the intrinsics themselves) and g++ for the host (Thread =
 // HostThread: the interpreter of interpreter.hpp). Shared memory is one struct per kernel of
-// SharedArray members, which the launch sizes (LaunchShape::shared_bytes = sizeof the struct).
+// SharedArray members, which the launch sizes (LaunchShape::shared_bytes = sizeof the struct),
+// and where a length is known at launch only, a SharedSpan after it (Thread::shared_after).
 // docs/gpu.md, "The kernel interpreter", says what the host side checks and counts.
 #pragma once
 

@@ -468,6 +468,16 @@ TYPED_TEST(Fused16, ClassifierRowsInChunksMatchTheTwinAndFloat64) {
   run(inference, untouched, token_losses2, 0.f);
   EXPECT_TRUE(same_bits(untouched, logits0)) << "the logits were written with dlogits_scale 0";
   EXPECT_TRUE(same_bits(token_losses2, token_losses)) << "the losses depend on dlogits_scale";
+
+  // A launch whose blocks cannot keep a row in shared memory reads the row twice from global
+  // memory: the same bits.
+  HostLaunch small;
+  small.set_max_shared_bytes(sizeof(typename gpu_ops::ClassifierRows16Kernel<E>::Smem));
+  std::vector<E> reread = logits0;
+  Vec token_losses3(static_cast<size_t>(rows), kNaN);
+  run(small, reread, token_losses3, g);
+  EXPECT_TRUE(same_bits(reread, logits)) << "dlogits depend on where the row was kept";
+  EXPECT_TRUE(same_bits(token_losses3, token_losses)) << "the losses depend on where the row was kept";
 }
 
 }  // namespace

@@ -13,6 +13,8 @@
 #include <tuple>
 
 #include "kernels/bf16.hpp"
+#include "kernels/gpu_ops/classifier_bf16.hpp"
+#include "kernels/gpu_ops/crossentropy.hpp"
 #include "kernels/gpu_ops/layernorm.hpp"
 #include "kernels/simt/interpreter.hpp"
 #include "kernels/simt/simt.hpp"
@@ -476,6 +478,19 @@ TEST(SimtProfile, LayerNormForwardCountsItsDoubleStatistics) {
                                                              weight.get(), bias.get(), N,          C};
   const simt::LaunchProfile p = profile(k, eth::kernels::gpu_ops::layernorm_shape(N));
   EXPECT_EQ(p.fp64, 27u * 32 * N);
+}
+
+// The per-sample means of the token losses in double (the classifier's, kernels/gpu_ops/
+// classifier_bf16.hpp, and the fp32 cross-entropy's, crossentropy.hpp), B 3, T 10, one block of
+// 128 threads: each of the 3 threads adds its 10 losses and divides once, 11 FP64 operations.
+TEST(SimtProfile, SampleMeansCountTheirDoubleSums) {
+  const int B = 3, T = 10;
+  Aligned<float> sample_losses(B), token_losses(B * T);
+  Aligned<double> token_loss(B * T);
+  namespace ops = eth::kernels::gpu_ops;
+  EXPECT_EQ(profile(ops::SampleMeanLossesKernel{sample_losses.get(), token_losses.get(), B, T}, shape(1, 128)).fp64,
+            3u * 11);
+  EXPECT_EQ(profile(ops::SampleMeanKernel{sample_losses.get(), token_loss.get(), B, T}, shape(1, 128)).fp64, 3u * 11);
 }
 
 // 3 blocks of 64 threads (2 warps): 6 mma, 2 x 192 special-function calls, 2 barriers a block,
