@@ -55,7 +55,8 @@ struct StepCounts {
 
 StepCounts count_step(const eth::ModelConfig& model, int B, int T, bool bf16) {
   std::unique_ptr<eth::kernels::Backend> backend =
-      eth::kernels::make_cuda_emulated_backend(0, bf16 ? eth::kernels::Precision::bf16 : eth::kernels::Precision::fp32);
+      eth::kernels::make_cuda_emulated_backend(
+          0, eth::kernels::own_arithmetic_path(bf16 ? eth::kernels::Precision::bf16 : eth::kernels::Precision::fp32));
   eth::kernels::emulated::HostLaunch& launch = *eth::kernels::cuda_emulated_launch(*backend);
   eth::Stage stage(model, eth::LayerRange{0, model.num_layers}, B, T, 1, *backend);
   std::vector<float> params(stage.layout().size());

@@ -50,12 +50,14 @@ std::unique_ptr<Running> start(const Job& job, Plan plan, kernels::Backend& back
                       : build_parallel_context(job.topology, running->plan, job.model, job.precision);
   const ParallelContext& ctx = running->ctx;
   // A plan that does not fit this rank's device, as the topology describes it or as the backend
-  // finds it: one line naming rank and device.
+  // finds it: one line naming rank and device. Elements are as wide as this rank's path stores
+  // them (one width in a job); the working copies as many as the backend's arithmetic needs
+  // (a CPU standing in for a GPU computes its 16-bit path on the twin).
   const size_t free_bytes = backend.free_memory_bytes();
-  running->planned_bytes = plan_device_bytes(job.model, running->plan, ctx.world_size, o.seq_len,
-                                             {backend.attention_path(o.seq_len), kernels::storage_type(job.precision.precision), o.adamw.shard,
-                                              o.grad_sync == GradSyncMode::block, backend.arithmetic(),
-                                              backend.ops_device()});
+  running->planned_bytes = plan_device_bytes(
+      job.model, running->plan, ctx.world_size, o.seq_len,
+      {backend.attention_path(o.seq_len), job.precision.of_rank(job.topology, ctx.world_rank).storage(), o.adamw.shard,
+       o.grad_sync == GradSyncMode::block, backend.arithmetic(), backend.ops_device()});
   const size_t needed = running->planned_bytes[ctx.world_rank];
   char host[MPI_MAX_PROCESSOR_NAME];
   int host_length = 0;
