@@ -133,13 +133,15 @@ int main(int argc, char** argv) {
     if (!parse_options(argc, argv, options, mpi.rank() == 0)) return 0;
     mpi.share_cores_among_local_ranks();
     eth::Job job = eth::load_job(options, std::cout);
-    // The backend of this rank's device type's precision path. A bad setting or a missing GPU may
-    // differ between hosts: agreed, so every rank ends.
+    // The backend of this rank's device type's precision path (ETH_BF16_KERNELS=0 taking it to
+    // fp32 arithmetic). A bad setting or a missing GPU may differ between hosts: agreed, so every
+    // rank ends.
     eth::kernels::BackendChoice choice;
     std::string error;
     try {
-      choice = eth::kernels::select_backend(mpi.local_rank(), mpi.local_ranks(), job.precision.of_rank(job.topology, mpi.rank()),
-                                            options.device);
+      const eth::kernels::PrecisionPath path = eth::kernels::rank_path(
+          job.precision.of_rank(job.topology, mpi.rank()), job.topology.device_of(mpi.rank()).rates(), options.device);
+      choice = eth::kernels::select_backend(mpi.local_rank(), mpi.local_ranks(), path, options.device);
       if (const std::string aware = eth::mpi_cuda_aware_error(options.comm); !aware.empty())
         throw std::invalid_argument("device " + choice.backend->name() + ": " + aware);
     } catch (const std::invalid_argument& e) {

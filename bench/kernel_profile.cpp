@@ -66,8 +66,7 @@ struct StepProfile {
 };
 
 std::unique_ptr<eth::kernels::Backend> gpu_backend(eth::kernels::Precision precision) {
-  return precision == eth::kernels::Precision::fp32 ? eth::kernels::make_cuda_emulated_backend()
-                                                    : eth::kernels::make_cuda_emulated_backend(0, precision);
+  return eth::kernels::make_cuda_emulated_backend(0, eth::kernels::own_arithmetic_path(precision));
 }
 
 StepProfile profile_step(const eth::ModelConfig& model, int B, int T, eth::kernels::Precision precision,

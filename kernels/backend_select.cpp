@@ -2,8 +2,9 @@
 
 #include <stdexcept>
 
-#include "kernels/twin_backend.hpp"
+#include "kernels/cuda_capability.hpp"
 #include "kernels/gpu_binding.hpp"
+#include "kernels/twin_backend.hpp"
 #ifdef ETH_HAVE_SIMT_INTERPRETER
 #include "kernels/emulated/cuda_emulated_backend.hpp"
 #endif
@@ -24,42 +25,32 @@ size_t cpu_device_memory(const DeviceSettings& settings) {
   return static_cast<size_t>(std::stoull(text));
 }
 
-// Whether a 16-bit path runs on a device's kernels of its format: fp16 where its arithmetic is
-// fp16 (a device type with fp16 tensor cores); bf16 where its arithmetic is bf16 (a device type
-// with bf16 units) and ETH_BF16_KERNELS is 1 (the default); 0 takes the bf16 twin over the fp32
-// kernels there too (what a V100 or T4 runs): the same bf16 bytes, computed in fp32, so that the
-// two paths can be compared within one job.
-bool on_16bit_kernels(const PrecisionPath& path, const DeviceSettings& settings) {
-  if (path.precision == Precision::fp16) return path.arithmetic == Arithmetic::fp16;
-  if (path.precision != Precision::bf16 || path.arithmetic != Arithmetic::bf16) return false;
-  const std::string& s = settings.bf16_kernels;
-  if (s.empty() || s == "1") return true;
-  if (s == "0") return false;
-  throw std::invalid_argument("ETH_BF16_KERNELS: expected 0 or 1, got '" + s + "'");
+// A device's backend for `path`, made by make(path): for it where the path computes on the
+// device's kernels, else (a 16-bit path in fp32 arithmetic) the twin over the device's fp32 backend.
+template <class Make>
+std::unique_ptr<Backend> on_path(const PrecisionPath& path, Make make) {
+  if (path.storage() != ElementType::f32 && path.arithmetic == Arithmetic::fp32)
+    return make_twin_backend(make(PrecisionPath{}), path.precision);
+  return make(path);
 }
 
 // The CPU backends have fp32 arithmetic only: bf16 is their rounding twin, TF32 does not exist.
 BackendChoice on_cpu(std::unique_ptr<Backend> cpu, const std::string& note, const PrecisionPath& path) {
   if (path.precision == Precision::tf32)
-    throw std::invalid_argument("--precision tf32: expected a GPU with TF32 tensor cores (compute capability 8.0 or "
-                                "later), got the CPU backend (" + cpu->name() + "): use fp32 or bf16");
+    throw std::invalid_argument("--precision tf32: expected a GPU with TF32 tensor cores (compute capability " +
+                                capability_name(capability_for(Arithmetic::tf32)) + " or later), got the CPU backend (" +
+                                cpu->name() + "): use fp32 or bf16");
   if (path.storage() != ElementType::f32) return {make_twin_backend(std::move(cpu), path.precision), note};
   return {std::move(cpu), note};
 }
 
 // The CUDA backend's kernels in the interpreter, at the precisions a GPU of compute capability
-// 8.0 has but TF32 (the interpreter's GEMMs are OpenBLAS's fp32).
+// 8.0 has but TF32 (the interpreter's GEMMs are OpenBLAS's fp32: the backend refuses it).
 BackendChoice on_interpreter(const PrecisionPath& path, const DeviceSettings& settings) {
 #ifdef ETH_HAVE_SIMT_INTERPRETER
   const std::string note = "running the CUDA backend's kernels in the kernel interpreter (ETH_BACKEND=cuda-emulated)";
-  if (path.precision == Precision::tf32)
-    throw std::invalid_argument("--precision tf32: the kernel interpreter (ETH_BACKEND=cuda-emulated) has no TF32 "
-                                "GEMMs: use fp32 or bf16");
   const size_t memory = cpu_device_memory(settings);
-  if (on_16bit_kernels(path, settings)) return {make_cuda_emulated_backend(memory, path.precision), note};
-  std::unique_ptr<Backend> emulated = make_cuda_emulated_backend(memory);
-  if (path.storage() != ElementType::f32) return {make_twin_backend(std::move(emulated), path.precision), note};
-  return {std::move(emulated), note};
+  return {on_path(path, [&](const PrecisionPath& p) { return make_cuda_emulated_backend(memory, p); }), note};
 #else
   (void)path;
   (void)settings;
@@ -69,6 +60,16 @@ BackendChoice on_interpreter(const PrecisionPath& path, const DeviceSettings& se
 }
 
 }  // namespace
+
+PrecisionPath rank_path(const PrecisionPath& planned, const DeviceRates& rates, const DeviceSettings& settings) {
+  const std::string& s = settings.bf16_kernels;
+  if (!s.empty() && s != "0" && s != "1")
+    throw std::invalid_argument("ETH_BF16_KERNELS: expected 0 or 1, got '" + s + "'");
+  if (planned.arithmetic != Arithmetic::bf16 || s != "0") return planned;
+  DeviceRates without_bf16 = rates;
+  without_bf16.bf16 = 0;
+  return precision_path(planned.precision, without_bf16);
+}
 
 void bind_gpu_before_mpi(const DeviceSettings& settings) {
 #ifdef ETH_HAVE_CUDA
@@ -106,20 +107,9 @@ BackendChoice select_backend(int local_rank, int local_ranks, const PrecisionPat
   }
   const GpuBinding gpu = bind_gpu(settings.cuda_devices.c_str(), local_rank, local_ranks, gpus);
   const CudaDeviceProps props = cuda_device_props(gpu.device);
-  if (path.precision == Precision::tf32 && props.compute_capability < 80)
-    throw std::invalid_argument("--precision tf32: expected a GPU with TF32 tensor cores (compute capability 8.0 or "
-                                "later), got " + props.name + " (" + std::to_string(props.compute_capability / 10) + "." +
-                                std::to_string(props.compute_capability % 10) + "): use fp32 or bf16");
-  // 16-bit: on its kernels (bf16 from compute capability 8.0 on, fp16 from 7.0) where the path's
-  // arithmetic is of its format, else the twin over the fp32 kernels.
-  std::unique_ptr<Backend> cuda;
-  const int needs = path.precision == Precision::fp16 ? 70 : 80;
-  if (on_16bit_kernels(path, settings) && props.compute_capability >= needs)
-    cuda = make_cuda_backend(gpu.device, {.precision = path.precision});
-  else if (path.storage() != ElementType::f32)  // a 16-bit path without its kernels
-    cuda = make_twin_backend(make_cuda_backend(gpu.device), path.precision);
-  else
-    cuda = make_cuda_backend(gpu.device, {.precision = path.precision});
+  // A GPU below the capability the path's arithmetic needs (kernels/cuda_capability.hpp) throws
+  // here, in one line: the path is not changed behind the planner's back.
+  std::unique_ptr<Backend> cuda = on_path(path, [&](const PrecisionPath& p) { return make_cuda_backend(gpu.device, p); });
   return {std::move(cuda), "running on the CUDA backend: local rank " + std::to_string(local_rank) + " on " + props.name +
                                " " + props.uuid + " (PCI " + props.pci_bus_id + "), device " + std::to_string(gpu.device) +
                                " of " + std::to_string(gpus) + " it sees: " + gpu.how};

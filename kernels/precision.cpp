@@ -93,4 +93,10 @@ PrecisionPath precision_path(Precision precision, const DeviceRates& rates) {
   throw std::logic_error("precision_path: the job's precision is not resolved (auto)");
 }
 
+PrecisionPath own_arithmetic_path(Precision precision) {
+  PrecisionPath path = precision_path(precision, {1, 1, 1, 1});
+  path.peak_tflops = 0;
+  return path;
+}
+
 }  // namespace eth::kernels

@@ -58,6 +58,10 @@ struct PrecisionPath {
   double peak_tflops = 0;
 
   ElementType storage() const { return storage_type(precision); }
+  // fp16 holds magnitudes from 2^-24 to 65504 only, and a language model's activation gradients
+  // fall below that: a path storing fp16 computes its backward on a scaled loss
+  // (lib/model/loss_scale.hpp).
+  bool loss_scaled() const { return storage() == ElementType::f16; }
   // "fp32", "tf32", "bf16", "fp16", or "bf16 in fp32 arithmetic" (bf16 bytes on a device without
   // bf16 units; "fp16 in fp32 arithmetic" alike).
   std::string name() const;
@@ -81,5 +85,9 @@ Precision device_precision(Precision requested, Precision job, const DeviceRates
 // 16-bit bytes.
 // tf32 on a device without TF32 units: std::invalid_argument ("--precision tf32: expected ...").
 PrecisionPath precision_path(Precision precision, const DeviceRates& rates);
+// The path of a device with units of every kind at `precision` (resolved): each precision in its
+// own arithmetic, its peak not known. For what makes a backend for one precision's kernels by
+// name (tests, benchmarks); a job's paths are precision_path's.
+PrecisionPath own_arithmetic_path(Precision precision);
 
 }  // namespace eth::kernels

@@ -64,9 +64,11 @@ class TwinBackend final : public ForwardingBackend {
   std::string precision_path() const override {
     const std::string p = precision_name(precision_);
     if (inner_.ops_device() == OpsDevice::host) return p + " (CPU twin: " + p + " storage, fp32 compute)";
-    return p + " (twin over the fp32 kernels of " + inner_.name() + ": " + p + " storage, fp32 compute; " +
+    // Made only where the rank's path is in fp32 arithmetic (backend_select.cpp).
+    return p + " (twin over the fp32 kernels of " + inner_.name() + ": " + p + " storage, fp32 compute; the path is " +
+           p + " in fp32 arithmetic: " +
            (precision_ == Precision::bf16 ? "a device type without bf16 units, or ETH_BF16_KERNELS=0)"
-                                          : "the fp16 kernels are not written yet)");
+                                          : "a device type without fp16 tensor cores)");
   }
   // Owning its inner backend, the twin computes every op: the working copies of all of them, and
   // the inner backend's own workspace. As the fallback of a native bf16 backend

@@ -154,7 +154,8 @@ int main(int argc, char** argv) {
       std::unique_ptr<eth::kernels::Backend> backend =
           precision == "bf16-fp32compute"
               ? eth::kernels::make_twin_backend(eth::kernels::make_cuda_backend(0), Precision::bf16)
-              : eth::kernels::make_cuda_backend(0, {.precision = eth::kernels::parse_precision(precision)});
+              : eth::kernels::make_cuda_backend(
+                    0, eth::kernels::own_arithmetic_path(eth::kernels::parse_precision(precision)));
       eth::Stage stage(config, all, B, T, 1, *backend);
       // As eth_train: the workspace before the first step, so that no step allocates.
       backend->reserve_workspace(eth::stage_shape(config, all, B, T, 0));

@@ -102,7 +102,7 @@ if [ "$backend" = cuda ]; then
   equivalence "bf16: 2 ranks, the second on the fp32-compute path, one GPU" 2 tests/gpu/plans/gpu-1node-2.yaml \
     tests/gpu/plans/two-stages-2.yaml -- "${bf16_kernels[@]}" TOLERANCE=7.8e-3 \
     ETH_TRAIN_WRAPPER="$root/tests/mpi/fp32_compute_on_ranks.sh" FP32_COMPUTE_RANKS=1 \
-    EXPECT="rank 1: bf16 (its bf16 kernels left out"
+    EXPECT="rank 1: bf16 (twin over the fp32 kernels"
   # fp16 on the GPU's fp16 kernels (issue 41): a plan against one rank on the same kernels (the
   # fp16 twin's plan bound, 3e-4), and bf16 and fp16 ranks in one job, a pipeline crossing
   # formats at both its boundaries (auto on cpu-mixed16-crossing-4.yaml: rank 2 fp16, the others

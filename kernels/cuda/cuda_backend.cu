@@ -8,6 +8,7 @@
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/cuda_launch.cuh"
 #include "kernels/cuda/cuda_probe.hpp"
+#include "kernels/cuda_capability.hpp"
 #include "kernels/gpu_ops/gpu_ops_backend.hpp"
 
 namespace eth::kernels {
@@ -15,20 +16,21 @@ namespace {
 
 class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunch> {
  public:
-  CudaBackend(int device, CudaBackendOptions options)
-      : device_(device),
+  CudaBackend(int device, const PrecisionPath& path)
+      : GpuOpsBackend(path),
+        device_(device),
         uuid_(cuda_device_props(device).uuid),
-        compute_capability_(cuda_device_props(device).compute_capability),
-        options_(options) {
-    // bf16: cuBLASLt's bf16 GEMMs and the flash kernels' mma.sync and cp.async need 8.0; fp16:
-    // its GEMMs need 7.0, and on 7.x its attention takes the twin (runs_mma_16816). Backend
-    // selection runs the twin over fp32 on older GPUs instead.
-    const int needs = options_.precision == Precision::bf16 ? 80 : options_.precision == Precision::fp16 ? 70 : 0;
-    if (compute_capability_ < needs)
-      throw std::invalid_argument(std::string("the CUDA backend's ") + precision_name(options_.precision) +
-                                  " kernels: expected compute capability " + std::to_string(needs / 10) +
-                                  ".0 or later, got " + std::to_string(compute_capability_ / 10) + "." +
-                                  std::to_string(compute_capability_ % 10));
+        compute_capability_(cuda_device_props(device).compute_capability) {
+    // The path was decided from the device type's peaks (the topology's, or those discovery
+    // found); a GPU that cannot run what they promise is a wrong description, not a reason to
+    // compute otherwise than planned.
+    if (const int needs = capability_for(path.arithmetic); compute_capability_ < needs)
+      throw std::invalid_argument(
+          cuda_device_props(device).name + " (compute capability " + capability_name(compute_capability_) +
+          ") cannot run the " + arithmetic_name(path.arithmetic) + " kernels (compute capability " +
+          capability_name(needs) + " or later) that its precision path, " + path.name() +
+          ", computes on: give its device type in the topology the peaks it has (without " +
+          arithmetic_name(path.arithmetic) + " units a 16-bit path computes in fp32), or another --precision");
     CUDA_CHECK(cudaSetDevice(device_));
     // Non-blocking: no implicit synchronisation with the legacy default stream, so every copy
     // below is explicitly enqueued on stream_.
@@ -52,7 +54,7 @@ class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunc
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   std::string name() const override {
-    return options_.precision == Precision::fp32 ? "cuda" : std::string("cuda-") + precision_name(options_.precision);
+    return precision() == Precision::fp32 ? "cuda" : std::string("cuda-") + precision_name(precision());
   }
   bool host_addressable() const override { return false; }
   OpsDevice ops_device() const override { return OpsDevice::cuda; }
@@ -153,16 +155,16 @@ class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunc
   }
 
   // ---- precision -----------------------------------------------------------------------
-  Precision precision() const override { return options_.precision; }
   std::string precision_path() const override {
-    switch (options_.precision) {
+    switch (precision()) {
       case Precision::tf32: return "tf32 (cuBLAS GEMMs on TF32 tensor cores, fp32 elsewhere)";
       case Precision::bf16:
       case Precision::fp16: {
-        const std::string p = precision_name(options_.precision);
-        const char* attention = runs_mma_16816()
-                                    ? "flash attention at head sizes 64 and 128 (fp32 compute at others)"
-                                    : "attention in fp32 compute (no mma.m16n8k16 before compute capability 8.0)";
+        const std::string p = precision_name(precision());
+        const std::string attention = runs_mma_16816()
+                                          ? "flash attention at head sizes 64 and 128 (fp32 compute at others)"
+                                          : "attention in fp32 compute (no mma.m16n8k16 before compute capability " +
+                                                capability_name(kMma16816Capability) + ")";
         return p + " (" + p + " kernels: cuBLASLt GEMMs, " + attention +
                ", layernorm, GELU, residual, embedding, classifier)";
       }
@@ -174,11 +176,10 @@ class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunc
 
  protected:
   cuda::CudaLaunch& launch() override { return *launch_; }
-  // The flash kernels' mma.sync m16n8k16 and cp.async: compute capability 8.0 and later.
-  bool runs_mma_16816() const override { return compute_capability_ >= 80; }
+  bool runs_mma_16816() const override { return compute_capability_ >= kMma16816Capability; }
 
  private:
-  bool tf32() const { return options_.precision == Precision::tf32; }
+  bool tf32() const { return arithmetic() == Arithmetic::tf32; }
   static void report_release_error(cudaError_t err) {
     if (err != cudaSuccess)
       std::fprintf(stderr, "CUDA error at %s:%d: releasing memory: %s\n", __FILE__, __LINE__, cudaGetErrorString(err));
@@ -187,7 +188,6 @@ class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunc
   int device_;
   std::string uuid_;
   int compute_capability_;  // major * 10 + minor
-  CudaBackendOptions options_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   std::unique_ptr<cuda::CudaLaunch> launch_;
@@ -195,8 +195,8 @@ class CudaBackend final : public gpu_ops::GpuOpsBackend<Backend, cuda::CudaLaunc
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(int device, CudaBackendOptions options) {
-  return std::make_unique<CudaBackend>(device, options);
+std::unique_ptr<Backend> make_cuda_backend(int device, const PrecisionPath& path) {
+  return std::make_unique<CudaBackend>(device, path);
 }
 
 std::map<std::string, uint64_t> cuda_kernel_launches(const Backend& backend) {

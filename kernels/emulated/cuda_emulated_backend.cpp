@@ -1,7 +1,7 @@
 #include "kernels/emulated/cuda_emulated_backend.hpp"
 
-#include <cassert>
 #include <cstring>
+#include <stdexcept>
 
 #include "kernels/forwarding_device.hpp"
 #include "kernels/gpu_ops/attention.hpp"
@@ -28,20 +28,21 @@ class CudaEmulatedBackend final : public gpu_ops::GpuOpsBackend<ForwardingDevice
  public:
   // The launch's scratch and counters come from the host backend, so that its allocator's peak
   // counts them as a GPU's would.
-  CudaEmulatedBackend(std::unique_ptr<Backend> host, Precision precision)
-      : GpuOpsBackend(*host), host_(std::move(host)), launch_(host_.get()), precision_(precision) {
-    assert(precision == Precision::fp32 || precision == Precision::bf16 || precision == Precision::fp16);
+  CudaEmulatedBackend(std::unique_ptr<Backend> host, const PrecisionPath& path)
+      : GpuOpsBackend(path, *host), host_(std::move(host)), launch_(host_.get()) {
+    if (path.arithmetic == Arithmetic::tf32)
+      throw std::invalid_argument("--precision tf32: the kernel interpreter (ETH_BACKEND=cuda-emulated) has no TF32 "
+                                  "GEMMs (its GEMMs are OpenBLAS's fp32): use fp32 or bf16");
   }
   ~CudaEmulatedBackend() override { release_fallback(); }
 
   std::string name() const override {
-    return precision_ == Precision::fp32 ? "cuda-emulated" : std::string("cuda-emulated-") + precision_name(precision_);
+    return precision() == Precision::fp32 ? "cuda-emulated" : std::string("cuda-emulated-") + precision_name(precision());
   }
   OpsDevice ops_device() const override { return OpsDevice::interpreter; }
-  Precision precision() const override { return precision_; }
   std::string precision_path() const override {
-    if (precision_ != Precision::fp32) {
-      const std::string p = precision_name(precision_);
+    if (precision() != Precision::fp32) {
+      const std::string p = precision_name(precision());
       return p + " (" + p +
              " kernels, in the kernel interpreter: flash attention at head sizes 64 and 128 (fp32 compute at "
              "others), layernorm, GELU, residual, embedding, classifier; GEMMs on the CPU at cuBLASLt's contract)";
@@ -64,11 +65,10 @@ class CudaEmulatedBackend final : public gpu_ops::GpuOpsBackend<ForwardingDevice
  private:
   std::unique_ptr<Backend> host_;
   emulated::HostLaunch launch_;
-  Precision precision_;
 };
 
-std::unique_ptr<Backend> make_cuda_emulated_backend(size_t device_memory_bytes, Precision precision) {
-  return std::make_unique<CudaEmulatedBackend>(make_cpu_backend(device_memory_bytes), precision);
+std::unique_ptr<Backend> make_cuda_emulated_backend(size_t device_memory_bytes, const PrecisionPath& path) {
+  return std::make_unique<CudaEmulatedBackend>(make_cpu_backend(device_memory_bytes), path);
 }
 
 emulated::HostLaunch* cuda_emulated_launch(Backend& backend) {

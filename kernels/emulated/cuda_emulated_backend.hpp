@@ -12,11 +12,10 @@
 
 namespace eth::kernels {
 
-// device_memory_bytes: as make_cpu_backend's, for the host memory it computes in. precision:
-// fp32, or bf16 or fp16 on their kernels (as the CUDA backend's options; no TF32: the
+// device_memory_bytes: as make_cpu_backend's, for the host memory it computes in. path: fp32, or
+// bf16 or fp16 in their arithmetic, on their kernels (as make_cuda_backend's; no TF32: the
 // interpreter's GEMMs are OpenBLAS's fp32).
-std::unique_ptr<Backend> make_cuda_emulated_backend(size_t device_memory_bytes = 0,
-                                                    Precision precision = Precision::fp32);
+std::unique_ptr<Backend> make_cuda_emulated_backend(size_t device_memory_bytes = 0, const PrecisionPath& path = {});
 // The launcher of a backend made by make_cuda_emulated_backend, with its counts (what it
 // launched since it was made or last reset); null for any other backend.
 emulated::HostLaunch* cuda_emulated_launch(Backend& backend);

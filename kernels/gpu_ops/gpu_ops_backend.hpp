@@ -1,8 +1,9 @@
 // The GPT operations of the Backend interface on the GPU ops (ops.hpp), once for every backend
 // that runs them: the CUDA backend (Base = Backend, Launch = CudaLaunch) and the emulated one
 // (Base = ForwardingDevice<Backend>, the host memory and stream of a CPU backend, Launch =
-// HostLaunch). A backend derived from it supplies memory, ordering, its precision, launch() and
-// runs_mma_16816(); which kernels each operation runs is decided here and in ops.hpp's families
+// HostLaunch). A backend derived from it supplies memory, ordering, launch() and
+// runs_mma_16816(), and hands it the precision path it is made for, whose precision and
+// arithmetic it reports; which kernels each operation runs is decided here and in ops.hpp's families
 // alone. Neither base has an operation of its own: one missing here leaves the backend abstract,
 // a compile error.
 //
@@ -36,17 +37,16 @@ namespace eth::kernels::gpu_ops {
 template <class Base, class Launch>
 class GpuOpsBackend : public Base {
  public:
+  // `path`: what the backend is made for. Its tensors of each type run on that type's kernels: a
+  // 16-bit path in fp32 arithmetic is the twin's (kernels/twin_backend.hpp), never this backend's.
   template <typename... Args>
-  explicit GpuOpsBackend(Args&&... args) : Base(std::forward<Args>(args)...) {}
-
-  Arithmetic arithmetic() const override {
-    switch (this->precision()) {
-      case Precision::bf16: return Arithmetic::bf16;
-      case Precision::fp16: return Arithmetic::fp16;
-      case Precision::tf32: return Arithmetic::tf32;
-      default: return Arithmetic::fp32;
-    }
+  explicit GpuOpsBackend(const PrecisionPath& path, Args&&... args) : Base(std::forward<Args>(args)...), path_(path) {
+    if (path.storage() != ElementType::f32 && path.arithmetic == Arithmetic::fp32)
+      throw std::logic_error("the GPU ops made for " + path.name() + ": expected a path on its 16-bit kernels");
   }
+
+  Precision precision() const override { return path_.precision; }
+  Arithmetic arithmetic() const override { return path_.arithmetic; }
 
   void round_to(ElementType type, float* out, const float* inp, size_t n) override {
     assert(type != ElementType::f32);
@@ -269,10 +269,11 @@ class GpuOpsBackend : public Base {
   // refuses to grow them inside a step.
   void reserve_workspace(const StageShape& shape) override {
     launch().reserve(launch_scratch_bytes(shape), sorted_rows(shape));
-    if (storage_type(this->precision()) != ElementType::f32) fallback().reserve_workspace(shape);
+    if (path_.storage() != ElementType::f32) fallback().reserve_workspace(shape);
   }
 
  protected:
+  const PrecisionPath& path() const { return path_; }
   virtual Launch& launch() = 0;
   // Whether the device runs mma.sync m16n8k16 and cp.async, which the flash attention kernels
   // need: compute capability 8.0 and later.
@@ -320,6 +321,7 @@ class GpuOpsBackend : public Base {
     return *fallback_;
   }
 
+  PrecisionPath path_;
   std::unique_ptr<Backend> fallback_;
 };
 

@@ -2,7 +2,6 @@
 
 #include <mpi.h>
 
-#include <algorithm>
 #include <filesystem>
 
 #include "lib/io/checkpoint_files.hpp"
@@ -108,10 +107,8 @@ Job load_job(const TrainOptions& options, std::ostream& log) {
   job.options.resume_path = resolve_resume(o, job.model, rank, log);
   if (job.plan_source != PlanSource::file) job.topology = discovered_topology(job.world_size, o.device);
   agreed([&] { job.precision = precision_paths(job.topology, o.precision); });
-  // One loss scale for the job, dynamic where any rank stores fp16 (lib/model/loss_scale.hpp).
-  job.options.loss_scale.dynamic =
-      std::any_of(job.precision.by_type.begin(), job.precision.by_type.end(),
-                  [](const kernels::PrecisionPath& p) { return p.storage() == kernels::ElementType::f16; });
+  // One loss scale for the job, dynamic where any rank's path computes on a scaled loss.
+  job.options.loss_scale.dynamic = job.precision.loss_scaled();
   if (job.plan_source == PlanSource::automatic)
     job.plan = planner::plan_this_job(o, job.model, job.topology, job.precision, log);
   if (job.plan_source == PlanSource::one_rank) job.plan = whole_model_plan(o, job.model);

@@ -50,12 +50,14 @@ std::unique_ptr<Running> start(const Job& job, Plan plan, kernels::Backend& back
                       : build_parallel_context(job.topology, running->plan, job.model, job.precision);
   const ParallelContext& ctx = running->ctx;
   // A plan that does not fit this rank's device, as the topology describes it or as the backend
-  // finds it: one line naming rank and device.
+  // finds it: one line naming rank and device. Elements are as wide as this rank's path stores
+  // them (one width in a job); the working copies as many as the backend's arithmetic needs
+  // (a CPU standing in for a GPU computes its 16-bit path on the twin).
   const size_t free_bytes = backend.free_memory_bytes();
-  running->planned_bytes = plan_device_bytes(job.model, running->plan, ctx.world_size, o.seq_len,
-                                             {backend.attention_path(o.seq_len), kernels::storage_type(job.precision.precision), o.adamw.shard,
-                                              o.grad_sync == GradSyncMode::block, backend.arithmetic(),
-                                              backend.ops_device()});
+  running->planned_bytes = plan_device_bytes(
+      job.model, running->plan, ctx.world_size, o.seq_len,
+      {backend.attention_path(o.seq_len), job.precision.of_rank(job.topology, ctx.world_rank).storage(), o.adamw.shard,
+       o.grad_sync == GradSyncMode::block, backend.arithmetic(), backend.ops_device()});
   const size_t needed = running->planned_bytes[ctx.world_rank];
   char host[MPI_MAX_PROCESSOR_NAME];
   int host_length = 0;
@@ -216,15 +218,7 @@ struct Training {
                              {"tokens_per_s", rate.tokens_per_s}, {"eta_s", rate.eta_s},
                              {"pipelines", report.pipelines}, {"ranks", ranks}};
     if (rate.mfu >= 0) record["mfu"] = rate.mfu;
-    if (job.precision.mixes_formats()) {
-      record["saturated"] = r.saturated;
-      if (r.saturated > 0 && !saturation_reported) {
-        log << strprintf("step %5d | %.0f activation values past fp16's range (65504) saturated on arrival from bf16 "
-                         "stages at fp16 stages; each step's count is in metrics.jsonl (\"saturated\")\n",
-                         step + 1, r.saturated);
-        saturation_reported = true;
-      }
-    }
+    report_saturated(step, r.saturated, record);
     if (loss_scale.dynamic()) {  // the scale for the next step, after this one's outcome
       record["loss_scale"] = loss_scale.value();
       record["skipped"] = !r.applied;
@@ -275,11 +269,27 @@ struct Training {
     save_checkpoint(*running->runtime, o.output_dir, o.keep_checkpoints, header, rank, log);
   }
 
+  // After step `step`: its record in metrics.jsonl counts the evaluation's saturations.
   void evaluate(int step) {
-    const double val_loss = running->runtime->evaluate(val_data, o.eval_samples);
+    const Evaluation e = running->runtime->evaluate(val_data, o.eval_samples);
     if (rank == 0) {
-      log << strprintf("step %5d | val loss %.4f\n", step + 1, val_loss);
-      metrics->write({{"step", step + 1}, {"val_loss", val_loss}});
+      log << strprintf("step %5d | val loss %.4f\n", step + 1, e.loss);
+      nlohmann::json record = {{"step", step + 1}, {"val_loss", e.loss}};
+      report_saturated(step, e.saturated, record);
+      metrics->write(record);
+    }
+  }
+
+  // Rank 0, in a job mixing bf16 and fp16 stages: the activation values that saturated in step
+  // `step` (its training or its evaluation) into its `record`, and a log line the first time.
+  void report_saturated(int step, double saturated, nlohmann::json& record) {
+    if (!job.precision.mixes_formats()) return;
+    record["saturated"] = saturated;
+    if (saturated > 0 && !saturation_reported) {
+      log << strprintf("step %5d | %.0f activation values past fp16's range (65504) saturated on arrival from bf16 "
+                       "stages at fp16 stages; each step's count is in metrics.jsonl (\"saturated\")\n",
+                       step + 1, saturated);
+      saturation_reported = true;
     }
   }
 

@@ -24,6 +24,13 @@ struct PrecisionPaths {
       if (path.storage() != by_type.front().storage()) return true;
     return false;
   }
+  // Whether some device type's path computes on a scaled loss (fp16 storage): the job then keeps
+  // one loss scale for all (lib/model/loss_scale.hpp).
+  bool loss_scaled() const {
+    for (const kernels::PrecisionPath& path : by_type)
+      if (path.loss_scaled()) return true;
+    return false;
+  }
   const kernels::PrecisionPath& of_rank(const Topology& topology, int rank) const {
     return by_type[static_cast<size_t>(topology.ranks[static_cast<size_t>(rank)].device_type)];
   }

@@ -14,7 +14,7 @@ CostModel::CostModel(const Topology& topology, const ModelConfig& model, int seq
     : topology_(topology),
       model_(model),
       seq_len_(seq_len),
-      storage_(profiles.empty() ? kernels::ElementType::f32 : kernels::storage_type(profiles.front().precision)),
+      storage_(profiles.empty() ? kernels::ElementType::f32 : profiles.front().path().storage()),
       profiles_(std::move(profiles)) {}
 
 ComputeMs CostModel::compute(const ProfileEntry& e, LayerRange layers) const {
@@ -31,7 +31,8 @@ ComputeMs CostModel::compute(const ProfileEntry& e, LayerRange layers) const {
 }
 
 MemoryBytes CostModel::memory(LayerRange layers, int b, int slots, Recompute recompute) const {
-  // The bf16 path priced as its fp32-compute kind, whose working copies are the larger. The GPU
+  // A 16-bit path's working copies priced as on the twin (fp32 arithmetic), whatever the path's
+  // arithmetic: the larger, and what a CPU standing in for the device computes on. The GPU
   // ops' launch workspace (device: host) is left out with the transfers below: tens of MiB that
   // would move every prediction (docs/planner.md, "Cost model").
   const JobMemoryOptions options{planner_attention_path(seq_len_), storage_, false, true, kernels::Arithmetic::fp32};

@@ -113,8 +113,8 @@ class CostModel {
   const Topology& topology_;
   ModelConfig model_;
   int seq_len_;
-  // What activations and transfers are stored in: bf16 when the profiles are of the bf16 path
-  // (a job has one precision: every profile is at it), fp32 otherwise.
+  // What activations and transfers are stored in: the profiles' paths' storage (every device of
+  // a job stores one width: 16 bits, bf16 or fp16, or fp32 throughout).
   kernels::ElementType storage_;
   std::vector<Profile> profiles_;
   bool shard_optimizer_ = false;

@@ -49,8 +49,10 @@ struct Profile {
   bool on_path(const kernels::PrecisionPath& path) const {
     return precision == path.precision && arithmetic == path.arithmetic;
   }
-  // "bf16", "bf16 in fp32 arithmetic": as PrecisionPath::name.
-  std::string path_name() const { return kernels::PrecisionPath{precision, arithmetic, 0}.name(); }
+  // The path it was measured on (its peak not recorded): its storage, its name ("bf16",
+  // "bf16 in fp32 arithmetic").
+  kernels::PrecisionPath path() const { return {precision, arithmetic, 0}; }
+  std::string path_name() const { return path().name(); }
 };
 
 Profile load_profile(const std::string& path);

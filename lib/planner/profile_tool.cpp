@@ -48,7 +48,8 @@ void run_profile_tool(const ProfileToolOptions& o, MPI_Comm ranks, std::ostream&
     const kernels::DeviceInfo device = kernels::describe_device(o.local_rank, o.local_ranks, o.device);
     const kernels::DeviceRates rates{device.peak_tflops_fp32, device.peak_tflops_tf32, device.peak_tflops_bf16,
                                      device.peak_tflops_fp16};
-    path = kernels::precision_path(kernels::resolve_precision(o.precision, {rates}), rates);
+    path = kernels::rank_path(kernels::precision_path(kernels::resolve_precision(o.precision, {rates}), rates), rates,
+                              o.device);
     choice = kernels::select_backend(o.local_rank, o.local_ranks, path, o.device);
   } catch (const std::invalid_argument& e) {
     error = strprintf("rank %d: %s", rank, e.what());

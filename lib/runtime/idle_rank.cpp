@@ -24,11 +24,11 @@ StepResult IdleRank::step(int step, SampleStream&, float, float loss_scale, Step
   return agreed_step_result(sums, plan_.global_batch, loss_scale);
 }
 
-double IdleRank::evaluate(SampleStream&, int samples) {
-  double sum = 0.0;
+Evaluation IdleRank::evaluate(SampleStream&, int samples) {
+  double sums[kValidationSumCount] = {};  // what the ranks with stages add up
   set_phase("evaluation");
-  world_sum(&sum, 1, kValidationSum);
-  return sum / samples;
+  world_sum(sums, kValidationSumCount, kValidationSums);
+  return {sums[0] / samples, sums[1]};
 }
 
 void IdleRank::gather_parameters(float* full) {

@@ -17,7 +17,7 @@ class IdleRank final : public RankRuntime {
   IdleRank(const ModelConfig& model, const Plan& plan, const ParallelContext& ctx, std::string training_path);
 
   StepResult step(int step, SampleStream& train, float lr, float loss_scale, StepTrace& trace) override;
-  double evaluate(SampleStream& val, int samples) override;
+  Evaluation evaluate(SampleStream& val, int samples) override;
   void gather_parameters(float* full) override;
   void save_checkpoint(const std::string& path, const CheckpointHeader& header) override;
   CheckpointHeader load_checkpoint(const std::string& path) override;

@@ -19,7 +19,7 @@ void PipelineRuntime::forward_only(int i, const int32_t* inputs, const int32_t* 
   }
 }
 
-double PipelineRuntime::evaluate(SampleStream& val, int samples) {
+Evaluation PipelineRuntime::evaluate(SampleStream& val, int samples) {
   set_phase("evaluation");
   const EvalShare share = evaluation_share(plan_, ctx_.role.pipeline, samples);
   for (int i = 0; i < share.micro_batches; i++) {
@@ -30,9 +30,12 @@ double PipelineRuntime::evaluate(SampleStream& val, int samples) {
     const int counted = std::clamp(share.counted - offset - ctx_.role.sample_offset, 0, ctx_.role.samples);
     forward_only(i, inputs_.data(), targets_.data(), counted);
   }
-  double sum = ctx_.last_stage() ? stage_.take_loss_sum() : 0.0;
-  world_sum(&sum, 1, kValidationSum);
-  return sum / samples;
+  // The saturations of the evaluation's arrivals are its own: taken here, the next step's count
+  // starts from zero.
+  double sums[kValidationSumCount] = {ctx_.last_stage() ? stage_.take_loss_sum() : 0.0,
+                                      static_cast<double>(transfers_.take_saturated())};
+  world_sum(sums, kValidationSumCount, kValidationSums);
+  return {sums[0] / samples, sums[1]};
 }
 
 }  // namespace eth

@@ -46,7 +46,7 @@ class PipelineRuntime final : public RankRuntime {
 
   StepResult step(int step, SampleStream& train, float lr, float loss_scale, StepTrace& trace) override;
 
-  double evaluate(SampleStream& val, int samples) override;
+  Evaluation evaluate(SampleStream& val, int samples) override;
   void gather_parameters(float* full) override;
   void save_checkpoint(const std::string& path, const CheckpointHeader& header) override;
   CheckpointHeader load_checkpoint(const std::string& path) override;

@@ -40,9 +40,19 @@ inline constexpr int kStepSumCount = 3;
 // `loss_scale` (lib/model/loss_scale.hpp): the same on every rank.
 StepResult agreed_step_result(const double (&sums)[kStepSumCount], int global_batch, double loss_scale);
 
+// An evaluation's outcome, the same on every rank.
+struct Evaluation {
+  double loss = 0;  // mean per-sample validation loss
+  // Activation values clamped to fp16's range on arrival during the evaluation, counted as a
+  // step's (StepResult::saturated) and charged to the evaluation, not to the step after it.
+  double saturated = 0;
+};
+// An evaluation's world sums, in this order: loss, saturated activation values.
+inline constexpr int kValidationSumCount = 2;
+
 // The world sums every rank makes, named for the watchdog in the same words on every rank.
 inline constexpr const char* kStepSums = "the step's sum of loss and gradient norm";
-inline constexpr const char* kValidationSum = "the sum of the validation loss";
+inline constexpr const char* kValidationSums = "the sum of the validation loss";
 
 // A stage's training state on the host, handed from one runtime to the next of the same stages
 // (re-balancing changes only the batch split): the old runtime is freed before the new one
@@ -61,9 +71,10 @@ class RankRuntime {
   // One optimizer step at learning rate lr, the loss multiplied by loss_scale for backward (1
   // without loss scaling). Collective.
   virtual StepResult step(int step, SampleStream& train, float lr, float loss_scale, StepTrace& trace) = 0;
-  // Mean per-sample validation loss over the first `samples` windows of `val` (every rank gets
-  // the result; evaluation_share says which pipeline takes which). Collective.
-  virtual double evaluate(SampleStream& val, int samples) = 0;
+  // Mean per-sample validation loss over the first `samples` windows of `val`, and the
+  // activations saturated meanwhile (every rank gets the result; evaluation_share says which
+  // pipeline takes which). Collective.
+  virtual Evaluation evaluate(SampleStream& val, int samples) = 0;
   // Rank 0 receives the whole model in the one-stage layout of ParamLayout(model, {0, L})
   // (`full` holds its size()); the lowest owner of each tensor sends it. Collective.
   virtual void gather_parameters(float* full) = 0;

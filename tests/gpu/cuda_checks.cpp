@@ -272,7 +272,8 @@ std::vector<Comparison> check_adamw(const Backends& be) {
 std::vector<Comparison> check_matmul_tf32(const Backends& be) {
 #ifdef ETH_HAVE_CUDA
   if (be.device >= 0) {
-    std::unique_ptr<Backend> tf32 = kernels::make_cuda_backend(be.device, kernels::CudaBackendOptions{.precision = kernels::Precision::tf32});
+    std::unique_ptr<Backend> tf32 =
+        kernels::make_cuda_backend(be.device, kernels::own_arithmetic_path(kernels::Precision::tf32));
     return check_matmul(*tf32, be.cpu, true, kTf32, "tf32");
   }
 #endif

@@ -139,8 +139,10 @@ void dump(const fs::path& dir, const std::string& model_path, int T, const std::
   // CPU twin: the path of a device with bf16 units.
   const eth::kernels::Arithmetic arithmetic =
       precision == eth::kernels::Precision::bf16 ? eth::kernels::Arithmetic::bf16 : eth::kernels::Arithmetic::fp32;
-  const float loss_scale = precision == eth::kernels::Precision::fp16 ? kFp16LossScale : 1.0f;
-  eth::kernels::BackendChoice choice = eth::kernels::select_backend(0, 1, {precision, arithmetic, 0}, eth::read_environment().device);
+  const eth::kernels::DeviceSettings device = eth::read_environment().device;
+  const eth::kernels::PrecisionPath path = eth::kernels::rank_path({precision, arithmetic, 0}, {}, device);
+  const float loss_scale = path.loss_scaled() ? kFp16LossScale : 1.0f;
+  eth::kernels::BackendChoice choice = eth::kernels::select_backend(0, 1, path, device);
   std::cout << choice.note << "; precision " << choice.backend->precision_path() << '\n';
   std::unique_ptr<eth::kernels::Backend> backend = std::move(choice.backend);
   const bool blocked = backend->attention_path(T) == eth::kernels::AttentionPath::blocked;

@@ -75,7 +75,8 @@ void expect_same_bits(const std::vector<X>& got, const std::vector<X>& want, con
 
 struct Paths {
   std::unique_ptr<Backend> twin = kernels::make_twin_backend(kernels::make_cpu_backend(), kernels::Precision::bf16);
-  std::unique_ptr<Backend> kernels = kernels::make_cuda_emulated_backend(0, kernels::Precision::bf16);
+  std::unique_ptr<Backend> kernels =
+      kernels::make_cuda_emulated_backend(0, kernels::own_arithmetic_path(kernels::Precision::bf16));
   kernels::emulated::HostLaunch* launch = kernels::cuda_emulated_launch(*kernels);
   // Launches of `kernel` so far: an op that took the fp32-compute path launches none of the bf16
   // kernels, and would equal the twin trivially.
@@ -278,7 +279,8 @@ TEST(Bf16KernelsInterpreted, Fp16OpsRunOnTheFp16Kernels) {
   const auto written = [](const std::vector<fp16>& v) {
     return std::none_of(v.begin(), v.end(), [](fp16 x) { return std::isnan(kernels::fp16_to_float(x.bits)); });
   };
-  std::unique_ptr<Backend> backend = kernels::make_cuda_emulated_backend(0, kernels::Precision::fp16);
+  std::unique_ptr<Backend> backend =
+      kernels::make_cuda_emulated_backend(0, kernels::own_arithmetic_path(kernels::Precision::fp16));
   const kernels::emulated::HostLaunch& launch = *kernels::cuda_emulated_launch(*backend);
   const auto launches = [&](const std::string& kernel) {
     const auto it = launch.kernel_counts().find(kernel);

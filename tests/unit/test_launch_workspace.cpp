@@ -95,7 +95,8 @@ TEST(LaunchWorkspace, HoldsAStepOfTheFp32GpuOps) {
 }
 
 TEST(LaunchWorkspace, HoldsAStepOfTheBf16Kernels) {
-  std::unique_ptr<kernels::Backend> backend = kernels::make_cuda_emulated_backend(0, kernels::Precision::bf16);
+  std::unique_ptr<kernels::Backend> backend =
+      kernels::make_cuda_emulated_backend(0, kernels::own_arithmetic_path(kernels::Precision::bf16));
   kernels::emulated::HostLaunch& launch = *kernels::cuda_emulated_launch(*backend);
   expect_step_within_reserve(std::move(backend), launch, "cublaslt_matmul_bf16");
 }

@@ -45,7 +45,7 @@ struct Sides {
   std::unique_ptr<Backend> twin = precision == Precision::fp32
                                       ? kernels::make_cpu_backend()
                                       : kernels::make_twin_backend(kernels::make_cpu_backend(), precision);
-  std::unique_ptr<Backend> kernels = kernels::make_cuda_emulated_backend(0, precision);
+  std::unique_ptr<Backend> kernels = kernels::make_cuda_emulated_backend(0, kernels::own_arithmetic_path(precision));
   ElementType type = kernels::storage_type(precision);
   size_t bytes(size_t n) const { return n * kernels::element_bytes(type); }
   uint64_t launches(const std::string& kernel) const {

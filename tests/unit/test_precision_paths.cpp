@@ -8,6 +8,10 @@
 #include <set>
 
 #include "kernels/backend_select.hpp"
+#include "kernels/cuda_capability.hpp"
+#ifdef ETH_HAVE_SIMT_INTERPRETER
+#include "kernels/emulated/cuda_emulated_backend.hpp"
+#endif
 #include "lib/job/model_flops.hpp"
 #include "lib/plan/memory_model.hpp"
 #include "lib/plan/plan.hpp"
@@ -120,6 +124,55 @@ TEST(PrecisionPaths, EveryReaderSeesTheSamePath) {
       << "bf16 storage must hold fewer bytes than fp32";
 
   EXPECT_DOUBLE_EQ(peak_flops(lab.topology, paths), (4 * 312 + 4 * 125) * 1e12);
+}
+
+// ETH_BF16_KERNELS=0 is a choice of the rank's path, made once (rank_path): an A100's bf16 path
+// becomes bf16 in fp32 arithmetic at its fp32 peak, the path a V100 takes, and backend selection
+// reads that arithmetic alone; paths not on bf16 units stay as planned; another value is refused.
+TEST(PrecisionPaths, Bf16KernelsOffIsTheRanksPathInFp32Arithmetic) {
+  const Lab lab;
+  const PrecisionPaths paths = precision_paths(lab.topology, Precision::automatic);
+  const DeviceType& a100 = lab.topology.device_types[static_cast<size_t>(lab.a100)];
+  const DeviceType& v100 = lab.topology.device_types[static_cast<size_t>(lab.v100)];
+  kernels::DeviceSettings off = backend_kind("cuda-emulated");
+  off.bf16_kernels = "0";
+  const kernels::PrecisionPath a = kernels::rank_path(paths.of_rank(lab.topology, 0), a100.rates(), off);
+  EXPECT_EQ(a.name(), "bf16 in fp32 arithmetic");
+  EXPECT_EQ(a.peak_tflops, 19.5);
+  const kernels::PrecisionPath& v = paths.of_rank(lab.topology, 4);  // fp16 on its tensor cores
+  EXPECT_EQ(kernels::rank_path(v, v100.rates(), off).name(), v.name());
+  EXPECT_EQ(kernels::rank_path(paths.of_rank(lab.topology, 0), a100.rates(), backend_kind("cuda-emulated")).arithmetic,
+            Arithmetic::bf16);
+  off.bf16_kernels = "no";
+  EXPECT_THROW(kernels::rank_path(v, v100.rates(), off), std::invalid_argument);
+#ifdef ETH_HAVE_SIMT_INTERPRETER
+  const kernels::BackendChoice twin = kernels::select_backend(0, 1, a, backend_kind("cuda-emulated"));
+  EXPECT_EQ(twin.backend->arithmetic(), Arithmetic::fp32);
+  EXPECT_EQ(twin.backend->storage(), kernels::ElementType::bf16);
+  EXPECT_NE(twin.backend->precision_path().find("twin over the fp32 kernels"), std::string::npos)
+      << twin.backend->precision_path();
+  // The GPU ops compute a 16-bit path on their 16-bit kernels only: in fp32 arithmetic it is the twin's.
+  EXPECT_THROW(kernels::make_cuda_emulated_backend(0, a), std::logic_error);
+#endif
+}
+
+// One table of the compute capability each arithmetic needs on a GPU (the CUDA backend refuses
+// a path its GPU cannot compute, and backend selection passes that on: no quiet twin).
+TEST(PrecisionPaths, CapabilityTable) {
+  EXPECT_EQ(kernels::capability_for(Arithmetic::bf16), 80);
+  EXPECT_EQ(kernels::capability_for(Arithmetic::tf32), 80);
+  EXPECT_EQ(kernels::capability_for(Arithmetic::fp16), 70);
+  EXPECT_EQ(kernels::capability_for(Arithmetic::fp32), 0);
+  EXPECT_EQ(kernels::capability_name(kernels::kMma16816Capability), "8.0");
+}
+
+// A job scales its loss where some path stores fp16 (auto on A100s and V100s), not elsewhere.
+TEST(PrecisionPaths, LossScaledWhereAPathStoresFp16) {
+  const Lab lab;
+  EXPECT_TRUE(precision_paths(lab.topology, Precision::automatic).loss_scaled());
+  EXPECT_FALSE(precision_paths(lab.topology, Precision::bf16).loss_scaled());
+  EXPECT_TRUE(precision_paths(lab.topology, Precision::fp16).loss_scaled());
+  EXPECT_FALSE(precision_paths(lab.topology, Precision::fp32).loss_scaled());
 }
 
 // The samples each active rank of `plan` computes per step, by device type name.

@@ -131,7 +131,7 @@ TEST(Recompute, SelectiveAndFullEqualNoneBitForBit) {
 // Selective recomputation remakes ln1 with the plain layernorm kernel where the forward ran it
 // fused with the residual add before it: the same bits (the two share normalise_row).
 TEST(Recompute, SelectiveAndFullEqualNoneBitForBitOnTheBf16Kernels) {
-  const auto backend = kernels::make_cuda_emulated_backend(0, kernels::Precision::bf16);
+  const auto backend = kernels::make_cuda_emulated_backend(0, kernels::own_arithmetic_path(kernels::Precision::bf16));
   ASSERT_EQ(backend->arithmetic(), kernels::Arithmetic::bf16);
   expect_modes_equal_none(*backend, "inputs/models/tiny-hs64.yaml");
 }
@@ -255,7 +255,7 @@ TEST(Recompute, Bf16TwinStageAllocatesItsFootprintAndWorkspace) {
 #ifdef ETH_HAVE_SIMT_INTERPRETER
 TEST(Recompute, Bf16KernelsStageAllocatesItsFootprintAndWorkspace) {
   check_bf16_stage_memory("inputs/models/tiny-hs64.yaml", [] {
-    return kernels::make_cuda_emulated_backend(0, kernels::Precision::bf16);
+    return kernels::make_cuda_emulated_backend(0, kernels::own_arithmetic_path(kernels::Precision::bf16));
   }, kernels::Arithmetic::bf16);
 }
 #endif
