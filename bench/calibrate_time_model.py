@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The time model's calibration (docs/gpu.md, "The time model"): kernel_profile's JSON for GPT-2
-124M's bf16 step (B 16, T 1024, --gpu H200) against ncu's times on an H200. Fits the attained
+124M's bf16 step (B 16, T 1024, --gpu H200) against ncu's times on an H200, each kernel's time a
+step (its launches times their time: the head's classifier ran once then, in chunks now). Fits the attained
 fractions of DRAM and of L2 bandwidth (the resources the calibration kernels are bound by) on the
 kernels unchanged since the measured commit, by least squares on log(predicted / measured), and
 gives each kernel's leave-one-out error (its prediction with the fractions fitted on the others;
@@ -31,8 +32,9 @@ FITTED = {"dram": "dram_fraction", "l2": "l2_fraction"}
 
 
 def measured(path):
+    """µs a step of each kernel ncu timed: its launches times their mean."""
     rows = csv.DictReader(line for line in open(path) if not line.startswith("#"))
-    return {r["kernel"]: float(r["avg_us"]) for r in rows}
+    return {r["kernel"]: float(r["avg_us"]) * int(r["launches"]) for r in rows}
 
 
 def find(times, piece):
@@ -41,11 +43,15 @@ def find(times, piece):
 
 
 def predict(kernel, constants, fractions):
-    """kernel_profile's prediction with other fractions: each fitted resource's time rescaled."""
-    us = dict(kernel["resource_us"])
-    for resource, key in FITTED.items():
-        us[resource] *= constants[key] / fractions[key]
-    return max(us.values()) * kernel["tail"] + constants["launch_us"]
+    """kernel_profile's prediction a step with other fractions: each fitted resource's time
+    rescaled, in each of the kernel's grids."""
+    total = 0.0
+    for variant in kernel["variants"]:
+        us = dict(variant["resource_us"])
+        for resource, key in FITTED.items():
+            us[resource] *= constants[key] / fractions[key]
+        total += variant["launches"] * (max(us.values()) * variant["tail"] + constants["launch_us"])
+    return total
 
 
 def fit(kernels, measured_us, constants):
@@ -69,7 +75,7 @@ def main():
     kernels, meas = [k for k, _ in pairs], [m for _, m in pairs]
     fractions = fit(kernels, meas, constants)
     print("fitted on all:", ", ".join(f"{k} {v:.3f}" for k, v in fractions.items()))
-    print("| kernel | measured µs | predicted µs | bound | error | leave-one-out µs | error |")
+    print("| kernel | measured µs a step | predicted µs a step | bound | error | leave-one-out µs | error |")
     print("|---|---|---|---|---|---|---|")
     loo_errors = []
     for i, (k, m) in enumerate(pairs):

@@ -102,8 +102,16 @@ StepProfile profile_step(const eth::ModelConfig& model, int B, int T, eth::kerne
   return out;
 }
 
-// One kernel's launches in a step: the counts summed over them, their predicted time, and the
-// most expensive launch's bound, occupancy and tail.
+// A kernel's launches of one grid in a step, and the time of each.
+struct Variant {
+  simt::Dim3 grid;
+  double launches = 0;
+  simt::KernelTime time;
+};
+
+// One kernel's launches in a step: the counts summed over them, their predicted time, each grid's
+// launches (the head's classifier runs its chunks, the last one smaller), and the most expensive
+// launch's bound, occupancy and tail.
 struct KernelRow {
   std::string name, dialect_name;
   double launches = 0;
@@ -113,7 +121,10 @@ struct KernelRow {
   simt::KernelTime heaviest_time;
   double mma_min = 0;                    // summed, where the kernel's products are known
   int registers = 0;
+  std::vector<Variant> variants;
 };
+
+bool same_grid(simt::Dim3 a, simt::Dim3 b) { return a.x == b.x && a.y == b.y && a.z == b.z; }
 
 // A library call's shape in a step.
 struct CallRow {
@@ -198,6 +209,9 @@ std::vector<KernelRow> kernel_rows(const StepProfile& step, const eth::kernels::
     row->total_us += time.predicted_us;
     for (const auto& [key, value] : counts_of(p, time.dram_bytes)) row->counts[key] += value;
     row->mma_min += attention_mma_min(p.dialect_name, model, B, T);
+    auto v = std::find_if(row->variants.begin(), row->variants.end(), [&](const Variant& x) { return same_grid(x.grid, p.grid); });
+    if (v == row->variants.end()) v = row->variants.insert(row->variants.end(), Variant{p.grid, 0, time});
+    v->launches += 1;
     if (row->launches == 1 || time.predicted_us > row->heaviest_time.predicted_us) {
       row->heaviest = p;
       row->heaviest_time = time;
@@ -256,6 +270,10 @@ void extrapolate_rows(const std::vector<KernelRow>& one, std::vector<KernelRow>&
     r.total_us = extrapolate(o.total_us, r.total_us, L);
     r.mma_min = extrapolate(o.mma_min, r.mma_min, L);
     for (auto& [key, value] : r.counts) value = extrapolate(o.counts.count(key) ? o.counts.at(key) : 0.0, value, L);
+    for (Variant& v : r.variants) {
+      const auto w = std::find_if(o.variants.begin(), o.variants.end(), [&](const Variant& x) { return same_grid(x.grid, v.grid); });
+      v.launches = extrapolate(w == o.variants.end() ? 0.0 : w->launches, v.launches, L);
+    }
   }
 }
 
@@ -293,13 +311,26 @@ void print(const std::vector<KernelRow>& rows, const std::vector<CallRow>& calls
                 static_cast<long long>(c.call.n), static_cast<long long>(c.call.k));
 }
 
+// Each resource's time before the tail, µs, by its name.
+json resource_json(const simt::KernelTime& time) {
+  json out = json::object();
+  for (int i = 0; i < simt::kResources; i++) out[simt::resource_name(static_cast<simt::Resource>(i))] = time.us[i];
+  return out;
+}
+
+// Each grid's launches, its time and each resource's before the tail: what a calibration refits.
+json variants_json(const std::vector<Variant>& variants) {
+  json out = json::array();
+  for (const Variant& v : variants)
+    out.push_back({{"grid", {v.grid.x, v.grid.y, v.grid.z}}, {"launches", v.launches},
+                   {"predicted_us", v.time.predicted_us}, {"resource_us", resource_json(v.time)}, {"tail", v.time.tail}});
+  return out;
+}
+
 json as_json(const std::vector<KernelRow>& rows, const std::vector<CallRow>& calls) {
   json kernels = json::array(), library = json::array();
   for (const KernelRow& r : rows) {
     const simt::GlobalSite* worst = r.heaviest.worst_site();
-    json resource_us = json::object();
-    for (int i = 0; i < simt::kResources; i++)
-      resource_us[simt::resource_name(static_cast<simt::Resource>(i))] = r.heaviest_time.us[i];
     const auto per_launch = [&](const char* key) { return r.counts.at(key) / r.launches; };
     kernels.push_back({
         {"name", r.name},
@@ -307,7 +338,7 @@ json as_json(const std::vector<KernelRow>& rows, const std::vector<CallRow>& cal
         {"launches", r.launches},
         {"predicted_us", r.total_us / r.launches},
         {"bound", simt::resource_name(r.heaviest_time.bound)},
-        {"resource_us", resource_us},  // of the heaviest launch, before its tail
+        {"resource_us", resource_json(r.heaviest_time)},  // of the heaviest launch
         {"dram_bytes", per_launch("dram_bytes")},
         {"distinct_bytes", per_launch("distinct_bytes")},
         {"requested_bytes", per_launch("requested_bytes")},
@@ -331,6 +362,7 @@ json as_json(const std::vector<KernelRow>& rows, const std::vector<CallRow>& cal
         {"tail", r.heaviest_time.tail},
         {"worst_line", worst ? worst->where : ""},
         {"worst_sectors_per_request", worst ? worst->traffic.sectors_per_request() : 0.0},
+        {"variants", variants_json(r.variants)},
     });
   }
   for (const CallRow& c : calls)

@@ -27,7 +27,9 @@
 #   7. transformers on ETH's Hugging Face export (eth_convert --export-hf), where the Python
 #      imports transformers: GPT2LMHeadModel/GPT2TokenizerFast.from_pretrained load it, and their
 #      tokens, logits and greedy continuation are ETH's (bench/gpu/hf_transformers.sh; no GPU used)
-#   8. tokens/s of one rank of ETH against PyTorch on the same GPU, GPT-2 124M and 350M, T 1024,
+#   8. Nsight Compute's time of each kernel of a bf16 step (GPT-2 124M, SmolLM2-135M) beside
+#      kernel_profile's prediction of it, where ncu exists (ncu-vs-predicted-MODEL.md)
+#   9. tokens/s of one rank of ETH against PyTorch on the same GPU, GPT-2 124M and 350M, T 1024,
 #      fp32, TF32, bf16 and fp16 (PyTorch: bf16 and fp16 autocast)
 # Not coverable on one GPU: NCCL between two physical GPUs (node-local communicators of several
 # ranks, the stage transfers' NCCL send/receive): NCCL refuses two ranks of one communicator on
@@ -166,6 +168,22 @@ if "$PYTHON" -c "import transformers" 2>/dev/null; then
     bash bench/gpu/hf_transformers.sh "$ETH_BUILD" "$root"
 else
   echo "== transformers: $PYTHON cannot import it, the Hugging Face part skipped"
+fi
+
+# Nsight Compute's time of every kernel of one bf16 step beside kernel_profile's prediction of
+# it (bench/results/kernel_profile_h200*.json, made here without a GPU: docs/gpu.md, "The time
+# model"), GPT-2 124M and SmolLM2-135M at B 16, T 1024; ncu flushes the caches before each kernel.
+if [ "$backend" = cuda ] && command -v ncu >/dev/null; then
+  for pair in gpt2-124m:kernel_profile_h200.json smollm2-135m:kernel_profile_h200_smollm2.json; do
+    model=${pair%%:*}
+    part "ncu: $model's bf16 step, each kernel beside its prediction" 240 ncu --csv --print-units base \
+      --metrics gpu__time_duration.sum --log-file "$out/ncu-$model-bf16.csv" \
+      "$ETH_BUILD/bench/bench_gpu_step" --model "$model" --precisions bf16 --steps 1 --warmup 0
+    "$PYTHON" bench/gpu/ncu_beside_predictions.py "bench/results/${pair#*:}" "$out/ncu-$model-bf16.csv" \
+      --out "$out/ncu-vs-predicted-$model.md" || failed+=("ncu beside predictions: $model")
+  done
+elif [ "$backend" = cuda ]; then
+  echo "== ncu: not on this machine, the kernels' times beside their predictions skipped"
 fi
 
 if [ "$backend" = cuda ]; then

@@ -59,6 +59,23 @@ PY
   check "$precision: the JSON's kernels, Llama parts, launches and mma minimum" $? "$(cat "$work/why")"
 done
 
+# bench/gpu/ncu_beside_predictions.py joins ncu's rows to the predictions by kernel name whatever
+# the demangler's spacing and casts: every predicted kernel is found in an ncu-format CSV whose
+# names are printed so, and a library kernel is listed as measured, not predicted.
+/usr/bin/python3 - "$work/bf16.json" "$work/ncu.csv" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+with open(sys.argv[2], "w") as f:
+    f.write('==PROF== Connected to process 1\n"ID","Process ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n')
+    for i, k in enumerate(r["kernels"]):
+        name = k["name"].replace(", 64>", ", (int)64>").replace(">>", "> >")
+        f.write(f'"{i}","1","{name}","gpu__time_duration.sum","ns","{1000 * (i + 1)}"\n')
+    f.write('"99","1","nvjet_sm90_tst_256x128_64x4","gpu__time_duration.sum","ns","5000"\n')
+PY
+/usr/bin/python3 "$src/bench/gpu/ncu_beside_predictions.py" "$work/bf16.json" "$work/ncu.csv" >"$work/join.md" 2>&1
+! grep -q "not measured" "$work/join.md" && grep -q "^- nvjet_sm90_tst_256x128_64x4 (1 launches, 5.0 µs)" "$work/join.md"
+check "ncu's rows joined to every predicted kernel" $? "$(cat "$work/join.md")"
+
 OMP_NUM_THREADS=2 timeout 300 "$profile" --model "$src/tests/cli/deep-narrow.yaml" --batch 1 --seq-len 64 --gpu T4 \
   --json "$work/deep.json" >"$work/deep.out" 2>&1
 check "a step past the GPU's memory is predicted anyway" $? "$(tail -5 "$work/deep.out")"
