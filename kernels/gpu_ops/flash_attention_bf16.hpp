@@ -208,11 +208,15 @@ constexpr const char* named(const char* bf16_64, const char* bf16_128, const cha
   return H == 64 ? simt::named<E>("", bf16_64, fp16_64) : simt::named<E>("", bf16_128, fp16_128);
 }
 
-// Grid (ceil(T / 128), B NH), block 256: block (x, bh) owns queries [i0, i0 + 128), i0 = 128 x,
-// of query head bh (sample bh / NH), warp w the 16 of them from i0 + 16 w: its Q fragments
-// (registers), O (16, H) and, for its two rows g and g + 8 per thread, the running max m (base 2,
-// scaled) and this thread's part of the sum l. Each key tile of its K/V head: K's copy waited
-// for, S; then V's, P V, while the next K and V are copied.
+// Grid (ceil(T / 128), B NH), block 256: the blocks of sample b are (x, b NH + r), r < NH, and
+// the n-th of them in launch order, n = x + gridDim.x r, owns queries [i0, i0 + 128) of query
+// head n % NH, i0 = 128 (gridDim.x - 1 - n / NH): a sample's heaviest blocks (its last query
+// tiles, which see the most keys) are dealt first, its lightest last, so that the launch's last
+// wave is of short blocks (the samples stay in grid order, as the profiles' scaling takes them).
+// Warp w owns the 16 queries from i0 + 16 w: its Q fragments (registers), O (16, H) and, for its
+// two rows g and g + 8 per thread, the running max m (base 2, scaled) and this thread's part of
+// the sum l. Each key tile of its K/V head: K's copy waited for, S; then V's, P V, while the next
+// K and V are copied.
 template <class E, int H>
 struct ForwardKernel {
   using Tl = Tile<H>;
@@ -233,10 +237,12 @@ struct ForwardKernel {
 
   SIMT_DEVICE void operator()(Thread& t) const {
     Smem& s = t.shared<Smem>();
-    const attn::HeadView at = attn::HeadView::of(static_cast<int>(t.block_idx().y), T, heads);
+    const int query_tiles = static_cast<int>(t.grid_dim().x), bh = static_cast<int>(t.block_idx().y);
+    const int n = static_cast<int>(t.block_idx().x) + query_tiles * (bh % heads.NH);  // the sample's n-th block
+    const attn::HeadView at(bh / heads.NH, n % heads.NH, T, heads);
     const size_t C3 = heads.qkv_row();
     const E *q_src = qkv.get() + at.q, *k_src = qkv.get() + at.k, *v_src = qkv.get() + at.v;
-    const int i0 = static_cast<int>(t.block_idx().x) * kRows, w0 = i0 + simt::kMmaM * t.warp();
+    const int i0 = (query_tiles - 1 - n / heads.NH) * kRows, w0 = i0 + simt::kMmaM * t.warp();
     const int tiles = (simt::imin(i0 + kRows, T) + kCols - 1) / kCols;  // keys up to the block's last query
     const int last_row = simt::imin(w0 + simt::kMmaM, T) - 1;            // the warp's last row before T
     const float scale_log2 = scale * kLog2e;
