@@ -208,11 +208,15 @@ constexpr const char* named(const char* bf16_64, const char* bf16_128, const cha
   return H == 64 ? simt::named<E>("", bf16_64, fp16_64) : simt::named<E>("", bf16_128, fp16_128);
 }
 
-// Grid (ceil(T / 128), B NH), block 256: block (x, bh) owns queries [i0, i0 + 128), i0 = 128 x,
-// of query head bh (sample bh / NH), warp w the 16 of them from i0 + 16 w: its Q fragments
-// (registers), O (16, H) and, for its two rows g and g + 8 per thread, the running max m (base 2,
-// scaled) and this thread's part of the sum l. Each key tile of its K/V head: K's copy waited
-// for, S; then V's, P V, while the next K and V are copied.
+// Grid (ceil(T / 128), B NH), block 256: the blocks of sample b are (x, b NH + r), r < NH, and
+// the n-th of them in launch order, n = x + gridDim.x r, owns queries [i0, i0 + 128) of query
+// head n % NH, i0 = 128 (gridDim.x - 1 - n / NH): a sample's heaviest blocks (its last query
+// tiles, which see the most keys) are dealt first, its lightest last, so that the launch's last
+// wave is of short blocks (the samples stay in grid order, as the profiles' scaling takes them).
+// Warp w owns the 16 queries from i0 + 16 w: its Q fragments (registers), O (16, H) and, for its
+// two rows g and g + 8 per thread, the running max m (base 2, scaled) and this thread's part of
+// the sum l. Each key tile of its K/V head: K's copy waited for, S; then V's, P V, while the next
+// K and V are copied.
 template <class E, int H>
 struct ForwardKernel {
   using Tl = Tile<H>;
@@ -233,10 +237,12 @@ struct ForwardKernel {
 
   SIMT_DEVICE void operator()(Thread& t) const {
     Smem& s = t.shared<Smem>();
-    const attn::HeadView at = attn::HeadView::of(static_cast<int>(t.block_idx().y), T, heads);
+    const int query_tiles = static_cast<int>(t.grid_dim().x), bh = static_cast<int>(t.block_idx().y);
+    const int n = static_cast<int>(t.block_idx().x) + query_tiles * (bh % heads.NH);  // the sample's n-th block
+    const attn::HeadView at(bh / heads.NH, n % heads.NH, T, heads);
     const size_t C3 = heads.qkv_row();
     const E *q_src = qkv.get() + at.q, *k_src = qkv.get() + at.k, *v_src = qkv.get() + at.v;
-    const int i0 = static_cast<int>(t.block_idx().x) * kRows, w0 = i0 + simt::kMmaM * t.warp();
+    const int i0 = (query_tiles - 1 - n / heads.NH) * kRows, w0 = i0 + simt::kMmaM * t.warp();
     const int tiles = (simt::imin(i0 + kRows, T) + kCols - 1) / kCols;  // keys up to the block's last query
     const int last_row = simt::imin(w0 + simt::kMmaM, T) - 1;            // the warp's last row before T
     const float scale_log2 = scale * kLog2e;
@@ -327,27 +333,50 @@ struct ForwardKernel {
   }
 };
 
-// D (B, NH, T) = rowsum(dO * O) over each head's hs dims, fp32 from the values in E; thread per
-// (b, t, h), consecutive threads on consecutive heads of a row (adjacent hs-long pieces).
+// D (B, NH, T) = rowsum(dO * O) over each head's hs dims, fp32 from the values in E. Thread e
+// owns piece e of the rows in D's order (b, h, t): the 8 values [8 k, 8 k + 8) of row e / (hs /
+// 8), k = e % (hs / 8), read as one 16-byte piece of dO and one of O, so that a warp reads whole
+// 128-byte lines (two rows of hs 128, four of hs 64: the hs / 8 lanes of a row are consecutive
+// lanes of one warp). A row's sum runs in the order d = 0, 1, ..., hs - 1, as one thread adding
+// the row alone would (the CPU twin's order, and the bits of D whatever the layout): the lane of
+// piece k adds its products to the sum of pieces 0 .. k - 1, which the lane before hands on. The
+// products of two values in E are exact in fp32, so a compiler's fused multiply-add changes no bit.
 template <class E>
 struct DeltaKernel {
   static constexpr const char* kName =
       simt::named<E>("", "attention_backward_bf16_delta", "attention_backward_fp16_delta");
-  Global<float> D;       // (B, NH, T)
-  Global<const E> dout;  // (B, T, NH hs)
-  Global<const E> out;   // (B, T, NH hs)
+  static constexpr int kPiece = 8;  // values of E in one 16-byte load
+  using Piece = Packed<E, kPiece>;
+  Global<float> D;           // (B, NH, T)
+  Global<const Piece> dout;  // (B, T, NH hs / 8)
+  Global<const Piece> out;   // (B, T, NH hs / 8)
   int B, T;
-  AttentionHeads heads;
+  AttentionHeads heads;      // hs 64 or 128: hs / 8 lanes, a divisor of the warp, hold a row
 
   SIMT_DEVICE void operator()(Thread& t) const {
-    const int NH = heads.NH, hs = heads.hs;
-    const size_t C = heads.out_row();
-    const size_t n = static_cast<size_t>(B) * T * NH;
-    for (size_t e = global_index(t); e < n; e += grid_stride(t)) {
-      const size_t bt = e / NH, h = e % NH, row = bt * C + h * hs;
+    const int NH = heads.NH, pieces = heads.hs / kPiece;
+    const size_t n = static_cast<size_t>(B) * NH * T * pieces;
+    const size_t warps_cover = (n + kWarp - 1) / kWarp * kWarp;  // whole warps loop, for the shuffles
+    for (size_t e = global_index(t); e < warps_cover; e += grid_stride(t)) {
+      const size_t row = e / pieces, bh = row / T, tt = row % T;  // D's row (b, h, t)
+      const int k = static_cast<int>(e % pieces);
+      const size_t at = ((bh / NH * T + tt) * NH + bh % NH) * pieces + k;  // piece k of row (b, t, h)
+      const bool mine = e < n;
+      Piece g{}, o{};
+      if (mine) {
+        g = dout[at];
+        o = out[at];
+      }
       float sum = 0.f;
-      for (int d = 0; d < hs; d++) sum += simt::to_float(dout[row + d]) * simt::to_float(out[row + d]);
-      D[(bt / T * NH + h) * T + bt % T] = sum;
+      for (int j = 0; j < pieces; j++) {
+        if (k == j) {
+          SIMT_UNROLL
+          for (int i = 0; i < kPiece; i++) sum += simt::to_float(g.h[i]) * simt::to_float(o.h[i]);
+        }
+        const float before = t.shfl_up(simt::kFullMask, sum, 1);
+        if (k == j + 1) sum = before;
+      }
+      if (mine && k == pieces - 1) D[row] = sum;
     }
   }
 };
@@ -577,7 +606,10 @@ void backward(Launch& launch, E* dqkv, const E* dout, const E* qkv, const E* out
               AttentionHeads heads) {
   const size_t rows = static_cast<size_t>(B) * heads.NH * T;
   float* D = static_cast<float*>(launch.scratch(attention_backward_bf16_scratch_bytes(B, T, heads.NH)));  // (B, NH, T)
-  launch.kernel(DeltaKernel<E>{D, dout, out, B, T, heads}, LaunchShape{Dim3(grid_for(rows, 256)), Dim3(256), 0});
+  using Delta = DeltaKernel<E>;
+  using Piece = typename Delta::Piece;
+  launch.kernel(Delta{D, reinterpret_cast<const Piece*>(dout), reinterpret_cast<const Piece*>(out), B, T, heads},
+                LaunchShape{Dim3(grid_for(rows * (H / Delta::kPiece), 256)), Dim3(256), 0});
   const BackwardArgs<E> args{dqkv, dout, qkv, lse, D, T, heads, 1.f / std::sqrt(static_cast<float>(H))};
   launch.kernel(BackwardDkdvKernel<E, H>{args}, shape_of<H, BackwardDkdvKernel<E, H>>(B, T, heads.NKV));
   launch.kernel(BackwardDqKernel<E, H>{args}, shape_of<H, BackwardDqKernel<E, H>>(B, T, heads.NH));
@@ -596,7 +628,8 @@ void attention_forward16(Launch& launch, E* out, float* lse, const E* qkv, int B
 }
 
 // dqkv (B, T, (NH + 2 NKV) hs), overwritten, from dout (B, T, NH hs) and forward's qkv, out and
-// lse.
+// lse. All four in E 16-byte aligned, as the forward's qkv and out are (read and stored in 16-byte
+// pieces).
 template <class Launch, class E>
 void attention_backward16(Launch& launch, E* dqkv, const E* dout, const E* qkv, const E* out, const float* lse, int B,
                           int T, AttentionHeads heads) {

@@ -81,11 +81,15 @@ SIMT_DEVICE float adamw_step(const AdamWSettings& h, float weight_decay, float p
 
 // Block b updates segment b of the table (kernels/adamw_segments.hpp), its threads striding
 // over the segment's floats. E = bf16 or fp16: also stores each updated parameter's copy in E, in
-// the same pass (the 16-bit paths: the copies their GEMMs read); E = float: no copies.
+// the same pass (the 16-bit paths: the copies their GEMMs read); E = float: no copies. Where the
+// segment starts on 16 bytes in params, grads, m and v (and on 4 values of E in the copies), the
+// floats go 4 to an access (16 bytes a thread), the last size % 4 one by one; elsewhere all one by
+// one. Either way each float's arithmetic is the same, so the bits are.
 template <class E>
 struct AdamWKernel {
   static constexpr bool kWriteCopies = !std::is_same_v<E, float>;
   static constexpr const char* kName = simt::named<E>("adamw_update", "adamw_update_bf16", "adamw_update_fp16");
+  static constexpr int kWide = 4;        // floats in one 16-byte access
   Global<float> params;                  // (params' size)
   Global<E> param_copies;                // (params' size) where kWriteCopies, else null
   Global<const float> grads;             // (params' size)
@@ -96,15 +100,47 @@ struct AdamWKernel {
   SIMT_DEVICE void operator()(Thread& t) const {
     const AdamWSegment s = segments[t.block_idx().x];
     const float weight_decay = s.decay ? h.weight_decay : 0.f;
-    for (uint32_t j = t.thread_idx().x; j < s.size; j += t.block_dim().x) {
-      const size_t i = s.param_offset + j, k = s.moment_offset + j;
-      float mk = m[k], vk = v[k];
-      const float p = adamw_step(h, weight_decay, params[i], grads[i], mk, vk);
-      m[k] = mk;
-      v[k] = vk;
-      params[i] = p;
-      if constexpr (kWriteCopies) param_copies[i] = simt::from_float<E>(p);
+    const uint32_t wide = wide_start(s) ? s.size / kWide * kWide : 0;  // floats [0, wide) 4 to an access
+    update<kWide>(t, s, weight_decay, 0, wide);
+    update<1>(t, s, weight_decay, wide, s.size);
+  }
+
+  // Whether segment s starts on a 16-byte access in every array.
+  SIMT_DEVICE bool wide_start(const AdamWSegment& s) const {
+    const auto on = [](const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; };
+    const size_t i = s.param_offset, k = s.moment_offset;
+    return on((params + i).get(), 16) && on((grads + i).get(), 16) && on((m + k).get(), 16) &&
+           on((v + k).get(), 16) && (!kWriteCopies || on((param_copies + i).get(), kWide * sizeof(E)));
+  }
+
+  // Floats [begin, end) of segment s, end - begin a multiple of W, W to an access: thread i the W
+  // from begin + W i, then + W blockDim, ...
+  template <int W>
+  SIMT_DEVICE void update(Thread& t, const AdamWSegment& s, float weight_decay, uint32_t begin, uint32_t end) const {
+    using F = Packed<float, W>;
+    const size_t i = s.param_offset + begin, k = s.moment_offset + begin;
+    const Global<F> p = pieces<F>(params + i), mw = pieces<F>(m + k), vw = pieces<F>(v + k);
+    const Global<const F> g = pieces<const F>(grads + i);
+    for (uint32_t q = t.thread_idx().x; q < (end - begin) / W; q += t.block_dim().x) {
+      F pq = p[q], mq = mw[q], vq = vw[q];
+      const F gq = g[q];
+      Packed<E, W> copy;
+      SIMT_UNROLL
+      for (int w = 0; w < W; w++) {
+        pq.h[w] = adamw_step(h, weight_decay, pq.h[w], gq.h[w], mq.h[w], vq.h[w]);
+        copy.h[w] = simt::from_float<E>(pq.h[w]);
+      }
+      mw[q] = mq;
+      vw[q] = vq;
+      p[q] = pq;
+      if constexpr (kWriteCopies) pieces<Packed<E, W>>(param_copies + i)[q] = copy;
     }
+  }
+
+  // x's values from its start on, as pieces P of several of them.
+  template <class P, class T>
+  static SIMT_DEVICE Global<P> pieces(Global<T> x) {
+    return Global<P>(reinterpret_cast<P*>(x.get()));
   }
 };
 

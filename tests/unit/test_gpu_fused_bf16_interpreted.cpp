@@ -149,6 +149,28 @@ TYPED_TEST(Fused16, AdamWStateIsTheFp32OpsBitForBitAndCopiesAreTheRoundedParamet
   EXPECT_TRUE(same_bits(v, v_fp32)) << "v differs from adamw_update's";
   EXPECT_TRUE(same_bits(copies, to16<E>(p))) << "a copy is not its rounded parameter";
   EXPECT_EQ(launch.kernel_counts().at(gpu_ops::AdamWKernel<E>::kName).launches, 1u);
+  {
+    // The run above took its first 1036 floats 4 to an access and the last one alone (the vectors
+    // start on 16 bytes, as malloc's storage does); one float further on, the kernel takes all of
+    // them one by one, and must give the same bits.
+    for (const float* x : std::initializer_list<const float*>{p.data(), g.data(), m.data(), v.data()})
+      ASSERT_EQ(reinterpret_cast<uintptr_t>(x) % 16, 0u) << "the wide path is not tested";
+    std::vector<eth::kernels::AdamWSegment> shifted;
+    eth::kernels::append_adamw_segments(shifted, 1, 1, n, true);
+    const auto one_on = [](const Vec& x) {  // x after one value
+      Vec y(1);
+      y.insert(y.end(), x.begin(), x.end());
+      return y;
+    };
+    Vec p1 = one_on(p0), m1 = one_on(m0), v1 = one_on(v0);
+    std::vector<E> copies1 = nans<E>(n + 1);
+    gpu_ops::adamw_update(launch, p1.data(), copies1.data(), one_on(g).data(), m1.data(), v1.data(), shifted.data(),
+                          shifted.size(), settings);
+    EXPECT_TRUE(same_bits(Vec(p1.begin() + 1, p1.end()), p)) << "params differ one by one";
+    EXPECT_TRUE(same_bits(Vec(m1.begin() + 1, m1.end()), m)) << "m differs one by one";
+    EXPECT_TRUE(same_bits(Vec(v1.begin() + 1, v1.end()), v)) << "v differs one by one";
+    EXPECT_TRUE(same_bits(std::vector<E>(copies1.begin() + 1, copies1.end()), copies)) << "copies differ one by one";
+  }
 
   // (a) The CPU twin (cpu::adamw_update<float>): the same formula in the same order. Its
   // corrections come from the same pow; only the host compiler's contraction could differ, so
