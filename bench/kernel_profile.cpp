@@ -15,7 +15,7 @@
 //    the model's L (c1 + (L - 1)(c2 - c1): exact, each layer runs the same launches on the same
 //    shapes, and the optimizer's per-layer parameters add the same per layer);
 //  - blocks: a launch counts at most --sample-blocks of its blocks (whole rows of its grid where a
-//    row fits: the batch and heads along y) and extends their counts to the grid
+//    row fits, whole samples of NH rows where its rows are the batch's heads) and extends their counts to the grid
 //    (simt::extend_sample); its other blocks, and the GEMMs' products, do not run at all. The
 //    counts of no kernel of the step depend on the values it reads (the sort, which the
 //    embedding backward indexes by, still runs), so the values are left undefined.
@@ -88,7 +88,8 @@ StepProfile profile_step(const eth::ModelConfig& model, int B, int T, eth::kerne
   eth::AdamW optimizer(stage.layout(), adamw, *backend);
   backend->reserve_workspace(eth::stage_shape(model, layers, B, T, 0));
 
-  launch.set_counters(true, sample_blocks, /*values=*/false);
+  // Rows of the flash kernels' grids come NH to a sample (the heaviest tiles of a sample first).
+  launch.set_counters(true, {sample_blocks, static_cast<unsigned>(model.num_heads)}, /*values=*/false);
   stage.zero_grads();
   stage.forward(0, tokens.data(), nullptr);
   stage.loss(0, targets.data(), 1.0f);

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "kernels/device.hpp"
-#include "kernels/gpu_ops/gemm_bf16.hpp"
+#include "kernels/gpu_ops/gemm16.hpp"
 #include "kernels/simt/interpreter.hpp"
 
 namespace eth::kernels::emulated {
@@ -70,12 +70,12 @@ class HostLaunch {
     library_.clear();
   }
   // Counters per launch of the interpreter's kernels (kernels/simt/profile.hpp), off unless set:
-  // with them on every launch runs several times slower; `sample_blocks` as Interpreter's. With
+  // with them on every launch runs several times slower; `sampling` as Interpreter's. With
   // `values` false only what the counters need runs: a launch's uncounted blocks do not, nor do
   // the GEMMs' products (the sort does: kernels index by its output); the outputs' values are
   // undefined. Library calls are recorded one by one (library_calls) while counters are on.
-  void set_counters(bool on, uint64_t sample_blocks = 0, bool values = true) {
-    interpreter_.set_counters(on, sample_blocks, values);
+  void set_counters(bool on, simt::Sampling sampling = {}, bool values = true) {
+    interpreter_.set_counters(on, sampling, values);
     counters_ = on;
     values_ = !on || values;
   }

@@ -740,7 +740,7 @@ void Interpreter::run(const char* name, std::string (*profile_name)(), const Lau
            std::to_string(kMaxSharedBytesPerBlock) + " of sm_80");
 
   const long blocks = static_cast<long>(g.count());
-  const long counted = counters_ ? static_cast<long>(counted_blocks(g, sample_blocks_)) : 0;
+  const long counted = counters_ ? static_cast<long>(counted_blocks(g, sampling_)) : 0;
   std::atomic<bool> failed{false};
   std::string first_error;
   KernelCounts launch;

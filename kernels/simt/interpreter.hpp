@@ -54,14 +54,13 @@ class Interpreter {
   void reset_counts() { counts_.clear(); }
 
   // Counters per launch (profile.hpp), off unless set: they record every access of every lane
-  // and make a launch several times slower. With `sample_blocks` > 0 a launch of more blocks
-  // counts only the first counted_blocks(grid, sample_blocks) and extends their counts to the
-  // grid (extend_sample); the other blocks run uncounted, at the interpreter's plain speed, or,
+  // and make a launch several times slower. With `sampling` a launch of more blocks counts only
+  // the first counted_blocks(grid, sampling) and extends their counts to the grid (extend_sample); the other blocks run uncounted, at the interpreter's plain speed, or,
   // with `run_uncounted` false, not at all (what they would write stays as it was: a profile
   // whose counts do not depend on the values, not a computation).
-  void set_counters(bool on, uint64_t sample_blocks = 0, bool run_uncounted = true) {
+  void set_counters(bool on, Sampling sampling = {}, bool run_uncounted = true) {
     counters_ = on;
-    sample_blocks_ = sample_blocks;
+    sampling_ = sampling;
     run_uncounted_ = run_uncounted;
   }
   // One per launch since counters were set on or the last reset, in launch order.
@@ -75,7 +74,7 @@ class Interpreter {
   std::map<std::string, KernelCounts> counts_;
   std::vector<LaunchProfile> profiles_;
   bool counters_ = false;
-  uint64_t sample_blocks_ = 0;
+  Sampling sampling_;
   bool run_uncounted_ = true;
   uint64_t schedule_seed_ = 0x5eedull;
 };

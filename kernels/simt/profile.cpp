@@ -103,10 +103,14 @@ LaunchProfile scaled(const LaunchProfile& p, Dim3 grid, uint64_t work) {
   return s;
 }
 
-uint64_t counted_blocks(Dim3 grid, uint64_t sample) {
-  const uint64_t blocks = grid.count();
+uint64_t counted_blocks(Dim3 grid, Sampling sampling) {
+  const uint64_t blocks = grid.count(), sample = sampling.max_blocks;
   if (sample == 0 || blocks <= sample) return blocks;
-  return grid.x <= sample ? sample / grid.x * grid.x : sample;
+  if (grid.x > sample) return sample;
+  uint64_t rows = sample / grid.x;
+  const uint64_t period = sampling.row_period;
+  if (period > 1 && grid.y % period == 0) rows = std::max(period, rows - rows % period);
+  return std::min(blocks, rows * grid.x);
 }
 
 LaunchProfile extrapolated(const LaunchProfile& one, const LaunchProfile& two, int L) {

@@ -84,11 +84,20 @@ LaunchProfile scaled(const LaunchProfile& p, Dim3 grid, uint64_t work = 1);
 // many as a layer adds, repeated (the tail's estimate). Throws std::invalid_argument where the grid grows otherwise.
 LaunchProfile extrapolated(const LaunchProfile& one, const LaunchProfile& two, int L);
 
-// How many blocks of `grid`, a prefix in linear order (x fastest), a launch counts when it may
-// count at most `sample` (0: every block): whole rows along x where a row fits, so that a grid
-// whose rows are copies of one another (the batch along y and z: a flash attention's B x NH)
-// is sampled exactly; else the first `sample` blocks of the first row.
-uint64_t counted_blocks(Dim3 grid, uint64_t sample);
+// Which blocks of a launch the counters count (Interpreter::set_counters): at most `max_blocks`
+// (0: every block), in whole rows of `row_period` where the grid's rows come in groups of it
+// (the flash kernels' B x NH rows, NH to a sample, whose blocks a sample deals among its heads).
+struct Sampling {
+  uint64_t max_blocks = 0;
+  unsigned row_period = 1;
+};
+
+// How many blocks of `grid`, a prefix in linear order (x fastest), a launch counts under
+// `sampling`: whole rows along x where a row fits, so that a grid whose rows (or groups of
+// row_period rows, where grid.y is a multiple of it) are copies of one another (the batch along
+// y and z) is sampled exactly, at least one group even past max_blocks; else the first
+// max_blocks blocks of the first row.
+uint64_t counted_blocks(Dim3 grid, Sampling sampling);
 
 // p, whose counters cover its first p.block_work.size() blocks, extended to its whole grid: every
 // count times blocks / counted (rounded), the counted blocks' work repeated in order, and

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "kernels/emulated/host_launch.hpp"
-#include "kernels/gpu_ops/flash_attention_bf16.hpp"
-#include "kernels/gpu_ops/layernorm_bf16.hpp"
+#include "kernels/gpu_ops/flash_attention16.hpp"
+#include "kernels/gpu_ops/layernorm16.hpp"
 #include "kernels/gpu_peaks.hpp"
 #include "kernels/simt/time_model.hpp"
 
@@ -170,7 +170,7 @@ std::vector<simt::LaunchProfile> forwards(int B, int T, uint64_t sample_blocks =
                                 size_t(N) * C, size_t(C)});
   auto f = buffers<float>(held, {size_t(B) * NH * T, size_t(N), size_t(N)});
   eth::kernels::emulated::HostLaunch launch;
-  launch.set_counters(true, sample_blocks);
+  launch.set_counters(true, {sample_blocks});
   eth::kernels::gpu_ops::attention_forward16<eth::kernels::emulated::HostLaunch, bf16>(
       launch, e[1], f[0], e[0], B, T, eth::kernels::AttentionHeads::multi_head(C, NH));
   eth::kernels::gpu_ops::fused_residual_layernorm_forward16<eth::kernels::emulated::HostLaunch, bf16>(
@@ -230,10 +230,13 @@ TEST(TimeModel, SampledLaunchEqualsTheWholeRun) {
         sampled[i], whole[i],
         whole[i].distinct_bytes_read - weight + static_cast<uint64_t>(std::llround(static_cast<double>(weight) * copies)));
   }
-  EXPECT_EQ(simt::counted_blocks(simt::Dim3(4, 24), 10), 8u);  // two whole rows of 4
-  EXPECT_EQ(simt::counted_blocks(simt::Dim3(40), 10), 10u);    // the first 10 of a long row
-  EXPECT_EQ(simt::counted_blocks(simt::Dim3(4, 2), 10), 8u);   // all: no more than the cap
-  EXPECT_EQ(simt::counted_blocks(simt::Dim3(40), 0), 40u);     // no cap
+  EXPECT_EQ(simt::counted_blocks(simt::Dim3(4, 24), {10}), 8u);    // two whole rows of 4
+  EXPECT_EQ(simt::counted_blocks(simt::Dim3(40), {10}), 10u);      // the first 10 of a long row
+  EXPECT_EQ(simt::counted_blocks(simt::Dim3(4, 2), {10}), 8u);     // all: no more than the cap
+  EXPECT_EQ(simt::counted_blocks(simt::Dim3(40), {0}), 40u);       // no cap
+  EXPECT_EQ(simt::counted_blocks(simt::Dim3(4, 24), {40, 3}), 36u);  // 9 rows: groups of 3
+  EXPECT_EQ(simt::counted_blocks(simt::Dim3(4, 24), {10, 3}), 12u);  // one group past the cap
+  EXPECT_EQ(simt::counted_blocks(simt::Dim3(4, 25), {40, 3}), 40u);  // 25 rows: no groups of 3
 }
 
 TEST(TimeModel, ScaledWorkMultipliesEachBlock) {
