@@ -377,7 +377,7 @@ size_t twin_workspace_bytes(const StageShape& s, Arithmetic arithmetic) {
     size_t bytes = 0;
     if (!s.swiglu && !gelu_epilogue_width(s.fc)) bytes = std::max(bytes, need::matmul_forward(N, C, F, true));
     if (!s.swiglu && !gelu_epilogue_width(s.C)) bytes = std::max(bytes, need::matmul_dgelu_backward(N, FA, C));
-    if (fp16 || !bf16_attention_head_size(s.heads.hs))
+    if (fp16 || !flash_attention_head_size(s.heads.hs))
       bytes = std::max({bytes, need::attention_forward(N, s.heads), need::attention_backward(N, s.heads)});
     return bytes;
   }

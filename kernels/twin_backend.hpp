@@ -40,7 +40,7 @@ namespace eth::kernels {
 
 // The head sizes (C / NH) the 16-bit flash attention kernels (bf16 and fp16) are compiled for; at
 // any other a native 16-bit backend computes attention on its twin.
-constexpr bool bf16_attention_head_size(int head_size) { return head_size == 64 || head_size == 128; }
+constexpr bool flash_attention_head_size(int head_size) { return head_size == 64 || head_size == 128; }
 
 // The widths (pre_gelu's columns) at which GELU and its gradient fuse into a bf16 GEMM's
 // epilogue: cuBLASLt takes the aux matrix's leading dimension in multiples of 8. At others a

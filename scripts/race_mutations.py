@@ -16,9 +16,9 @@ import re
 import subprocess
 import sys
 
-FLASH = "kernels/gpu_ops/flash_attention_bf16.hpp"
+FLASH = "kernels/gpu_ops/flash_attention16.hpp"
 FP32 = "kernels/gpu_ops/attention.hpp"
-FLASH_TEST = "test_gpu_flash_bf16_interpreted"
+FLASH_TEST = "test_gpu_flash16_interpreted"
 FP32_TEST = "test_gpu_attention_interpreted"
 
 FWD_BARRIER = "      t.sync();              // for every thread; and every warp is done with tile j - 1\n"

@@ -21,7 +21,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 build=${BUILD:-build-device}
 bundle=.device-bundle
-read -r -a targets <<<"${TARGETS:-eth_train eth_topo eth_plan eth_profile eth_convert eth_tokenize test_cuda_backend gpu_checks simt_hardware_check bf16_kernel_check test_communicators oracle_dump bench_gpu_step}"
+read -r -a targets <<<"${TARGETS:-eth_train eth_topo eth_plan eth_profile eth_convert eth_tokenize test_cuda_backend gpu_checks simt_hardware_check kernel16_check test_communicators oracle_dump bench_gpu_step}"
 # What every Ubuntu 24.04 + CUDA image has, at a newer version with the same soname: never carried.
 base_packages="libc6 libstdc++6 libgcc-s1 zlib1g"
 # Packages whose copy must be ours even where the device has the soname (a system libpmix or

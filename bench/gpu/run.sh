@@ -10,7 +10,7 @@
 #      the kernel interpreter against the hardware: each emulated warp instruction (shuffles,
 #      votes, mma.m16n8k16, ldmatrix, cp.async) bit for bit, and the launches of a stage step;
 #      the bf16 and fp16 kernels (flash attention, cuBLASLt GEMMs with epilogues, fused layernorms,
-#      classifier, AdamW) against the interpreter, output by output (tests/gpu/bf16_kernel_check.cpp)
+#      classifier, AdamW) against the interpreter, output by output (tests/gpu/kernel16_check.cpp)
 #   2. the float64 PyTorch oracle on the CUDA backend (3 clipped AdamW steps of tiny), in fp32 and
 #      in bf16 on the bf16 kernels; bf16 plans on the kernels against one rank, and a 2-rank
 #      pipeline whose second rank computes bf16 in fp32; an fp16 plan on the fp16 kernels, and a
@@ -87,7 +87,7 @@ if [ "$backend" = cuda ]; then
   part "the kernel interpreter against the GPU: instructions bit for bit, launch counts" 120 \
     "$ETH_BUILD/tests/gpu/simt_hardware_check"
   part "the bf16 and fp16 kernels on the GPU against the interpreter (flash attention, cuBLASLt, fused)" 150 \
-    "$ETH_BUILD/tests/gpu/bf16_kernel_check"
+    "$ETH_BUILD/tests/gpu/kernel16_check"
 fi
 part "float64 PyTorch oracle on the $backend backend" 150 env ETH_BACKEND="$backend" \
   sh tests/oracle/run_oracle.sh "$ETH_BUILD/tests/oracle/oracle_dump" inputs/models/tiny.yaml "$tmp/oracle"

@@ -1,7 +1,7 @@
-// The 16-bit classifier ops (kernels/gpu_ops/classifier_bf16.hpp) for the CUDA backend, at E =
+// The 16-bit classifier ops (kernels/gpu_ops/classifier16.hpp) for the CUDA backend, at E =
 // bf16 and fp16.
 #include "kernels/cuda/cuda_launch.cuh"
-#include "kernels/gpu_ops/classifier_bf16.hpp"
+#include "kernels/gpu_ops/classifier16.hpp"
 
 namespace eth::kernels {
 template void gpu_ops::sample_mean_losses<cuda::CudaLaunch>(cuda::CudaLaunch&, float*, const float*, int, int);

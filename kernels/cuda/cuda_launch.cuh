@@ -15,7 +15,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/cuda_common.cuh"
-#include "kernels/gpu_ops/gemm_bf16.hpp"
+#include "kernels/gpu_ops/gemm16.hpp"
 #include "kernels/simt/simt.hpp"
 
 namespace eth::kernels::cuda {

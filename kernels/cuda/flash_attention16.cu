@@ -1,7 +1,7 @@
-// The 16-bit flash attention ops of kernels/gpu_ops/flash_attention_bf16.hpp (the kernels and
+// The 16-bit flash attention ops of kernels/gpu_ops/flash_attention16.hpp (the kernels and
 // their launches) compiled for the CUDA backend, at E = bf16 and fp16.
 #include "kernels/cuda/cuda_launch.cuh"
-#include "kernels/gpu_ops/flash_attention_bf16.hpp"
+#include "kernels/gpu_ops/flash_attention16.hpp"
 
 namespace eth::kernels {
 #define ETH_INSTANTIATE_FLASH16(E)                                                                                    \

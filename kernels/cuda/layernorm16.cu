@@ -1,7 +1,7 @@
-// The 16-bit layernorm ops and the fused residual + RMSNorm (kernels/gpu_ops/layernorm_bf16.hpp)
+// The 16-bit layernorm ops and the fused residual + RMSNorm (kernels/gpu_ops/layernorm16.hpp)
 // for the CUDA backend, at E = bf16 and fp16.
 #include "kernels/cuda/cuda_launch.cuh"
-#include "kernels/gpu_ops/layernorm_bf16.hpp"
+#include "kernels/gpu_ops/layernorm16.hpp"
 
 namespace eth::kernels {
 #define ETH_INSTANTIATE_LAYERNORM16(E)                                                                              \

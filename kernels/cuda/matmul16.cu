@@ -1,7 +1,7 @@
-// The bf16 matmul ops (kernels/gpu_ops/matmul_bf16.hpp) for the CUDA backend: cuBLASLt through
+// The bf16 matmul ops (kernels/gpu_ops/matmul16.hpp) for the CUDA backend: cuBLASLt through
 // CudaLaunch.
 #include "kernels/cuda/cuda_launch.cuh"
-#include "kernels/gpu_ops/matmul_bf16.hpp"
+#include "kernels/gpu_ops/matmul16.hpp"
 
 namespace eth::kernels {
 #define ETH_INSTANTIATE_MATMUL16(E)                                                                                     \

@@ -605,7 +605,7 @@ template <int H, class Launch, class E>
 void backward(Launch& launch, E* dqkv, const E* dout, const E* qkv, const E* out, const float* lse, int B, int T,
               AttentionHeads heads) {
   const size_t rows = static_cast<size_t>(B) * heads.NH * T;
-  float* D = static_cast<float*>(launch.scratch(attention_backward_bf16_scratch_bytes(B, T, heads.NH)));  // (B, NH, T)
+  float* D = static_cast<float*>(launch.scratch(attention_backward16_scratch_bytes(B, T, heads.NH)));  // (B, NH, T)
   using Delta = DeltaKernel<E>;
   using Piece = typename Delta::Piece;
   launch.kernel(Delta{D, reinterpret_cast<const Piece*>(dout), reinterpret_cast<const Piece*>(out), B, T, heads},

@@ -24,7 +24,7 @@
 //     by 8 and at least m (CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD).
 //   - a bias gradient has C's type (fp32 here) and is stored, not added: BGRADB overwrites
 //     bias_grad whatever beta is, so an accumulated dbias takes it in scratch and adds it
-//     (kernels/gpu_ops/matmul_bf16.hpp).
+//     (kernels/gpu_ops/matmul16.hpp).
 // DGELU_BGRAD is left out on purpose: its bias gradient would take D's type, bf16, and the
 // precision rule keeps parameter gradients in fp32.
 #pragma once

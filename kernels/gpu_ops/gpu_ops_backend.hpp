@@ -314,7 +314,7 @@ class GpuOpsBackend : public Base {
   }
   // Whether the flash kernels take 16-bit attention at head size hs: the sizes they are compiled
   // for, on a device with their matrix instructions.
-  bool flash_attention(int hs) const { return bf16_attention_head_size(hs) && runs_mma_16816(); }
+  bool flash_attention(int hs) const { return flash_attention_head_size(hs) && runs_mma_16816(); }
   // The twin (bf16 or fp16) over this backend, for what the 16-bit kernels do not take.
   Backend& fallback() {
     if (!fallback_) fallback_ = make_twin_fallback(*this);

@@ -24,7 +24,7 @@ SIMT_DEVICE int layernorm_row(Thread& t) {
 // Row n of a layernorm forward, by its warp: x (C values) normalised into o, from the lane's
 // partial sum of x (its columns lane, lane + 32, ...), which the warp adds by butterfly; the
 // variance in a second pass; lane 0 writes mean and rstd. Every layernorm forward ends here, so
-// fused with the residual add (layernorm_bf16.hpp) or not, a row's output has the same bits.
+// fused with the residual add (layernorm16.hpp) or not, a row's output has the same bits.
 // kCentred false is RMSNorm: no mean (m = 0, the "variance" the mean square), no bias, rstd alone.
 template <class E, bool kCentred = true>
 SIMT_DEVICE void normalise_row(Thread& t, simt::f64 lane_sum, Global<const E> x, Global<E> o, Global<const E> weight,

@@ -1,4 +1,4 @@
-// The 16-bit matmuls through launch.gemm16 (kernels/gpu_ops/gemm_bf16.hpp), E = bf16 or fp16:
+// The 16-bit matmuls through launch.gemm16 (kernels/gpu_ops/gemm16.hpp), E = bf16 or fp16:
 // activations, weights and input gradients stored in E, products accumulated in fp32, weight and bias gradients
 // accumulated in fp32. Row-major buffers as column-major transposes, as in matmul.hpp:
 //
@@ -18,14 +18,14 @@
 
 #include "kernels/gpu_ops/common.hpp"
 #include "kernels/gpu_ops/elementwise.hpp"
-#include "kernels/gpu_ops/gemm_bf16.hpp"
+#include "kernels/gpu_ops/gemm16.hpp"
 #include "kernels/gpu_ops/ops.hpp"
 
 namespace eth::kernels::gpu_ops {
 
 // Grid-stride over the columns: dbias[j] += partial[j].
 struct AddBiasGradKernel {
-  static constexpr const char* kName = "matmul_bf16_dbias_add";
+  static constexpr const char* kName = "matmul16_dbias_add";
   Global<float> dbias;            // (OC) accumulated
   Global<const float> partial;    // (OC)
   int OC;
@@ -66,7 +66,7 @@ void matmul_backward16(Launch& launch, E* dinp, float* dweight, float* dbias, co
   dw.D_fp32 = dweight, dw.ldd = C;
   dw.accumulate = true;
   if (dbias == nullptr) return launch.gemm16(dw);
-  const size_t partial_bytes = matmul_backward_bf16_scratch_bytes(static_cast<size_t>(OC), true);
+  const size_t partial_bytes = matmul_backward16_scratch_bytes(static_cast<size_t>(OC), true);
   auto* partial = static_cast<float*>(launch.scratch(partial_bytes));
   dw.epilogue = GemmEpilogue::bgradb, dw.bias_grad = partial;
   launch.gemm16(dw);

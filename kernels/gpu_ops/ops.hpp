@@ -13,7 +13,7 @@
 //   launch.gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
 //                                       cuBLAS sgemm's contract: column-major, fp32 in and out,
 //                                       fp32 accumulation
-//   launch.gemm16(g)                    one cuBLASLt matmul (kernels/gpu_ops/gemm_bf16.hpp): bf16
+//   launch.gemm16(g)                    one cuBLASLt matmul (kernels/gpu_ops/gemm16.hpp): bf16
 //                                       or fp16 A and B, D of their type or fp32 (fp32 may
 //                                       accumulate), fp32 accumulation, a fused epilogue (bias, GELU keeping the
 //                                       pre-activation, dGELU, the bias gradient of B)
@@ -62,7 +62,7 @@ template <class Launch>
 void matmul_backward(Launch& launch, float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int N, int C, int OC);
 
-// matmul_bf16.hpp (E = bf16 or fp16): forward with pre_gelu keeps the GELU's input and outputs
+// matmul16.hpp (E = bf16 or fp16): forward with pre_gelu keeps the GELU's input and outputs
 // GELU of it; backward with pre_gelu (inp = GELU(pre_gelu)) outputs the gradient of pre_gelu in dinp
 template <class Launch, class E>
 void matmul_forward16(Launch& launch, E* out, E* pre_gelu, const E* inp, const E* weight, const E* bias, int N,
@@ -83,7 +83,7 @@ template <class Launch>
 void attention_decode(Launch& launch, float* out, float* k_cache, float* v_cache, const float* qkv_new, int B, int Tn,
                       int T0, int Tmax, AttentionHeads heads);
 
-// flash_attention_bf16.hpp (E = bf16 or fp16; mma.sync: compute capability 8.0 and later)
+// flash_attention16.hpp (E = bf16 or fp16; mma.sync: compute capability 8.0 and later)
 template <class Launch, class E>
 void attention_forward16(Launch& launch, E* out, float* lse, const E* qkv, int B, int T, AttentionHeads heads);
 template <class Launch, class E>
@@ -141,7 +141,7 @@ void adamw_update(Launch& launch, float* params, E* param_copies, const float* g
 // The fused 16-bit kernels of the stage step, E = bf16 or fp16: activations and parameter copies
 // in E, fp32 statistics, gradients and optimizer state; each rounds exactly where the twin
 // (kernels/twin_backend.cpp) stores.
-// layernorm_bf16.hpp
+// layernorm16.hpp
 template <class Launch, class E>  // residual = a + b stored in E, then the layernorm of the stored residual
 void fused_residual_layernorm_forward16(Launch& launch, E* residual, E* out, float* mean, float* rstd, const E* a,
                                         const E* b, const E* weight, const E* bias, int N, int C);
@@ -151,7 +151,7 @@ void fused_residual_rmsnorm_forward16(Launch& launch, E* residual, E* out, float
 template <class Launch, class E>  // one launch; dinp accumulated in E, dweight and dbias in fp32, deterministic
 void layernorm_backward16(Launch& launch, E* dinp, float* dweight, float* dbias, const E* dout, const E* inp,
                           const E* weight, const float* mean, const float* rstd, int N, int C);
-// classifier_bf16.hpp
+// classifier16.hpp
 template <class Launch, class E>  // a chunk of rows of the LM head's logits: per-token loss, dlogits in place
 void classifier_rows16(Launch& launch, float* token_losses, E* logits, const int32_t* targets, int rows, int V, int Vp,
                        float dlogits_scale_over_T);

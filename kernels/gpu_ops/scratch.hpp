@@ -58,7 +58,7 @@ struct EncoderBackwardScratch {
   }
 };
 // The bf16 flash attention's backward: D = rowsum(dO * O), (B, NH, T) floats.
-inline size_t attention_backward_bf16_scratch_bytes(size_t B, size_t T, size_t NH) {
+inline size_t attention_backward16_scratch_bytes(size_t B, size_t T, size_t NH) {
   return sizeof(float) * B * NH * T;
 }
 // The layernorm backward: each block's (dweight, dbias) partials, (blocks, C) pairs of floats,
@@ -75,7 +75,7 @@ struct LayerNormBackwardScratch {
 };
 inline size_t layernorm_backward_scratch_bytes(size_t N, size_t C) { return LayerNormBackwardScratch(N, C).total; }
 // The bf16 matmul backward: the bias gradient's partial sums, (OC) floats, where there is a bias.
-inline size_t matmul_backward_bf16_scratch_bytes(size_t OC, bool dbias) { return dbias ? sizeof(float) * OC : 0; }
+inline size_t matmul_backward16_scratch_bytes(size_t OC, bool dbias) { return dbias ? sizeof(float) * OC : 0; }
 // The sum of squares: the partials and the result, in double.
 inline size_t sum_of_squares_scratch_bytes() { return sizeof(double) * (kSumBlocks + 1); }
 
@@ -94,8 +94,8 @@ inline size_t launch_scratch_bytes(const StageShape& s) {
   // float), the embedding's sort, and the gradient norm's sum of squares.
   const size_t widest_bias = std::max(static_cast<size_t>(s.fc), s.heads.qkv_row());
   size_t bytes = std::max({column_sums_scratch_bytes(N, widest_bias), layernorm_backward_scratch_bytes(N, C),
-                           matmul_backward_bf16_scratch_bytes(widest_bias, true),
-                           attention_backward_bf16_scratch_bytes(s.B, s.T, static_cast<size_t>(s.heads.NH)),
+                           matmul_backward16_scratch_bytes(widest_bias, true),
+                           attention_backward16_scratch_bytes(s.B, s.T, static_cast<size_t>(s.heads.NH)),
                            sum_of_squares_scratch_bytes()});
   if (s.head) bytes = std::max(bytes, crossentropy_scratch_bytes(N));
   if (sorted_rows(s) > 0) bytes = std::max(bytes, EncoderBackwardScratch(sorted_rows(s)).total);

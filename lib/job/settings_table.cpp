@@ -59,7 +59,7 @@ std::string precision_text(const std::vector<std::string>& paths, const ModelCon
   const int head_size = model.channels / model.num_heads;
   const bool kernels = std::any_of(paths.begin(), paths.end(),
                                    [](const std::string& p) { return p.rfind("bf16 (bf16 kernels", 0) == 0; });
-  const std::string attention = kernels && !kernels::bf16_attention_head_size(head_size)
+  const std::string attention = kernels && !kernels::flash_attention_head_size(head_size)
                                     ? strprintf("; this model's head size %d: attention in fp32 on the bf16 bytes", head_size)
                                     : "";
   if (groups.size() == 1) return groups.front().first + attention;

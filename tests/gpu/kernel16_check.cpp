@@ -1,10 +1,10 @@
-// bf16_kernel_check: the 16-bit kernels on the GPU against the kernel interpreter (bench/gpu/run.sh).
+// kernel16_check: the 16-bit kernels on the GPU against the kernel interpreter (bench/gpu/run.sh).
 // Each kernel of kernels/gpu_ops/*_bf16.hpp (flash attention fwd/bwd at head sizes 64 and 128,
 // the cuBLASLt matmul with fused GELU fwd/bwd, residual + layernorm fwd, layernorm bwd, the
 // chunked classifier, AdamW with 16-bit copies), at bf16 and at fp16, runs on the same inputs on
 // both sides
-// (bf16_kernels_run.hpp); CI holds the interpreter's results to the CPU twin and float64
-// (tests/unit/test_gpu_*_bf16_interpreted.cpp), so agreement here carries that to the hardware.
+// (kernels16_run.hpp); CI holds the interpreter's results to the CPU twin and float64
+// (tests/unit/test_gpu_*16_interpreted.cpp), so agreement here carries that to the hardware.
 //
 // Bounds, per output:
 //   - fp32 outputs of the GEMMs (the weight and bias gradients), element by element, from how
@@ -29,8 +29,8 @@
 //     them, far below u norm-wise. A wrong tile, mask, fragment or epilogue shows at 1e-1 or more.
 // Every output must be finite on both sides (they start as NaN). Exit status: 0 all agree, 1 one
 // does not, 77 no usable GPU.
-//   bf16_kernel_check [--interpreter-only]   (the interpreter's side alone: a dry run without a GPU)
-//   bf16_kernel_check --plant                (the interpreter against itself, then with one term's
+//   kernel16_check [--interpreter-only]   (the interpreter's side alone: a dry run without a GPU)
+//   kernel16_check --plant                (the interpreter against itself, then with one term's
 //                                             worth of error planted in each GEMM output: each must fail)
 #include <algorithm>
 #include <cmath>
@@ -39,7 +39,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_probe.hpp"
-#include "tests/gpu/bf16_kernels.hpp"
+#include "tests/gpu/kernels16.hpp"
 
 namespace bk = eth::test::bf16_kernels;
 
@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
   if (argc == 2 && std::string(argv[1]) == "--plant") return plant();
   std::string why;
   if (eth::kernels::usable_cuda_devices(&why) == 0) {
-    std::cout << "bf16_kernel_check: skipped: no usable GPU (" << why << ")\n";
+    std::cout << "kernel16_check: skipped: no usable GPU (" << why << ")\n";
     return 77;
   }
   const std::vector<bk::Output> gpu = bk::run_on_gpu();

@@ -1,7 +1,7 @@
 // The 16-bit kernels of kernels/gpu_ops/*_bf16.hpp, at bf16 and at fp16, run on one side, on the
-// same inputs: bf16_kernels_gpu.cu on the GPU (CudaLaunch: cuBLASLt, the hardware's mma.sync),
-// and bf16_kernels_host.cpp in the kernel interpreter (HostLaunch), which CI checks against the
-// CPU twin and float64 (tests/unit/test_gpu_*_bf16_interpreted.cpp). bf16_kernel_check compares
+// same inputs: kernels16_gpu.cu on the GPU (CudaLaunch: cuBLASLt, the hardware's mma.sync),
+// and kernels16_host.cpp in the kernel interpreter (HostLaunch), which CI checks against the
+// CPU twin and float64 (tests/unit/test_gpu_*16_interpreted.cpp). kernel16_check compares
 // the two.
 #pragma once
 
@@ -13,7 +13,7 @@ namespace eth::test::bf16_kernels {
 // One output of one kernel call, widened to double; `type` says how it was stored: "bf16",
 // "fp16" or "fp32". For an fp32 output of a GEMM, `magnitude` holds each element's sum of the
 // absolute values of its terms (the initial value, the bias, every product) and `terms` their
-// number, from which bf16_kernel_check bounds the element's error; empty for the others.
+// number, from which kernel16_check bounds the element's error; empty for the others.
 struct Output {
   std::string name;
   std::string type;

@@ -3,7 +3,7 @@
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cuda_launch.cuh"
-#include "tests/gpu/bf16_kernels_run.hpp"
+#include "tests/gpu/kernels16_run.hpp"
 
 namespace eth::test::bf16_kernels {
 namespace {

@@ -3,12 +3,12 @@
 #include <memory>
 
 #include "kernels/emulated/host_launch.hpp"
-#include "kernels/gpu_ops/classifier_bf16.hpp"
-#include "kernels/gpu_ops/flash_attention_bf16.hpp"
-#include "kernels/gpu_ops/layernorm_bf16.hpp"
-#include "kernels/gpu_ops/matmul_bf16.hpp"
+#include "kernels/gpu_ops/classifier16.hpp"
+#include "kernels/gpu_ops/flash_attention16.hpp"
+#include "kernels/gpu_ops/layernorm16.hpp"
+#include "kernels/gpu_ops/matmul16.hpp"
 #include "kernels/gpu_ops/optimizer.hpp"
-#include "tests/gpu/bf16_kernels_run.hpp"
+#include "tests/gpu/kernels16_run.hpp"
 
 namespace eth::test::bf16_kernels {
 namespace {

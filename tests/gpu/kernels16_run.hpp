@@ -1,4 +1,4 @@
-// The cases of bf16_kernels.hpp, written once over the Launch that runs them and the Memory its
+// The cases of kernels16.hpp, written once over the Launch that runs them and the Memory its
 // buffers live in (Memory: put(host vector) -> device copy, filled(n, value) -> device buffer,
 // get(device, n) -> values widened to double). Shapes are GPT-2's widths at short T (the
 // interpreter runs every thread as a fiber), none a multiple of the kernels' tiles in rows.
@@ -18,7 +18,7 @@
 #include "kernels/gpu_ops/ops.hpp"
 #include "kernels/simt/types.hpp"
 #include "lib/base/random.hpp"
-#include "tests/gpu/bf16_kernels.hpp"
+#include "tests/gpu/kernels16.hpp"
 
 namespace eth::test::bf16_kernels {
 

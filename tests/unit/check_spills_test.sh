@@ -11,8 +11,8 @@ nvcc=${3:?usage: check_spills_test.sh REPO_ROOT BUILD_DIR NVCC}
 check=$root/scripts/check_spills.py
 fail=0
 start=$SECONDS
-python3 "$check" "$build" --require-mma "$root/kernels/cuda/flash_attention_bf16.cu" ||
-  { echo "FAIL: a kernel of the build spills, flash_attention_bf16.cu has no mma.sync, or the check could not run"; fail=1; }
+python3 "$check" "$build" --require-mma "$root/kernels/cuda/flash_attention16.cu" ||
+  { echo "FAIL: a kernel of the build spills, flash_attention16.cu has no mma.sync, or the check could not run"; fail=1; }
 echo "(the build's kernels: $((SECONDS - start)) s)"
 
 fixture=$(mktemp -d)

@@ -1,4 +1,4 @@
-// The 16-bit flash attention ops (kernels/gpu_ops/flash_attention_bf16.hpp), the very kernels and
+// The 16-bit flash attention ops (kernels/gpu_ops/flash_attention16.hpp), the very kernels and
 // launches the CUDA backend runs, executed by the kernel interpreter through HostLaunch, each
 // check at E = bf16 and at E = fp16, from inputs in E (random, O(1), never zero) with every
 // output poisoned (NaN) first: against a float64 reference from the same values (the
@@ -26,7 +26,7 @@
 
 #include "kernels/cpu/gpt_ops.hpp"
 #include "kernels/emulated/host_launch.hpp"
-#include "kernels/gpu_ops/flash_attention_bf16.hpp"
+#include "kernels/gpu_ops/flash_attention16.hpp"
 #include "tests/unit/gradcheck.hpp"
 
 namespace eth::test {

@@ -1,4 +1,4 @@
-// The bf16 matmul ops (kernels/gpu_ops/matmul_bf16.hpp) through HostLaunch, whose gemm16 is
+// The bf16 matmul ops (kernels/gpu_ops/matmul16.hpp) through HostLaunch, whose gemm16 is
 // cuBLASLt's contract on the host, against (a) a float64 reference on the same bf16 inputs and
 // (b) the CPU bf16 twin (the CPU backend wrapped in kernels/twin_backend.cpp: fp32 ops,
 // bf16 rounding at the storage points). Shapes are multiples of nothing the GEMM tiles use
@@ -34,7 +34,7 @@
 #include "kernels/backend.hpp"
 #include "kernels/twin_backend.hpp"
 #include "kernels/emulated/host_launch.hpp"
-#include "kernels/gpu_ops/matmul_bf16.hpp"
+#include "kernels/gpu_ops/matmul16.hpp"
 #include "lib/base/random.hpp"
 #include "tests/gpu/cuda_checks.hpp"
 
@@ -169,7 +169,7 @@ void check_backward(bool with_dbias, bool with_gelu) {
   gpu_ops::matmul_backward16(launch, dinp.data(), dweight.data(), with_dbias ? dbias.data() : nullptr, dout.data(),
                                 inp.data(), weight.data(), with_gelu ? pre.data() : nullptr, N, C, OC);
   EXPECT_EQ(gemm_calls(launch), 2u);
-  EXPECT_EQ(launches(launch, "matmul_bf16_dbias_add"), with_dbias ? 1u : 0u);
+  EXPECT_EQ(launches(launch, "matmul16_dbias_add"), with_dbias ? 1u : 0u);
   EXPECT_EQ(total_launches(launch), uint64_t(with_dbias)) << "dGELU must be fused into the dinp GEMM";
   if (!with_dbias) {
     EXPECT_EQ(dbias, dbias0);

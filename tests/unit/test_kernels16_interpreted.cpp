@@ -260,12 +260,12 @@ TEST(Bf16KernelsInterpreted, FusedGeluMatmulsEqualTheTwinWithinAnUlp) {
     EXPECT_LE(d.max, 1) << what;
     EXPECT_LE(d.fraction_differing, 0.01) << what;
   }
-  EXPECT_EQ(p.launches("matmul_bf16_dbias_add"), 1u);
+  EXPECT_EQ(p.launches("matmul16_dbias_add"), 1u);
   EXPECT_EQ(p.launches("gelu_forward_bf16") + p.launches("gelu_backward_bf16"), 0u) << "GELU must be in the epilogues";
 }
 
 // The fp16 backend routes its tensors to the 16-bit kernels at E = fp16 (their numbers are
-// checked in test_gpu_{flash,fused}_bf16_interpreted): attention at head size 64 on the flash
+// checked in test_gpu_{flash,fused}16_interpreted): attention at head size 64 on the flash
 // kernels, at 96 (none compiled) on its twin; the fused layernorm forward, the layernorm backward
 // and the classifier on theirs. Every output poisoned first, and written.
 TEST(Bf16KernelsInterpreted, Fp16OpsRunOnTheFp16Kernels) {

@@ -1,5 +1,5 @@
 // The llama family's GPU kernels (kernels/gpu_ops/llama_elementwise.hpp: SwiGLU forward and
-// backward, rotary positions forward and backward; layernorm.hpp's RMSNorm, layernorm_bf16.hpp's
+// backward, rotary positions forward and backward; layernorm.hpp's RMSNorm, layernorm16.hpp's
 // fused residual + RMSNorm) in the kernel interpreter
 // (ETH_BACKEND=cuda-emulated), at fp32, bf16 and fp16 storage, against the CPU twin of the same
 // storage (the CPU backend, or its 16-bit twin) on the same inputs: bit for bit, since each

@@ -13,7 +13,7 @@
 #include <tuple>
 
 #include "kernels/bf16.hpp"
-#include "kernels/gpu_ops/classifier_bf16.hpp"
+#include "kernels/gpu_ops/classifier16.hpp"
 #include "kernels/gpu_ops/crossentropy.hpp"
 #include "kernels/gpu_ops/layernorm.hpp"
 #include "kernels/simt/interpreter.hpp"
@@ -481,7 +481,7 @@ TEST(SimtProfile, LayerNormForwardCountsItsDoubleStatistics) {
 }
 
 // The per-sample means of the token losses in double (the classifier's, kernels/gpu_ops/
-// classifier_bf16.hpp, and the fp32 cross-entropy's, crossentropy.hpp), B 3, T 10, one block of
+// classifier16.hpp, and the fp32 cross-entropy's, crossentropy.hpp), B 3, T 10, one block of
 // 128 threads: each of the 3 threads adds its 10 losses and divides once, 11 FP64 operations.
 TEST(SimtProfile, SampleMeansCountTheirDoubleSums) {
   const int B = 3, T = 10;
