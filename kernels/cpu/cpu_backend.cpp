@@ -212,8 +212,10 @@ class CpuBackend final : public Backend {
   }
 
   static void* aligned(size_t bytes) {
-    // 64-byte alignment for AVX loads; std::aligned_alloc needs a multiple of the alignment.
-    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    // cudaMalloc's 256-byte alignment (64 would do for AVX loads): the kernel interpreter's
+    // sectors and lines per request (kernels/simt/profile.hpp) are then the GPU's, whatever the
+    // heap gives. std::aligned_alloc needs a multiple of the alignment.
+    void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
     if (p == nullptr) throw std::bad_alloc();
     return p;
   }
