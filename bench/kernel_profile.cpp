@@ -30,6 +30,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <stdexcept>
@@ -486,6 +487,11 @@ int main(int argc, char** argv) {
     }
   } catch (const eth::InputError& e) {
     std::cerr << "kernel_profile: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    // The profiled stage (1 and 2 layers at --batch x --seq-len) is allocated on this host.
+    std::cerr << "kernel_profile: error: command line: --batch " << B << " --seq-len " << T
+              << ": expected a micro-batch whose 2-layer stage fits this host's memory\n";
     return 2;
   }
   return 0;

@@ -8,7 +8,8 @@
 #   - a step that does not fit the GPU named is predicted anyway, with one line saying by how
 #     much (deep-narrow.yaml on a T4);
 #   - bad input: a GPU not in the catalog (the line lists the known ones), a precision without
-#     kernels, a sequence past the model's: one error line each, exit 2.
+#     kernels, a sequence past the model's, a micro-batch past the host's memory: one error line
+#     each, exit 2.
 # No check here is on a predicted time's value.
 #   kernel_profile_cli.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
@@ -89,6 +90,9 @@ expect_one_error kernel_profile "a GPU not in the catalog" "--gpu" "A800" "H200"
 [ "$error_status" -eq 2 ]; check "exit 2 for an unknown GPU" $? "exit $error_status"
 expect_one_error kernel_profile "a precision without kernels" "--precision" "fp32, bf16 or fp16" "tf32" -- \
   "$profile" --model "$model" --seq-len 64 --precision tf32
+# A micro-batch whose profiled stage the host cannot hold (address space capped at 3 GB here).
+expect_one_error kernel_profile "a micro-batch past the host's memory" "--batch 200000" "fits this host's memory" -- \
+  bash -c 'ulimit -v 3000000 && exec "$@"' _ "$profile" --model "$model" --seq-len 64 --batch 200000
 expect_one_error kernel_profile "a sequence past the model's" "--seq-len" "64" "65" -- \
   "$profile" --model "$model" --seq-len 65
 finish
