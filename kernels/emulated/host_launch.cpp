@@ -89,8 +89,9 @@ std::vector<float> widen(const E* p, int rows, int cols, int ld) {
 
 }  // namespace
 
-// The fp32 result of op(A) op(B) (+ D) in an (m, n) buffer, then the epilogue element by element
-// as cuBLASLt defines it (kernels/gpu_ops/gemm16.hpp), then the store: one rounding to E.
+// Counted, then (unless values are off) the fp32 result of op(A) op(B) (+ D) in an (m, n) buffer,
+// the epilogue element by element as cuBLASLt defines it (kernels/gpu_ops/gemm16.hpp), and the
+// store: one rounding to E.
 template <class E>
 void HostLaunch::gemm16(const gpu_ops::Gemm16<E>& g) {
   using gpu_ops::GemmEpilogue;
